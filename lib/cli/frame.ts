@@ -1,0 +1,44 @@
+import { frame, parseFrame } from '../framings/ndjson.js';
+import { CliError, parseJsonInput, readInput, writeStdout } from './io.js';
+
+export interface FrameResult {
+  /** Each message as it goes on the wire: compact JSON and one `\n`. */
+  frames: string[];
+  /** parseFrame of each frame. */
+  parsed: unknown[];
+}
+
+/**
+ * The messages of a fixture: a JSON array of messages, or an object with a `messages` array. A message is a
+ * JSON object, or an array (a batch).
+ */
+export function fixtureMessages(fixture: unknown, name: string): unknown[] {
+  const messages = Array.isArray(fixture)
+    ? fixture
+    : typeof fixture === 'object' && fixture !== null && Array.isArray((fixture as { messages?: unknown }).messages)
+      ? (fixture as { messages: unknown[] }).messages
+      : undefined;
+  if (messages === undefined) {
+    throw new CliError(`${name} is not a fixture: expected a JSON array of messages or an object with a "messages" array`);
+  }
+  messages.forEach((msg, i) => {
+    if (typeof msg !== 'object' || msg === null) {
+      throw new CliError(`${name}: messages[${i}] is ${msg === null ? 'null' : `a ${typeof msg}`}, not a message (object or batch array)`);
+    }
+  });
+  return messages;
+}
+
+export function frameFixture(messages: readonly unknown[]): FrameResult {
+  const frames = messages.map((msg) => frame(msg));
+  return { frames, parsed: frames.map((f) => parseFrame(f)) };
+}
+
+/** `mcp-frame frame [fixture.json | -]` */
+export async function frameCommand(args: string[]): Promise<void> {
+  if (args.length > 1) throw new CliError('usage: mcp-frame frame [fixture.json | -]', 2);
+  const path = args[0];
+  const name = path === undefined || path === '-' ? 'fixture on stdin' : `fixture ${path}`;
+  const fixture = parseJsonInput(await readInput(path, 'fixture'), name);
+  await writeStdout(`${JSON.stringify(frameFixture(fixtureMessages(fixture, name)))}\n`);
+}

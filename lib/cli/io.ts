@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import { text as readStreamText } from 'node:stream/consumers';
+import { jsonErrorPosition } from '../json-position.js';
+
+/** A failure the command line reports as one line on stderr, with this exit code. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode = 1) {
+    super(message);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Reads a whole file, or stdin for `-` or no path; a failure names the path. */
+export async function readInput(path: string | undefined, what: string): Promise<string> {
+  if (path === undefined || path === '-') return readStreamText(process.stdin);
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
+    throw new CliError(`cannot read ${what} ${path}: ${reason}`);
+  }
+}
+
+/** JSON.parse with the failure placed at a line and column of the named input. */
+export function parseJsonInput(text: string, name: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const at = jsonErrorPosition(text);
+    throw new CliError(at ? `${name} is not JSON (line ${at.line}, column ${at.column})` : `${name} is not JSON`);
+  }
+}
+
+/** Writes to stdout and resolves once it is flushed; a reader that went away (EPIPE) is not an error. */
+export function writeStdout(data: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    process.stdout.write(data, (err) => {
+      if (err && (err as NodeJS.ErrnoException).code !== 'EPIPE') reject(err);
+      else resolve();
+    });
+  });
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+import { FrameError } from '../errors.js';
+import { frameCommand } from './frame.js';
+import { CliError } from './io.js';
+
+const USAGE = `usage: mcp-frame <command> [args]
+
+commands:
+  frame [fixture.json | -]   frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
+  help                       this text`;
+
+const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
+  frame: frameCommand,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process[command === undefined ? 'stderr' : 'stdout'].write(`${USAGE}\n`);
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS[command];
+  if (run === undefined) {
+    process.stderr.write(`mcp-frame: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+    return 2;
+  }
+  try {
+    await run(args);
+    return 0;
+  } catch (err) {
+    if (err instanceof CliError) {
+      process.stderr.write(`mcp-frame ${command}: ${err.message}\n`);
+      return err.exitCode;
+    }
+    if (err instanceof FrameError) {
+      process.stderr.write(`mcp-frame ${command}: ${err.code}: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,102 @@
+/**
+ * The one error type for bad input and unframeable messages. Callers branch on `code`, never on the text.
+ */
+export type FrameErrorCode =
+  /** A frame's bytes are not one JSON value. */
+  | 'INVALID_JSON'
+  /** A frame is longer than `maxMessageBytes`. */
+  | 'MESSAGE_TOO_LARGE'
+  /** The input ended inside a frame. */
+  | 'TRUNCATED'
+  /** A frame parsed but is not something the stream can carry (JSON `null`). */
+  | 'INVALID_MESSAGE'
+  /** `frame()` was given a value with no single-line JSON form (undefined, a function, a cycle, a BigInt). */
+  | 'NOT_SERIALIZABLE';
+
+export interface FrameErrorPosition {
+  /** Byte offset in the stream where the offending frame starts. */
+  offset?: number;
+  /** 1-based line number of the frame's first line, for line-based framings. */
+  line?: number;
+}
+
+export class FrameError extends Error {
+  override readonly name = 'FrameError';
+  readonly code: FrameErrorCode;
+  readonly offset: number | undefined;
+  readonly line: number | undefined;
+  /** A short, redacted preview of the offending input (at most about 80 characters). */
+  readonly preview: string;
+
+  constructor(code: FrameErrorCode, message: string, position: FrameErrorPosition = {}, preview = '') {
+    const where = describePosition(position);
+    super(where ? `${message} (${where})` : message);
+    this.code = code;
+    this.offset = position.offset;
+    this.line = position.line;
+    this.preview = preview;
+  }
+}
+
+function describePosition({ line, offset }: FrameErrorPosition): string {
+  const parts: string[] = [];
+  if (line !== undefined) parts.push(`line ${line}`);
+  if (offset !== undefined) parts.push(`byte ${offset}`);
+  return parts.join(', ');
+}
+
+export const PREVIEW_CHARS = 80;
+/**
+ * How much of a frame the preview looks at. Redaction runs before the cut, on this much, so a secret that
+ * starts inside the first 80 characters is hidden even when its value runs past them.
+ */
+const PREVIEW_SCAN_BYTES = 4096;
+
+const SECRET_KEY = String.raw`[^"\\]*(?:authorization|token|password|passwd|secret|api[_-]?key|cookie|credential)[^"\\]*`;
+/** A JSON member whose key looks secret; the value is a string (possibly cut off) or a bare scalar. */
+const SECRET_MEMBER = new RegExp(
+  String.raw`("${SECRET_KEY}"\s*:\s*)(?:"(?:[^"\\]|\\.)*(?:"|\\?$)|[^\s,}\]]+)`,
+  'gi',
+);
+const BEARER = /\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+
+/** Hides the values of keys that look secret (tokens, passwords, API keys, cookies) and bearer credentials. */
+export function redact(text: string): string {
+  return text.replace(SECRET_MEMBER, '$1"[REDACTED]"').replace(BEARER, '$1 [REDACTED]');
+}
+
+/**
+ * A short, printable, redacted preview of some input: control characters escaped, at most PREVIEW_CHARS
+ * characters, with an ellipsis when cut.
+ */
+export function preview(input: string | Uint8Array): string {
+  let text: string;
+  let cut = false;
+  if (typeof input === 'string') {
+    cut = input.length > PREVIEW_SCAN_BYTES;
+    text = cut ? input.slice(0, PREVIEW_SCAN_BYTES) : input;
+  } else {
+    cut = input.length > PREVIEW_SCAN_BYTES;
+    text = Buffer.from(input.buffer, input.byteOffset, Math.min(input.length, PREVIEW_SCAN_BYTES)).toString('utf8');
+  }
+  // eslint-disable-next-line no-control-regex
+  text = redact(text.trim()).replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, escapeControl);
+  if (text.length > PREVIEW_CHARS) {
+    text = text.slice(0, PREVIEW_CHARS);
+    cut = true;
+  }
+  return cut ? `${text}…` : text;
+}
+
+function escapeControl(ch: string): string {
+  switch (ch) {
+    case '\n':
+      return '\\n';
+    case '\r':
+      return '\\r';
+    case '\t':
+      return '\\t';
+    default:
+      return `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  }
+}

@@ -1,0 +1,262 @@
+import { FrameError, preview } from '../errors.js';
+import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
+
+const LF = 0x0a;
+const CR = 0x0d;
+/**
+ * An unterminated line may hold this many bytes beyond maxMessageBytes before it is rejected early: a BOM (3)
+ * on the first line and the CR of a CRLF (1) do not count toward the message, and are only known once the line
+ * ends. The exact check runs when it does.
+ */
+const LINE_END_SLACK = 4;
+
+/**
+ * One message as one line: `JSON.stringify(msg) + "\n"`, byte for byte. JSON.stringify escapes every newline
+ * inside strings, so the only LF is the terminator (U+2028 stays raw, as JSON allows).
+ */
+export function frame(msg: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(msg);
+  } catch (err) {
+    // Cycles and BigInt land here; the engine's message names the problem, never the data.
+    throw new FrameError('NOT_SERIALIZABLE', `cannot frame message: ${(err as Error).message}`);
+  }
+  if (json === undefined) {
+    throw new FrameError('NOT_SERIALIZABLE', `cannot frame message: a ${typeof msg} has no JSON form`);
+  }
+  return `${json}\n`;
+}
+
+/**
+ * Parses one frame: surrounding whitespace and a trailing `\n` or `\r\n` are allowed, anything else that is not
+ * exactly one JSON value on one line is FrameError(INVALID_JSON).
+ */
+export function parseFrame(line: string | Uint8Array): unknown {
+  const text = typeof line === 'string' ? line : Buffer.from(line.buffer, line.byteOffset, line.length).toString('utf8');
+  const body = text.trimEnd();
+  if (body.includes('\n')) {
+    throw new FrameError('INVALID_JSON', 'a frame must be one line, but this one has more', {}, preview(text));
+  }
+  try {
+    return JSON.parse(body);
+  } catch {
+    // The engine's SyntaxError quotes the input, secrets and all; say where instead of what.
+    throw new FrameError('INVALID_JSON', 'frame is not valid JSON', {}, preview(text));
+  }
+}
+
+function isBlank(text: string): boolean {
+  return text.trim().length === 0;
+}
+
+function startsWithBom(buf: Buffer, start: number, end: number): boolean {
+  return end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf;
+}
+
+function asBuffer(chunk: Uint8Array): Buffer {
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+}
+
+/** The first `max` bytes held in `parts`, for a preview. */
+function head(parts: Buffer[], max: number): Buffer {
+  const out: Buffer[] = [];
+  let n = 0;
+  for (const part of parts) {
+    if (n >= max) break;
+    const take = part.subarray(0, max - n);
+    out.push(take);
+    n += take.length;
+  }
+  return Buffer.concat(out, n);
+}
+
+/**
+ * Newline-delimited JSON. A complete line is decoded as soon as its LF arrives; an unfinished one is kept as a
+ * list of fragments with a running length and joined once, when its LF comes. Concatenating per chunk, or
+ * rescanning the pending bytes for LF on every chunk, would make one long line quadratic in its chunk count.
+ */
+export class NdjsonDecoder implements FrameDecoderCore {
+  #parts: Buffer[] = [];
+  /** Bytes of the current unfinished line seen so far (also counted while discarding it). */
+  #partLen = 0;
+  /** The current line was reported as too large; its bytes are dropped up to its LF. */
+  #discarding = false;
+  /** Stream byte offset where the current line starts. */
+  #offset = 0;
+  /** 1-based number of the current line. */
+  #line = 1;
+  readonly #max: number;
+
+  constructor({ maxMessageBytes }: DecoderLimits) {
+    this.#max = maxMessageBytes;
+  }
+
+  get partialBytes(): number {
+    return this.#partLen;
+  }
+
+  get bufferedBytes(): number {
+    return this.#discarding ? 0 : this.#partLen;
+  }
+
+  write(chunk: Uint8Array, sink: DecodeSink): boolean {
+    const buf = asBuffer(chunk);
+    let start = 0;
+    if (this.#partLen > 0) {
+      const nl = buf.indexOf(LF);
+      if (nl === -1) return this.#hold(buf, sink);
+      if (!this.#finishHeld(buf, nl, sink)) return false;
+      start = nl + 1;
+    }
+    const last = buf.lastIndexOf(LF);
+    if (last >= start) {
+      if (!this.#decodeLines(buf, start, last + 1, sink)) return false;
+      start = last + 1;
+    }
+    return start < buf.length ? this.#hold(buf.subarray(start), sink) : true;
+  }
+
+  end(sink: DecodeSink): void {
+    if (this.#partLen === 0) return;
+    if (this.#discarding) {
+      this.#discarding = false;
+      this.#partLen = 0;
+      return;
+    }
+    const bytes = Buffer.concat(this.#parts, this.#partLen);
+    this.#parts = [];
+    this.#partLen = 0;
+    this.#decodeLine(bytes, bytes.length, true, sink);
+  }
+
+  #hold(buf: Buffer, sink: DecodeSink): boolean {
+    this.#partLen += buf.length;
+    if (this.#discarding) return true;
+    this.#parts.push(buf);
+    if (this.#partLen <= this.#max + LINE_END_SLACK) return true;
+    const error = this.#tooLarge(this.#line, this.#offset, head(this.#parts, 4096));
+    this.#parts = [];
+    this.#discarding = true;
+    return sink.invalid(error);
+  }
+
+  /** The held line ends at `nl` in `buf`. */
+  #finishHeld(buf: Buffer, nl: number, sink: DecodeSink): boolean {
+    if (this.#discarding) {
+      this.#discarding = false;
+      this.#offset += this.#partLen + nl + 1;
+      this.#line++;
+      this.#partLen = 0;
+      return true;
+    }
+    this.#parts.push(buf.subarray(0, nl));
+    const bytes = Buffer.concat(this.#parts, this.#partLen + nl);
+    this.#parts = [];
+    this.#partLen = 0;
+    return this.#decodeLine(bytes, bytes.length, false, sink);
+  }
+
+  /** One line held whole in `buf` (without its LF): the path for lines that spanned chunks. */
+  #decodeLine(buf: Buffer, end: number, atEnd: boolean, sink: DecodeSink): boolean {
+    const line = this.#line;
+    const offset = this.#offset;
+    this.#line++;
+    this.#offset += end + 1;
+    let start = 0;
+    if (line === 1 && startsWithBom(buf, 0, end)) start = 3;
+    const bodyEnd = end > start && buf[end - 1] === CR ? end - 1 : end;
+    if (bodyEnd - start > this.#max) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start, start + 4096)));
+    const text = buf.toString('utf8', start, end);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      if (isBlank(text)) return true;
+      return sink.invalid(
+        atEnd
+          ? new FrameError('TRUNCATED', 'input ended inside a message', { line, offset }, preview(text))
+          : new FrameError('INVALID_JSON', 'line is not valid JSON', { line, offset }, preview(text)),
+      );
+    }
+    if (msg === null) return sink.invalid(nullMessage(line, offset));
+    sink.message(msg);
+    return true;
+  }
+
+  /**
+   * Complete lines `buf[start, end)`, the last byte being an LF. They are decoded to one string in one call and
+   * split there: on streams of small messages a UTF-8 decode per line costs more than the parse. Byte offsets
+   * are worked out only when a line is bad.
+   */
+  #decodeLines(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+    const text = buf.toString('utf8', start, end);
+    // No line in the block can be over the limit when the whole block is not.
+    const checkSize = end - start > this.#max;
+    const firstLine = this.#line;
+    let line = firstLine;
+    // Byte offset of the character at index `charMark`; advanced only when an error needs a position.
+    let charMark = 0;
+    let byteMark = this.#offset;
+    let pos = 0;
+    while (pos < text.length) {
+      const nl = text.indexOf('\n', pos);
+      let from = pos;
+      if (line === 1 && pos === 0 && text.charCodeAt(0) === 0xfeff) from = 1;
+      const lineText = text.slice(from, nl);
+      let error: FrameError | undefined;
+      if (checkSize) {
+        const bodyEnd = nl > from && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
+        if (Buffer.byteLength(text.slice(from, bodyEnd)) > this.#max) {
+          byteMark += Buffer.byteLength(text.slice(charMark, pos));
+          charMark = pos;
+          error = this.#tooLarge(line, byteMark, lineText.slice(0, 4096));
+        }
+      }
+      if (error === undefined) {
+        let msg: unknown;
+        let parsed = true;
+        try {
+          msg = JSON.parse(lineText);
+        } catch {
+          parsed = false;
+        }
+        if (parsed && msg !== null) {
+          sink.message(msg);
+        } else if (parsed || !isBlank(lineText)) {
+          byteMark += Buffer.byteLength(text.slice(charMark, pos));
+          charMark = pos;
+          error = parsed
+            ? nullMessage(line, byteMark)
+            : new FrameError('INVALID_JSON', 'line is not valid JSON', { line, offset: byteMark }, preview(lineText));
+        }
+      }
+      line++;
+      pos = nl + 1;
+      if (error !== undefined && !sink.invalid(error)) return false;
+    }
+    this.#line = line;
+    this.#offset += end - start;
+    return true;
+  }
+
+  #tooLarge(line: number, offset: number, head: string | Uint8Array): FrameError {
+    return new FrameError(
+      'MESSAGE_TOO_LARGE',
+      `message is larger than maxMessageBytes (${this.#max})`,
+      { line, offset },
+      preview(head),
+    );
+  }
+}
+
+function nullMessage(line: number, offset: number): FrameError {
+  return new FrameError('INVALID_MESSAGE', 'null is not a message (an object stream cannot carry it)', { line, offset }, 'null');
+}
+
+/** Newline-delimited JSON, the framing of MCP's stdio transport. */
+export const ndjson: Framing = {
+  name: 'ndjson',
+  createDecoder: (limits) => new NdjsonDecoder(limits),
+  createEncoder: () => ({ encode: frame }),
+};

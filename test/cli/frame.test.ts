@@ -1,0 +1,99 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixtureMessages, frameFixture } from '../../lib/cli/frame.js';
+import { CliError } from '../../lib/cli/io.js';
+import { frameCases, ROOT } from '../helpers/fixtures.js';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(command: string, args: string[], stdin?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(command, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    proc.on('error', reject);
+    proc.on('close', (code) => resolve({ code, stdout, stderr }));
+    proc.stdin.end(stdin ?? '');
+  });
+}
+
+const cli = (args: string[], stdin?: string): Promise<Run> => run(process.execPath, [`${ROOT}dist/lib/cli/main.js`, ...args], stdin);
+
+describe('mcp-frame frame (the grader program)', () => {
+  for (const c of frameCases()) {
+    it(`prints the expected frames and parsed messages for fixtures/frame/${c.name}`, async () => {
+      const result = await cli(['frame', c.inputPath]);
+      expect(result.stderr).to.equal('');
+      expect(result.code).to.equal(0);
+      expect(result.stdout.endsWith('\n')).to.equal(true);
+      expect(JSON.parse(result.stdout)).to.deep.equal(c.expected);
+    });
+  }
+
+  it('reads the fixture from stdin when no path (or -) is given', async () => {
+    const c = frameCases().find((x) => x.name === 'unicode')!;
+    for (const args of [['frame'], ['frame', '-']]) {
+      const result = await cli(args, JSON.stringify(c.input));
+      expect(result.code).to.equal(0);
+      expect(JSON.parse(result.stdout)).to.deep.equal(c.expected);
+    }
+  });
+
+  it('runs the same through your_program.sh mcp-frame <fixture>', async () => {
+    const c = frameCases().find((x) => x.name === 'mcp-session')!;
+    const result = await run(`${ROOT}your_program.sh`, ['mcp-frame', c.inputPath]);
+    expect(result.code).to.equal(0);
+    expect(JSON.parse(result.stdout)).to.deep.equal(c.expected);
+  });
+
+  describe('a bad fixture exits non-zero with one line naming it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-cli-'));
+    const file = (name: string, content: string): string => {
+      const path = join(dir, name);
+      writeFileSync(path, content);
+      return path;
+    };
+    const cases: Array<[string, () => string, RegExp]> = [
+      ['a missing file', () => join(dir, 'absent.json'), /cannot read fixture .*absent\.json: no such file/],
+      ['a file that is not JSON', () => file('broken.json', '[{"jsonrpc": "2.0",\n  "id": }]'), /broken\.json is not JSON \(line 2, column \d+\)/],
+      ['JSON that is not a list of messages', () => file('scalar.json', '42'), /scalar\.json is not a fixture/],
+      ['an object without a messages array', () => file('object.json', '{"msgs": []}'), /object\.json is not a fixture/],
+      ['a list holding a non-message', () => file('mixed.json', '[{"a":1}, "text"]'), /mixed\.json: messages\[1\] is a string/],
+    ];
+    for (const [label, make, pattern] of cases) {
+      it(label, async () => {
+        const path = make();
+        const result = await cli(['frame', path]);
+        expect(result.code).to.equal(1);
+        expect(result.stdout).to.equal('');
+        expect(result.stderr.trimEnd().split('\n')).to.have.length(1);
+        expect(result.stderr).to.match(pattern);
+        expect(result.stderr).to.include(path.slice(dir.length + 1));
+      });
+    }
+  });
+
+  it('rejects unknown commands and extra arguments with a usage exit code', async () => {
+    expect((await cli(['nope'])).code).to.equal(2);
+    expect((await cli(['frame', 'a.json', 'b.json'])).code).to.equal(2);
+    expect((await cli([])).code).to.equal(2);
+    const help = await cli(['help']);
+    expect(help.code).to.equal(0);
+    expect(help.stdout).to.include('frame');
+  });
+
+  it('frameFixture and fixtureMessages agree with the fixtures in-process', () => {
+    for (const c of frameCases()) expect(frameFixture(fixtureMessages(c.input, c.name))).to.deep.equal(c.expected);
+    expect(() => fixtureMessages({ messages: 'no' }, 'x')).to.throw(CliError);
+    expect(() => fixtureMessages([null], 'x')).to.throw(CliError, /messages\[0\] is null/);
+  });
+});
