@@ -1,0 +1,54 @@
+/** A small log-log line chart as SVG: decode time against message size, one line per decoder. */
+export interface Series {
+  name: string;
+  /** [x, y] points; y may be missing where a decoder was not run. */
+  points: Array<[number, number]>;
+}
+
+const COLORS = ['#1b9e77', '#d95f02', '#7570b3', '#e7298a', '#66a61e', '#e6ab02'];
+
+function escapeXml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+export function lineChart(title: string, xLabel: string, yLabel: string, series: Series[]): string {
+  const width = 760;
+  const height = 460;
+  const left = 70;
+  const right = 200;
+  const top = 40;
+  const bottom = 50;
+  const xs = series.flatMap((s) => s.points.map(([x]) => x));
+  const ys = series.flatMap((s) => s.points.map(([, y]) => y));
+  const [x0, x1] = [Math.log2(Math.min(...xs)), Math.log2(Math.max(...xs))];
+  const [y0, y1] = [Math.floor(Math.log10(Math.min(...ys))), Math.ceil(Math.log10(Math.max(...ys)))];
+  const px = (x: number): number => left + ((Math.log2(x) - x0) / (x1 - x0 || 1)) * (width - left - right);
+  const py = (y: number): number => height - bottom - ((Math.log10(y) - y0) / (y1 - y0 || 1)) * (height - top - bottom);
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`);
+  out.push(`<rect width="${width}" height="${height}" fill="white"/>`);
+  out.push(`<text x="${left}" y="22" font-size="14" font-weight="bold">${escapeXml(title)}</text>`);
+  for (let e = y0; e <= y1; e++) {
+    const y = py(10 ** e);
+    out.push(`<line x1="${left}" x2="${width - right}" y1="${y}" y2="${y}" stroke="#ddd"/>`);
+    out.push(`<text x="${left - 6}" y="${y + 4}" text-anchor="end">${10 ** e >= 1 ? 10 ** e : (10 ** e).toFixed(-e)}</text>`);
+  }
+  for (const x of [...new Set(xs)].sort((a, b) => a - b)) {
+    const X = px(x);
+    out.push(`<line x1="${X}" x2="${X}" y1="${top}" y2="${height - bottom}" stroke="#eee"/>`);
+    out.push(`<text x="${X}" y="${height - bottom + 16}" text-anchor="middle">${x}</text>`);
+  }
+  out.push(`<text x="${(left + width - right) / 2}" y="${height - 12}" text-anchor="middle">${escapeXml(xLabel)}</text>`);
+  out.push(`<text transform="translate(16 ${(top + height - bottom) / 2}) rotate(-90)" text-anchor="middle">${escapeXml(yLabel)}</text>`);
+  series.forEach((s, i) => {
+    const color = COLORS[i % COLORS.length]!;
+    const pts = s.points.map(([x, y]) => `${px(x).toFixed(1)},${py(y).toFixed(1)}`).join(' ');
+    out.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts}"/>`);
+    for (const [x, y] of s.points) out.push(`<circle cx="${px(x).toFixed(1)}" cy="${py(y).toFixed(1)}" r="3" fill="${color}"/>`);
+    const ly = top + 10 + i * 20;
+    out.push(`<line x1="${width - right + 15}" x2="${width - right + 40}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="3"/>`);
+    out.push(`<text x="${width - right + 46}" y="${ly + 4}">${escapeXml(s.name)}</text>`);
+  });
+  out.push('</svg>');
+  return `${out.join('\n')}\n`;
+}

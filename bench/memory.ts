@@ -1,0 +1,89 @@
+// One memory measurement in a fresh process, so that peaks do not carry over between decoders.
+// Usage: node --expose-gc memory.js <decoder> one-message <file> | <decoder> slow-consumer <seconds>
+// Prints {"peakOverBaseline": bytes, ...} as JSON.
+import { createReadStream, readFileSync, writeFileSync } from 'node:fs';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Transform } from 'node:stream';
+import split2 from 'split2';
+import { FrameDecoder } from '../lib/index.js';
+import { ndjsonBytes, smallMessages } from './data.js';
+
+const [decoder = 'FrameDecoder', mode = 'one-message', arg = ''] = process.argv.slice(2);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with --expose-gc');
+
+const makers: Record<string, () => Transform> = {
+  FrameDecoder: () => new FrameDecoder(),
+  'split2(JSON.parse)': () => split2(JSON.parse),
+};
+
+/**
+ * Linux keeps a peak RSS per address space (VmHWM) that a write of "5" to clear_refs resets to the current RSS;
+ * getrusage's maxRSS cannot be used, as it carries the parent's peak over from before exec.
+ */
+function baseline(): number {
+  gc!();
+  gc!();
+  writeFileSync('/proc/self/clear_refs', '5');
+  return process.memoryUsage().rss;
+}
+function peak(): number {
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+  if (!hwm) throw new Error('no VmHWM in /proc/self/status: the memory benchmark needs Linux');
+  return Number(hwm[1]) * 1024;
+}
+
+if (mode === 'one-message') {
+  const base = baseline();
+  let messages = 0;
+  let keep: unknown;
+  if (decoder === 'floor') {
+    const whole = readFileSync(arg);
+    keep = JSON.parse(whole.toString('utf8'));
+    messages = 1;
+  } else {
+    const make = makers[decoder];
+    if (!make) throw new Error(`unknown decoder ${decoder}`);
+    await pipeline(
+      createReadStream(arg, { highWaterMark: 64 * 1024 }),
+      make(),
+      new Writable({
+        objectMode: true,
+        write(msg: unknown, _enc, cb) {
+          keep = msg;
+          messages++;
+          cb();
+        },
+      }),
+    );
+  }
+  process.stdout.write(`${JSON.stringify({ peakOverBaseline: peak() - base, messages, kept: keep !== undefined })}\n`);
+} else {
+  // A producer that could write without end, a decoder, and a consumer that takes one message a millisecond.
+  const seconds = Number(arg || 3);
+  const pool = ndjsonBytes(smallMessages(3000, 3));
+  const make = makers[decoder];
+  if (!make) throw new Error(`unknown decoder ${decoder}`);
+  let produced = 0;
+  const source = new Readable({
+    read() {
+      produced += pool.length;
+      this.push(pool);
+    },
+  });
+  const base = baseline();
+  let consumed = 0;
+  const stop = Date.now() + seconds * 1000;
+  const sink = new Writable({
+    objectMode: true,
+    highWaterMark: 16,
+    write(_msg: unknown, _enc, cb) {
+      consumed++;
+      if (Date.now() > stop) source.destroy();
+      setTimeout(cb, 1);
+    },
+  });
+  await pipeline(source, make(), sink).catch(() => undefined);
+  process.stdout.write(`${JSON.stringify({ peakOverBaseline: peak() - base, consumed, producedBytes: produced })}\n`);
+}

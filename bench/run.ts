@@ -1,0 +1,282 @@
+// npm run bench: every decoder and encoder fed the same bytes in the same chunks, in one process, peers
+// interleaved, median of several runs after a warm-up. Ratios matter more than times: machines are noisy.
+//
+//   npm run bench               the full run; writes bench/RESULTS.md and bench/decode-time.svg
+//   npm run bench -- --quick    skips the super-linear peers on multi-MiB lines (minutes of waiting)
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { FrameDecoder, FrameEncoder } from '../lib/index.js';
+import { lineChart } from './chart.js';
+import { chunk, imageResult, mixedMessages, ndjsonBytes, smallMessages } from './data.js';
+import { decoders, encoders, type DecoderPeer, type EncoderPeer } from './peers.js';
+
+const quick = process.argv.includes('--quick');
+const RUNS = 7;
+/** A peer whose first run takes longer than this is not run again on that input. */
+const REPEAT_LIMIT_MS = 2000;
+const MiB = 1024 * 1024;
+const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
+const srcDir = fileURLToPath(new URL('../../bench/', import.meta.url));
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc (npm run bench does)');
+
+interface Timing {
+  name: string;
+  median: number;
+  runs: number;
+  skipped?: string;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+async function timeOnce(fn: () => Promise<unknown> | unknown, check: (result: unknown) => void): Promise<number> {
+  gc!();
+  const start = process.hrtime.bigint();
+  const result = await fn();
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  check(result);
+  return ms;
+}
+
+/** Runs each peer once to warm up, then RUNS times in rotating order; slow peers are not repeated. */
+async function compare<P extends { name: string }>(
+  peers: readonly P[],
+  run: (peer: P) => Promise<unknown> | unknown,
+  check: (peer: P, result: unknown) => void,
+  skip: (peer: P) => string | undefined = () => undefined,
+): Promise<Timing[]> {
+  const times = new Map<string, number[]>(peers.map((p) => [p.name, []]));
+  const once = new Set<string>();
+  const active = peers.filter((p) => skip(p) === undefined);
+  for (const p of active) {
+    const ms = await timeOnce(() => run(p), (r) => check(p, r));
+    if (ms > REPEAT_LIMIT_MS) {
+      once.add(p.name);
+      times.get(p.name)!.push(ms);
+    }
+  }
+  for (let r = 0; r < RUNS; r++) {
+    for (let i = 0; i < active.length; i++) {
+      const p = active[(i + r) % active.length]!;
+      if (once.has(p.name)) continue;
+      times.get(p.name)!.push(await timeOnce(() => run(p), (res) => check(p, res)));
+    }
+  }
+  return peers.map((p) => {
+    const why = skip(p);
+    const ts = times.get(p.name)!;
+    return why === undefined ? { name: p.name, median: median(ts), runs: ts.length } : { name: p.name, median: NaN, runs: 0, skipped: why };
+  });
+}
+
+function expectCount(expected: number) {
+  return (peer: { name: string }, result: unknown): void => {
+    if (result !== expected) throw new Error(`${peer.name} decoded ${String(result)} messages, expected ${expected}`);
+  };
+}
+
+const fmtMs = (ms: number): string => (Number.isNaN(ms) ? '–' : ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
+const fmtX = (x: number): string => (Number.isNaN(x) ? '–' : x >= 10 ? `${x.toFixed(0)}x` : `${x.toFixed(2)}x`);
+
+/** A markdown table of timings: time, ratio to the floor, and how many times slower than ours each peer is. */
+function table(timings: Timing[], ours: string): string {
+  const floor = timings.find((t) => t.name === 'floor')!.median;
+  const mine = timings.find((t) => t.name === ours)!.median;
+  const rows = timings.map((t) => {
+    const note = t.skipped ?? (t.runs === 1 ? 'one run (too slow to repeat)' : '');
+    return `| ${t.name} | ${fmtMs(t.median)} | ${fmtX(t.median / floor)} | ${t.name === ours ? '' : fmtX(t.median / mine)} | ${note} |`;
+  });
+  return ['| implementation | median ms | vs floor | vs ' + ours + ' | note |', '| --- | ---: | ---: | ---: | --- |', ...rows].join('\n');
+}
+
+const report: string[] = [];
+const verdicts: string[] = [];
+function section(title: string, body: string): void {
+  const text = `### ${title}\n\n${body}\n`;
+  report.push(text);
+  process.stdout.write(`\n${text}`);
+}
+function verdict(label: string, ok: boolean, detail: string): void {
+  verdicts.push(`| ${label} | ${detail} | ${ok ? 'met' : '**missed**'} |`);
+}
+
+interface DecodeCase {
+  title: string;
+  bytes: Buffer;
+  chunkSize: number;
+  count: number;
+  /** Holds multi-MiB lines: the super-linear peers take minutes here. */
+  longLines: boolean;
+}
+
+async function decodeCase(c: DecodeCase): Promise<Timing[]> {
+  const chunks = chunk(c.bytes, c.chunkSize);
+  const timings = await compare<DecoderPeer>(
+    decoders,
+    (p) => p.run(chunks, c.bytes),
+    expectCount(c.count),
+    (p) => (quick && c.longLines && p.slowOnLongLines ? 'skipped with --quick' : undefined),
+  );
+  section(`Decode: ${c.title}`, `${(c.bytes.length / MiB).toFixed(1)} MiB in ${c.chunkSize / 1024} KiB chunks, ${c.count} message${c.count === 1 ? '' : 's'}.\n\n${table(timings, 'FrameDecoder')}`);
+  return timings;
+}
+
+const ratio = (ts: Timing[], a: string, b: string): number => ts.find((t) => t.name === a)!.median / ts.find((t) => t.name === b)!.median;
+
+// ---------------------------------------------------------------------------------------------------------
+process.stdout.write(`mcp-frame benchmark${quick ? ' (quick)' : ''}: Node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}\n`);
+
+const small = smallMessages(90_000);
+const smallBytes = ndjsonBytes(small);
+const smallTimings = await decodeCase({ title: '90,000 small MCP messages', bytes: smallBytes, chunkSize: 64 * 1024, count: small.length, longLines: false });
+const smallVsFloor = ratio(smallTimings, 'FrameDecoder', 'floor');
+const smallVsSplit2 = ratio(smallTimings, 'FrameDecoder', 'split2(JSON.parse)');
+verdict('decode small messages: at most 1.25x the floor', smallVsFloor <= 1.25, fmtX(smallVsFloor));
+verdict('decode small messages: faster than split2(JSON.parse)', smallVsSplit2 < 1, `${fmtX(smallVsSplit2)} of split2's time`);
+
+for (const size of [8, 32]) {
+  const bytes = ndjsonBytes([imageResult(size * MiB)]);
+  for (const chunkSize of [64 * 1024, 16 * 1024]) {
+    const t = await decodeCase({ title: `one ${size} MiB message, ${chunkSize / 1024} KiB chunks`, bytes, chunkSize, count: 1, longLines: true });
+    if (size === 32 && chunkSize === 16 * 1024) {
+      const r = ratio(t, 'FrameDecoder', 'floor');
+      verdict('decode one 32 MiB message in 16 KiB chunks: at most 1.5x the floor', r <= 1.5, fmtX(r));
+    }
+  }
+}
+
+const mixed = mixedMessages();
+await decodeCase({ title: 'mixed: small messages with a few 2-4 MiB ones', bytes: ndjsonBytes(mixed), chunkSize: 64 * 1024, count: mixed.length, longLines: true });
+
+// Encoders ---------------------------------------------------------------------------------------------------
+const encodeTimings = await compare<EncoderPeer>(encoders, (p) => p.run(small), (p, r) => {
+  if (typeof r !== 'number' || r < smallBytes.length) throw new Error(`${p.name} wrote ${String(r)} bytes`);
+});
+section('Encode: 90,000 small MCP messages', table(encodeTimings, 'FrameEncoder'));
+const encVsFloor = ratio(encodeTimings, 'FrameEncoder', 'floor');
+verdict('encode: at most 1.2x the floor', encVsFloor <= 1.2, fmtX(encVsFloor));
+
+// End to end through a child process ------------------------------------------------------------------------
+async function endToEnd(messages: readonly object[]): Promise<number> {
+  const child = spawn(process.execPath, [here('./echo.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let n = 0;
+  const done = pipeline(child.stdout, new FrameDecoder(), async (source: AsyncIterable<unknown>) => {
+    for await (const _ of source) n++;
+  });
+  const start = process.hrtime.bigint();
+  await Promise.all([pipeline(Readable.from(messages, { objectMode: true }), new FrameEncoder(), child.stdin), done]);
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  await once(child, 'exit');
+  if (n !== messages.length) throw new Error(`end to end: ${n} of ${messages.length} messages came back`);
+  return ms;
+}
+const e2eRows: string[] = [];
+for (const [label, messages] of [
+  ['90,000 small messages', small],
+  ['16 messages of 4 MiB', Array.from({ length: 16 }, (_, i) => imageResult(4 * MiB, i))],
+] as const) {
+  const bytes = ndjsonBytes(messages as object[]).length;
+  await endToEnd(messages as object[]);
+  const ms = median([await endToEnd(messages as object[]), await endToEnd(messages as object[]), await endToEnd(messages as object[])]);
+  e2eRows.push(`| ${label} | ${fmtMs(ms)} | ${Math.round((messages.length / ms) * 1000).toLocaleString('en')} | ${((bytes / MiB / ms) * 1000).toFixed(0)} |`);
+}
+section(
+  'End to end: FrameEncoder → node child (stdin piped to stdout) → FrameDecoder',
+  ['| input | median ms | messages/s | MiB/s |', '| --- | ---: | ---: | ---: |', ...e2eRows].join('\n'),
+);
+
+// Memory -----------------------------------------------------------------------------------------------------
+function memoryRun(args: string[]): Record<string, number> {
+  const out = execFileSync(process.execPath, ['--expose-gc', here('./memory.js'), ...args], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  return JSON.parse(out) as Record<string, number>;
+}
+const tmp = `${srcDir}.tmp`;
+mkdirSync(tmp, { recursive: true });
+const bigFile = `${tmp}/one-32MiB.ndjson`;
+const bigBytes = ndjsonBytes([imageResult(32 * MiB)]);
+writeFileSync(bigFile, bigBytes);
+const memRows: string[] = [];
+let ourPeak = NaN;
+for (const d of ['floor', 'FrameDecoder', ...(quick ? [] : ['split2(JSON.parse)'])]) {
+  const r = memoryRun([d, 'one-message', bigFile]);
+  const peak = r.peakOverBaseline!;
+  if (d === 'FrameDecoder') ourPeak = peak;
+  memRows.push(`| ${d} | ${(peak / MiB).toFixed(1)} | ${(peak / bigBytes.length).toFixed(2)}N |`);
+}
+section(
+  'Memory: peak RSS over baseline, decoding one 32 MiB message read from a file in 64 KiB chunks',
+  `N = ${(bigBytes.length / MiB).toFixed(1)} MiB. The floor reads the whole file into one buffer first. Each row is a fresh process.\n\n| decoder | MiB | × N |\n| --- | ---: | ---: |\n${memRows.join('\n')}`,
+);
+verdict('peak RSS decoding one N-byte message: at most 3N over baseline', ourPeak <= 3 * bigBytes.length, `${(ourPeak / bigBytes.length).toFixed(2)}N`);
+
+const slowRows: string[] = [];
+for (const d of ['FrameDecoder', 'split2(JSON.parse)']) {
+  const r = memoryRun([d, 'slow-consumer', '3']);
+  slowRows.push(`| ${d} | ${r.consumed} | ${(r.producedBytes! / MiB).toFixed(1)} | ${(r.peakOverBaseline! / MiB).toFixed(1)} |`);
+}
+section(
+  'Memory: a consumer that takes one message per millisecond for 3 s, from a producer that never stops',
+  `| decoder | messages consumed | MiB produced | peak RSS over baseline, MiB |\n| --- | ---: | ---: | ---: |\n${slowRows.join('\n')}`,
+);
+
+// Chart: decode time against message size --------------------------------------------------------------------
+const sizes = [0.25, 0.5, 1, 2, 4, 8, 16, 32];
+const chartTimes = new Map<string, Array<[number, number]>>(decoders.map((d) => [d.name, []]));
+for (const size of sizes) {
+  const bytes = ndjsonBytes([imageResult(size * MiB)]);
+  const chunks = chunk(bytes, 64 * 1024);
+  const ts = await compare<DecoderPeer>(
+    decoders,
+    (p) => p.run(chunks, bytes),
+    expectCount(1),
+    (p) => (quick && size >= 8 && p.slowOnLongLines ? 'quick' : undefined),
+  );
+  for (const t of ts) if (!Number.isNaN(t.median)) chartTimes.get(t.name)!.push([size, t.median]);
+  process.stdout.write(`chart: ${size} MiB done\n`);
+}
+const svg = lineChart(
+  'Decoding one message, 64 KiB chunks',
+  'message size, MiB',
+  'median ms (log scale)',
+  [...chartTimes].map(([name, points]) => ({ name, points })),
+);
+
+// Results ----------------------------------------------------------------------------------------------------
+const targets = ['| target | measured | |', '| --- | --- | --- |', ...verdicts].join('\n');
+process.stdout.write(`\n### Targets\n\n${targets}\n`);
+if (quick) {
+  process.stdout.write('\n--quick: bench/RESULTS.md and the chart were not rewritten.\n');
+} else {
+  writeFileSync(`${srcDir}decode-time.svg`, svg);
+  const header = [
+    '# Benchmark results',
+    '',
+    `Written by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: Node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}.`,
+    `Median of ${RUNS} runs after a warm-up; a peer whose first run took over ${REPEAT_LIMIT_MS / 1000} s ran once. Ratios are the numbers to read; absolute times vary between machines and runs.`,
+    '"vs floor": time over the floor\'s (one pass over the whole input: indexOf, toString and JSON.parse per line).',
+    '"vs FrameDecoder": how many times longer a peer took than ours.',
+    '',
+    '## Targets',
+    '',
+    targets,
+    '',
+    '![decode time against message size](decode-time.svg)',
+    '',
+    '## Measurements',
+    '',
+  ].join('\n');
+  // The hand-written reading of the numbers (what is left and why) follows the measurements.
+  const analysis = readFileSync(`${srcDir}analysis.md`, 'utf8');
+  writeFileSync(`${srcDir}RESULTS.md`, `${header}\n${report.join('\n')}\n${analysis}`);
+  process.stdout.write('\nwrote bench/RESULTS.md and bench/decode-time.svg\n');
+}
