@@ -9,3 +9,32 @@ export {
   type FrameEncoderOptions,
   type FramingName,
 } from './streams.js';
+export {
+  loadConfig,
+  parseConfig,
+  isStdioServer,
+  ConfigError,
+  type McpConfig,
+  type ServerConfig,
+  type StdioServerConfig,
+  type RemoteServerConfig,
+  type LoadConfigOptions,
+} from './config.js';
+export {
+  StdioServerProcess,
+  ConnectionError,
+  DEFAULT_INHERITED_ENV,
+  type ConnectionErrorCode,
+  type StdioOptions,
+  type ExitStatus,
+} from './stdio.js';
+export {
+  connect,
+  Connection,
+  RpcError,
+  LATEST_PROTOCOL_VERSION,
+  type ConnectOptions,
+  type RequestOptions,
+  type FrameTrace,
+} from './connection.js';
+export { VERSION } from './version.js';

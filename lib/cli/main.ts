@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
+import { callCommand } from './call.js';
 import { frameCommand } from './frame.js';
 import { CliError } from './io.js';
 
@@ -7,10 +8,13 @@ const USAGE = `usage: mcp-frame <command> [args]
 
 commands:
   frame [fixture.json | -]   frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
+  call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]
+                             connect to a server named in .mcp.json; list its tools, or call a method
   help                       this text`;
 
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   frame: frameCommand,
+  call: callCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,32 +1,11 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixtureMessages, frameFixture } from '../../lib/cli/frame.js';
 import { CliError } from '../../lib/cli/io.js';
 import { frameCases, ROOT } from '../helpers/fixtures.js';
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(command, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    proc.on('error', reject);
-    proc.on('close', (code) => resolve({ code, stdout, stderr }));
-    proc.stdin.end(stdin ?? '');
-  });
-}
-
-const cli = (args: string[], stdin?: string): Promise<Run> => run(process.execPath, [`${ROOT}dist/lib/cli/main.js`, ...args], stdin);
+import { cli, run } from '../helpers/run.js';
 
 describe('mcp-frame frame (the grader program)', () => {
   for (const c of frameCases()) {
@@ -42,7 +21,7 @@ describe('mcp-frame frame (the grader program)', () => {
   it('reads the fixture from stdin when no path (or -) is given', async () => {
     const c = frameCases().find((x) => x.name === 'unicode')!;
     for (const args of [['frame'], ['frame', '-']]) {
-      const result = await cli(args, JSON.stringify(c.input));
+      const result = await cli(args, { stdin: JSON.stringify(c.input) });
       expect(result.code).to.equal(0);
       expect(JSON.parse(result.stdout)).to.deep.equal(c.expected);
     }

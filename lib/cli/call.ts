@@ -1,0 +1,118 @@
+import { loadConfig } from '../config.js';
+import { connect, RpcError, type Connection, type FrameTrace } from '../connection.js';
+import type { FrameError } from '../errors.js';
+import { jsonErrorPosition } from '../json-position.js';
+import { ConnectionError } from '../stdio.js';
+import { CliError, writeStdout } from './io.js';
+
+const USAGE = 'usage: mcp-frame call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]';
+
+interface CallArgs {
+  server: string;
+  method: string | undefined;
+  params: unknown;
+  config: string;
+  trace: boolean;
+  timeoutMs: number | undefined;
+}
+
+export function parseCallArgs(args: string[]): CallArgs {
+  const positional: string[] = [];
+  let config = '.mcp.json';
+  let trace = false;
+  let timeoutMs: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const value = (): string => {
+      const v = args[++i];
+      if (v === undefined) throw new CliError(`${arg} needs a value\n${USAGE}`, 2);
+      return v;
+    };
+    if (arg === '--config') config = value();
+    else if (arg === '--trace') trace = true;
+    else if (arg === '--timeout') {
+      timeoutMs = Number(value());
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new CliError(`--timeout takes a positive number of milliseconds\n${USAGE}`, 2);
+    } else if (arg.startsWith('--')) throw new CliError(`unknown option ${arg}\n${USAGE}`, 2);
+    else positional.push(arg);
+  }
+  const [server, method, paramsText, ...extra] = positional;
+  if (server === undefined || extra.length > 0) throw new CliError(USAGE, 2);
+  let params: unknown;
+  if (paramsText !== undefined) {
+    try {
+      params = JSON.parse(paramsText);
+    } catch {
+      const at = jsonErrorPosition(paramsText);
+      throw new CliError(`params are not JSON${at ? ` (column ${at.column})` : ''}: ${paramsText.slice(0, 80)}`, 2);
+    }
+  }
+  return { server, method, params, config, trace, timeoutMs };
+}
+
+/** Every tool, following nextCursor through the pages. */
+async function listTools(connection: Connection): Promise<Array<{ name: string; description?: string }>> {
+  const tools: Array<{ name: string; description?: string }> = [];
+  let cursor: string | undefined;
+  do {
+    const page = (await connection.request('tools/list', cursor === undefined ? {} : { cursor })) as {
+      tools?: Array<{ name: string; description?: string }>;
+      nextCursor?: string;
+    };
+    tools.push(...(page.tools ?? []));
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
+}
+
+function describeTrace(t: FrameTrace): string {
+  return `${t.direction === 'send' ? '→' : '←'} ${t.bytes} B ${t.preview}\n`;
+}
+
+/** `mcp-frame call <server> [method [params-json]]` */
+export async function callCommand(args: string[]): Promise<void> {
+  const opts = parseCallArgs(args);
+  const config = await loadConfig(opts.config).catch((err: Error) => {
+    throw new CliError(err.message);
+  });
+  const entry = config.mcpServers[opts.server];
+  if (entry === undefined) {
+    const names = Object.keys(config.mcpServers);
+    throw new CliError(`no server "${opts.server}" in ${opts.config}; it has: ${names.length > 0 ? names.join(', ') : 'none'}`);
+  }
+  let connection: Connection | undefined;
+  try {
+    const listen = (c: Connection): void => {
+      c.on('invalid', (err: FrameError) =>
+        process.stderr.write(`mcp-frame call: skipped output from the server that is not a message: ${err.code}: ${err.message}: ${err.preview}\n`),
+      );
+      if (opts.trace) {
+        c.on('frame', (t: FrameTrace) => process.stderr.write(describeTrace(t)));
+        c.on('stderr', (line: string) => process.stderr.write(`[${opts.server} stderr] ${line}\n`));
+      }
+    };
+    const timeouts = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs, requestTimeoutMs: opts.timeoutMs };
+    connection = await connect(entry, { name: opts.server, onSpawn: listen, ...timeouts }).catch((err: unknown) => {
+      throw err instanceof ConnectionError ? new CliError(err.message) : err;
+    });
+    const c = connection;
+    const init = c.initializeResult as { protocolVersion: string; serverInfo?: { name?: string; version?: string } };
+    const info = init.serverInfo;
+    process.stderr.write(`connected to ${info?.name ?? opts.server} ${info?.version ?? ''} (protocol ${init.protocolVersion}, pid ${c.pid})\n`);
+    if (opts.method === undefined) {
+      const tools = await listTools(c);
+      const width = Math.max(0, ...tools.map((t) => t.name.length));
+      const lines = tools.map((t) => `${t.name.padEnd(width)}  ${(t.description ?? '').split('\n')[0]}`.trimEnd());
+      await writeStdout(`${lines.join('\n')}${lines.length > 0 ? '\n' : ''}`);
+    } else {
+      const result = await c.request(opts.method, opts.params);
+      await writeStdout(`${JSON.stringify(result, null, 2)}\n`);
+    }
+  } catch (err) {
+    if (err instanceof RpcError) throw new CliError(`server "${opts.server}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${err.message}`);
+    if (err instanceof ConnectionError) throw new CliError(err.message);
+    throw err;
+  } finally {
+    await connection?.close();
+  }
+}

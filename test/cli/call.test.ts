@@ -1,0 +1,85 @@
+import { expect } from 'chai';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseCallArgs } from '../../lib/cli/call.js';
+import { cli } from '../helpers/run.js';
+
+const testServer = (name: string): { command: string; args: string[] } => ({
+  command: process.execPath,
+  args: [fileURLToPath(new URL(`../helpers/servers/${name}.js`, import.meta.url))],
+});
+
+describe('mcp-frame call', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-call-'));
+  const config = join(dir, 'servers.json');
+  writeFileSync(config, JSON.stringify({ mcpServers: { crash: testServer('crash'), banner: testServer('banner'), remote: { type: 'http', url: 'http://localhost:1' } } }));
+
+  it('lists the tools of a server in ./.mcp.json, one line each, after the handshake', async () => {
+    const r = await cli(['call', 'demo']);
+    expect(r.code).to.equal(0);
+    expect(r.stdout.split('\n')).to.deep.equal([
+      'echo  Returns its text unchanged.',
+      'add   Adds two numbers.',
+      'blob  Returns `bytes` deterministic pseudo-random bytes as a base64 resource, with their SHA-256.',
+      '',
+    ]);
+    expect(r.stderr).to.match(/^connected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, pid \d+\)\n$/);
+  });
+
+  it('calls a method with JSON params and prints the result as JSON', async () => {
+    const r = await cli(['call', 'demo', 'tools/call', '{"name":"add","arguments":{"a":1.5,"b":2}}']);
+    expect(r.code).to.equal(0);
+    expect(JSON.parse(r.stdout)).to.deep.equal({ content: [{ type: 'text', text: '3.5' }], structuredContent: { sum: 3.5 } });
+  });
+
+  it('traces every frame in both directions with --trace', async () => {
+    const r = await cli(['call', 'demo', 'ping', '--trace']);
+    expect(r.code).to.equal(0);
+    const frames = r.stderr.split('\n').filter((l) => /^[→←] \d+ B /.test(l));
+    expect(frames.map((l) => l.slice(0, 1))).to.deep.equal(['→', '←', '→', '→', '←']);
+    expect(frames[0]).to.match(/^→ \d+ B \{"jsonrpc":"2\.0","id":1,"method":"initialize"/);
+    expect(r.stderr).to.include('[demo stderr] mcp-frame demo server');
+  });
+
+  it('reads another config with --config and warns about stray stdout lines', async () => {
+    const r = await cli(['call', 'banner', '--config', config]);
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.equal('hello  Says hello.\n');
+    expect(r.stderr).to.match(/skipped output from the server that is not a message: INVALID_JSON/);
+  });
+
+  const failures: Array<[string, string[], number, RegExp]> = [
+    ['an unknown server', ['call', 'nope'], 1, /no server "nope" in \.mcp\.json; it has: demo/],
+    ['a missing config', ['call', 'demo', '--config', '/nonexistent/.mcp.json'], 1, /\/nonexistent\/\.mcp\.json: no such file/],
+    ['an error response', ['call', 'demo', 'no/such'], 1, /server "demo" answered no\/such with error -32601/],
+    ['a server that exits at once', ['call', 'crash', '--config', config], 1, /server "crash" exited with code 3.*DEMO_API_KEY is not set/],
+    ['an http server', ['call', 'remote', '--config', config], 1, /not a stdio server/],
+    ['params that are not JSON', ['call', 'demo', 'tools/call', '{nope'], 2, /params are not JSON \(column 2\)/],
+    ['no server name', ['call'], 2, /usage: mcp-frame call/],
+  ];
+  for (const [label, args, code, pattern] of failures) {
+    it(`exits ${code} with one clear line for ${label}`, async () => {
+      const r = await cli(args);
+      expect(r.code).to.equal(code);
+      expect(r.stdout).to.equal('');
+      const lines = r.stderr.trimEnd().split('\n').filter((l) => !l.startsWith('connected to'));
+      expect(lines[0]).to.match(pattern);
+      if (code === 1) expect(lines).to.have.length(1);
+    });
+  }
+
+  it('parses its arguments', () => {
+    expect(parseCallArgs(['s', 'm', '[1]', '--trace', '--config', 'c.json', '--timeout', '500'])).to.deep.equal({
+      server: 's',
+      method: 'm',
+      params: [1],
+      config: 'c.json',
+      trace: true,
+      timeoutMs: 500,
+    });
+    expect(() => parseCallArgs(['s', '--timeout', '-1'])).to.throw(/positive/);
+    expect(() => parseCallArgs(['s', '--bogus'])).to.throw(/unknown option --bogus/);
+  });
+});

@@ -1,0 +1,123 @@
+import { expect } from 'chai';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig, parseConfig } from '../lib/config.js';
+import { ROOT } from './helpers/fixtures.js';
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).to.be.instanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const parse = (config: unknown, env: NodeJS.ProcessEnv = {}) => parseConfig(JSON.stringify(config), '/etc/project/.mcp.json', { env });
+
+describe('loadConfig', () => {
+  it("reads the repository's own .mcp.json, with the demo server's cwd taken from the file's folder", async () => {
+    const config = await loadConfig(`${ROOT}.mcp.json`);
+    expect(config.mcpServers.demo).to.deep.equal({ type: 'stdio', command: 'node', args: ['dist/examples/server.js'], cwd: ROOT.replace(/\/$/, '') });
+  });
+
+  it('reads ./.mcp.json by default', async () => {
+    const here = process.cwd();
+    process.chdir(ROOT);
+    try {
+      expect(Object.keys((await loadConfig()).mcpServers)).to.include('demo');
+    } finally {
+      process.chdir(here);
+    }
+  });
+
+  it('names a missing file', async () => {
+    try {
+      await loadConfig('/nonexistent/dir/.mcp.json');
+      expect.fail('loaded a missing file');
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      expect((err as ConfigError).message).to.equal('/nonexistent/dir/.mcp.json: no such file');
+    }
+  });
+
+  it('places a JSON error at its line and column', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-config-'));
+    const path = join(dir, '.mcp.json');
+    writeFileSync(path, '{\n  "mcpServers": {\n    "fs": { "command": "npx", }\n  }\n}\n');
+    try {
+      await loadConfig(path);
+      expect.fail('loaded broken JSON');
+    } catch (err) {
+      expect((err as Error).message).to.equal(`${path}: not valid JSON at line 3, column 31`);
+    }
+  });
+
+  it('keeps stdio, http and sse entries', () => {
+    const config = parse({
+      mcpServers: {
+        fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], env: { DEBUG: '1' } },
+        remote: { type: 'http', url: 'https://example.test/mcp', headers: { 'X-Team': 'a' } },
+        legacy: { type: 'sse', url: 'https://example.test/sse' },
+      },
+    });
+    expect(config.mcpServers).to.deep.equal({
+      fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], env: { DEBUG: '1' } },
+      remote: { type: 'http', url: 'https://example.test/mcp', headers: { 'X-Team': 'a' } },
+      legacy: { type: 'sse', url: 'https://example.test/sse' },
+    });
+  });
+
+  it('expands ${VAR} and ${VAR:-default} in command, args, env, cwd, url and headers', () => {
+    const env = { BIN: '/opt/bin', ROOT_DIR: '/data', TOKEN: 's3cret', EMPTY: '' };
+    const config = parse(
+      {
+        mcpServers: {
+          a: { command: '${BIN}/server', args: ['--root', '${ROOT_DIR}/x', '${MISSING:-fallback}', '${EMPTY:-was empty}', 'a${EMPTY}b'], env: { API_TOKEN: '${TOKEN}' }, cwd: '${ROOT_DIR}' },
+          b: { type: 'http', url: 'https://${HOST:-localhost}:8443/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } },
+        },
+      },
+      env,
+    );
+    expect(config.mcpServers.a).to.deep.equal({
+      command: '/opt/bin/server',
+      args: ['--root', '/data/x', 'fallback', 'was empty', 'ab'],
+      env: { API_TOKEN: 's3cret' },
+      cwd: '/data',
+    });
+    expect(config.mcpServers.b).to.deep.equal({ type: 'http', url: 'https://localhost:8443/mcp', headers: { Authorization: 'Bearer s3cret' } });
+  });
+
+  it('names the server, the field and the variable when a variable is unset', () => {
+    const err = configError(() => parse({ mcpServers: { fs: { command: 'npx', args: ['-y', '${FS_ROOT}'] } } }));
+    expect([err.server, err.jsonPath, err.variable]).to.deep.equal(['fs', 'mcpServers.fs.args[1]', 'FS_ROOT']);
+    expect(err.message).to.equal('/etc/project/.mcp.json: mcpServers.fs.args[1]: variable FS_ROOT is not set (server "fs")');
+    const inHeader = configError(() => parse({ mcpServers: { r: { type: 'http', url: 'u', headers: { 'X-Key': '${KEY}' } } } }));
+    expect(inHeader.jsonPath).to.equal('mcpServers.r.headers["X-Key"]');
+  });
+
+  const shapes: Array<[string, unknown, string]> = [
+    ['a top level that is not an object', [], '(top level)'],
+    ['no mcpServers', { servers: {} }, 'mcpServers'],
+    ['mcpServers not an object', { mcpServers: [] }, 'mcpServers'],
+    ['an entry that is not an object', { mcpServers: { a: 'npx' } }, 'mcpServers.a'],
+    ['a stdio entry without a command', { mcpServers: { a: { args: [] } } }, 'mcpServers.a.command'],
+    ['an empty command', { mcpServers: { a: { command: ' ' } } }, 'mcpServers.a.command'],
+    ['a command that is not a string', { mcpServers: { a: { command: ['npx'] } } }, 'mcpServers.a.command'],
+    ['args that are not an array', { mcpServers: { a: { command: 'x', args: '-y' } } }, 'mcpServers.a.args'],
+    ['an arg that is not a string', { mcpServers: { a: { command: 'x', args: ['a', 'b', 3] } } }, 'mcpServers.a.args[2]'],
+    ['an env value that is not a string', { mcpServers: { a: { command: 'x', env: { PORT: 80 } } } }, 'mcpServers.a.env.PORT'],
+    ['a cwd that is not a string', { mcpServers: { a: { command: 'x', cwd: 1 } } }, 'mcpServers.a.cwd'],
+    ['an unknown type', { mcpServers: { a: { type: 'websocket', url: 'ws://x' } } }, 'mcpServers.a.type'],
+    ['an http entry without a url', { mcpServers: { 'my server': { type: 'http' } } }, 'mcpServers["my server"].url'],
+  ];
+  for (const [label, config, jsonPath] of shapes) {
+    it(`rejects ${label}, naming ${jsonPath}`, () => {
+      const err = configError(() => parse(config));
+      expect(err.jsonPath).to.equal(jsonPath);
+      expect(err.message.startsWith(`/etc/project/.mcp.json: ${jsonPath}: `)).to.equal(true);
+    });
+  }
+});

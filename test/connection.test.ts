@@ -1,0 +1,255 @@
+import { expect } from 'chai';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { connect, Connection, RpcError } from '../lib/connection.js';
+import type { FrameError } from '../lib/errors.js';
+import { ConnectionError } from '../lib/stdio.js';
+import { ROOT } from './helpers/fixtures.js';
+
+const server = (name: string, ...args: string[]) => ({
+  command: process.execPath,
+  args: [fileURLToPath(new URL(`./helpers/servers/${name}.js`, import.meta.url)), ...args],
+});
+const demo = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
+
+async function rejection(promise: Promise<unknown>): Promise<ConnectionError> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as ConnectionError;
+  }
+  throw new Error('expected a rejection, but it resolved');
+}
+
+/** Alive and not a zombie waiting to be reaped. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+function waitFor<T>(emitter: Connection, event: string, test: (value: T) => boolean = () => true): Promise<T> {
+  return new Promise((resolve) => {
+    const on = (value: T): void => {
+      if (!test(value)) return;
+      emitter.off(event, on);
+      resolve(value);
+    };
+    emitter.on(event, on);
+  });
+}
+
+describe('connect and Connection', () => {
+  const open: Connection[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+  const track = (c: Connection): Connection => (open.push(c), c);
+
+  describe('with the example server', () => {
+    it('performs the handshake and keeps the initialize result', async () => {
+      const c = track(await connect(demo));
+      expect(c.initializeResult).to.deep.include({ protocolVersion: '2025-06-18', serverInfo: { name: 'mcp-frame-demo', version: '0.1.0' } });
+      expect(c.pid).to.be.a('number');
+    });
+
+    it('calls tools and gets text back exactly', async () => {
+      const c = track(await connect(demo));
+      const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
+      expect(tools.map((t) => t.name)).to.deep.equal(['echo', 'add', 'blob']);
+      const text = 'line\nbreak \u2028 separator, emoji 👩‍👩‍👧 and "quotes" \\ backslash';
+      expect(await c.request('tools/call', { name: 'echo', arguments: { text } })).to.deep.equal({ content: [{ type: 'text', text }] });
+      const sum = (await c.request('tools/call', { name: 'add', arguments: { a: 2, b: 40 } })) as { structuredContent: unknown };
+      expect(sum.structuredContent).to.deep.equal({ sum: 42 });
+    });
+
+    it('receives a 20 MiB tool result intact', async () => {
+      const c = track(await connect(demo));
+      const size = 20 * 1024 * 1024;
+      const result = (await c.request('tools/call', { name: 'blob', arguments: { bytes: size } })) as {
+        content: [unknown, { resource: { blob: string } }];
+        structuredContent: { sha256: string };
+      };
+      const bytes = Buffer.from(result.content[1].resource.blob, 'base64');
+      expect(bytes.length).to.equal(size);
+      expect(createHash('sha256').update(bytes).digest('hex')).to.equal(result.structuredContent.sha256);
+    });
+
+    it('rejects an error response with its code and message', async () => {
+      const c = track(await connect(demo));
+      const err = (await rejection(c.request('no/such/method'))) as unknown as RpcError;
+      expect(err).to.be.instanceOf(RpcError);
+      expect(err.code).to.equal(-32601);
+      expect(err.message).to.match(/no\/such\/method/);
+    });
+  });
+
+  describe('with misbehaving servers', () => {
+    it('reports banner and log lines on stdout as invalid, and goes on', async () => {
+      const invalid: FrameError[] = [];
+      const c = track(await connect(server('banner'), { onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)) }));
+      const notes: unknown[] = [];
+      c.onNotification('notifications/message', (params) => notes.push(params));
+      const { tools } = (await c.request('tools/list')) as { tools: unknown[] };
+      expect(tools).to.have.length(1);
+      await c.request('tools/call', { name: 'hello' });
+      expect(notes).to.deep.equal([{ level: 'info', data: 'calling hello' }]);
+      expect(invalid.map((e) => [e.code, e.line])).to.deep.equal([
+        ['INVALID_JSON', 1],
+        ['INVALID_JSON', 4],
+      ]);
+      expect(invalid[0]!.preview).to.match(/^Booting banner-server/);
+    });
+
+    it("answers the server's ping, its requests with a handler, and others with -32601", async () => {
+      const c = track(await connect(server('banner')));
+      c.onRequest('roots/list', () => ({ roots: [{ uri: 'file:///tmp', name: 'tmp' }] }));
+      const replies: Array<Record<string, unknown>> = [];
+      c.on('notification', (n: { method: string; params: Record<string, unknown> }) => {
+        if (n.method === 'test/received' && typeof n.params.id === 'string') replies.push(n.params);
+      });
+      const all = waitFor(c, 'notification', () => replies.length === 3);
+      await c.request('ask-client');
+      await all;
+      const byId = Object.fromEntries(replies.map((r) => [r.id, r]));
+      expect(byId['srv-1']).to.deep.include({ error: { code: -32601, message: 'Method not found: sampling/createMessage' } });
+      expect(byId['srv-2']).to.deep.include({ result: {} });
+      expect(byId['srv-3']).to.deep.include({ result: { roots: [{ uri: 'file:///tmp', name: 'tmp' }] } });
+    });
+
+    it('rejects when the server exits before answering, with its exit code and last stderr lines', async () => {
+      const err = await rejection(connect(server('crash')));
+      expect(err).to.be.instanceOf(ConnectionError);
+      expect(err.code).to.equal('EXITED');
+      expect(err.exitCode).to.equal(3);
+      expect(err.stderr).to.deep.equal(['starting crash-server', 'fatal: DEMO_API_KEY is not set']);
+      expect(err.message).to.include('exited with code 3').and.to.include('DEMO_API_KEY is not set');
+    });
+
+    it('rejects a command that does not exist, naming it, and runs nothing through a shell', async () => {
+      const marker = `${ROOT}dist/.shell-ran`;
+      const err = await rejection(connect({ command: `no-such-mcp-server-xyz; touch ${marker}` }));
+      expect(err.code).to.equal('SPAWN_FAILED');
+      expect(err.message).to.include('no-such-mcp-server-xyz');
+      expect(existsSync(marker)).to.equal(false);
+    });
+
+    it('rejects on a handshake timeout and ends the server', async () => {
+      let pid: number | undefined;
+      const started = Date.now();
+      const err = await rejection(connect(server('silent'), { timeoutMs: 300, shutdownGraceMs: 200, onSpawn: (c) => (pid = c.pid) }));
+      expect(err.code).to.equal('TIMEOUT');
+      expect(Date.now() - started).to.be.lessThan(2000);
+      expect(pid).to.be.a('number');
+      for (let i = 0; i < 50 && isAlive(pid!); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(isAlive(pid!)).to.equal(false);
+    });
+
+    it('keeps what came before a message cut off by the server dying, reports it TRUNCATED, and rejects', async () => {
+      const invalid: FrameError[] = [];
+      const c = track(await connect(server('dies-mid-message'), { onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)) }));
+      const progress: unknown[] = [];
+      c.onNotification('notifications/progress', (p) => progress.push(p));
+      const err = await rejection(c.request('tools/call', { name: 'x' }));
+      expect(err.code).to.equal('EXITED');
+      expect(err.exitCode).to.equal(1);
+      expect(progress).to.deep.equal([{ progressToken: 1, progress: 50, total: 100 }]);
+      expect(invalid.map((e) => e.code)).to.deep.equal(['TRUNCATED']);
+      // Writing to a server that has died rejects; nothing is thrown out of a stream.
+      const late = await rejection(c.request('ping'));
+      expect(late.code).to.equal('EXITED');
+      await rejection(c.notify('notifications/anything'));
+    });
+
+    it('times out a request, and tells the server with notifications/cancelled', async () => {
+      const c = track(await connect(server('banner')));
+      const cancelled = waitFor<{ method: string; params: { method?: string } }>(c, 'notification', (n) => n.params.method === 'notifications/cancelled');
+      const err = await rejection(c.request('slow', {}, { timeoutMs: 200 }));
+      expect(err.code).to.equal('TIMEOUT');
+      const seen = (await cancelled).params as { params: { requestId: number; reason: string } };
+      expect(seen.params.requestId).to.be.a('number');
+      expect(seen.params.reason).to.match(/timed out/);
+    });
+
+    it('aborts a request through its signal, and tells the server', async () => {
+      const c = track(await connect(server('banner')));
+      const cancelled = waitFor<{ params: { method?: string } }>(c, 'notification', (n) => n.params.method === 'notifications/cancelled');
+      const controller = new AbortController();
+      const pending = c.request('slow', {}, { signal: controller.signal });
+      setTimeout(() => controller.abort(), 50);
+      expect((await rejection(pending)).code).to.equal('ABORTED');
+      await cancelled;
+      expect((await rejection(c.request('slow', {}, { signal: AbortSignal.abort() }))).code).to.equal('ABORTED');
+    });
+
+    it('rejects pending requests when closed', async () => {
+      const c = await connect(server('banner'));
+      const pending = c.request('slow');
+      const closing = c.close();
+      expect((await rejection(pending)).code).to.equal('CLOSED');
+      expect((await closing).code).to.equal(0);
+    });
+
+    it('gives the server a safe default environment plus its own, or everything on request', async () => {
+      process.env.MCP_FRAME_TEST_SECRET = 'do-not-pass';
+      try {
+        const c = track(await connect({ ...server('banner'), env: { FROM_CONFIG: 'yes' } }));
+        const { env } = (await c.request('env')) as { env: Record<string, string> };
+        expect(env.FROM_CONFIG).to.equal('yes');
+        expect(env.PATH).to.equal(process.env.PATH);
+        expect(env).not.to.have.property('MCP_FRAME_TEST_SECRET');
+        const all = track(await connect(server('banner'), { inheritEnv: true }));
+        expect(((await all.request('env')) as { env: Record<string, string> }).env.MCP_FRAME_TEST_SECRET).to.equal('do-not-pass');
+      } finally {
+        delete process.env.MCP_FRAME_TEST_SECRET;
+      }
+    });
+
+    it('refuses http and sse entries as not stdio servers', async () => {
+      const err = await rejection(connect({ type: 'http', url: 'http://localhost:1/mcp' }));
+      expect(err.code).to.equal('NOT_STDIO');
+      expect(err.message).to.include('not a stdio server');
+    });
+  });
+
+  describe('close', () => {
+    it('ends a well-behaved server by closing its stdin', async () => {
+      const c = await connect(demo);
+      const started = Date.now();
+      const status = await c.close();
+      expect(status).to.deep.equal({ code: 0, signal: null });
+      expect(Date.now() - started).to.be.lessThan(1500);
+      expect(isAlive(c.pid!)).to.equal(false);
+    });
+
+    it('escalates to SIGTERM, then SIGKILL, 2 s apart, for a server that ignores both', async function () {
+      this.timeout(15_000);
+      const c = await connect(server('stubborn'));
+      const started = Date.now();
+      const status = await c.close();
+      const took = Date.now() - started;
+      expect(status.signal).to.equal('SIGKILL');
+      expect(took).to.be.within(3800, 6000);
+      expect(isAlive(c.pid!)).to.equal(false);
+    });
+
+    it("ends the server's whole process group, grandchildren included", async () => {
+      const lines: string[] = [];
+      const c = await connect(server('stubborn', 'spawn-child'), { shutdownGraceMs: 200, onSpawn: (conn) => conn.on('stderr', (l: string) => lines.push(l)) });
+      for (let i = 0; i < 50 && !lines.some((l) => l.startsWith('grandchild pid')); i++) await new Promise((r) => setTimeout(r, 20));
+      const grandchild = Number(/grandchild pid (\d+)/.exec(lines.join('\n'))?.[1]);
+      expect(isAlive(grandchild)).to.equal(true);
+      await c.close();
+      for (let i = 0; i < 50 && isAlive(grandchild); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(isAlive(grandchild)).to.equal(false);
+    });
+  });
+});

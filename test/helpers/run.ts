@@ -1,0 +1,28 @@
+import { spawn } from 'node:child_process';
+import { ROOT } from './fixtures.js';
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end and collects its output; `stdin` is written and closed. */
+export function run(command: string, args: string[], options: { stdin?: string; cwd?: string } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(command, args, { cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    proc.on('error', reject);
+    proc.on('close', (code) => resolve({ code, stdout, stderr }));
+    proc.stdin.on('error', () => undefined);
+    proc.stdin.end(options.stdin ?? '');
+  });
+}
+
+/** Runs the built command line: `mcp-frame ...args`. */
+export function cli(args: string[], options: { stdin?: string; cwd?: string } = {}): Promise<Run> {
+  return run(process.execPath, [`${ROOT}dist/lib/cli/main.js`, ...args], options);
+}

@@ -1,0 +1,38 @@
+// A minimal MCP responder for the misbehaving test servers, written on node:readline and JSON alone, so
+// that these servers do not depend on the code under test.
+import { createInterface } from 'node:readline';
+
+type Json = Record<string, unknown>;
+export type Handler = (msg: Json) => unknown;
+
+export function write(msg: unknown): void {
+  process.stdout.write(`${JSON.stringify(msg)}\n`);
+}
+
+export const initializeResult = (name: string): Json => ({
+  protocolVersion: '2025-06-18',
+  capabilities: { tools: {} },
+  serverInfo: { name, version: '1.0.0' },
+});
+
+/**
+ * Answers initialize and ping, and passes every other request to `handle`, whose return value (if not
+ * undefined) is sent as the result. Notifications and responses go to `onOther`.
+ */
+export function serve(
+  name: string,
+  handle: Handler = () => undefined,
+  options: { onEnd?: () => void; onOther?: (msg: Json) => void } = {},
+): void {
+  const rl = createInterface({ input: process.stdin });
+  rl.on('line', (line) => {
+    if (line.trim() === '') return;
+    const msg = JSON.parse(line) as Json;
+    if (msg.id === undefined || typeof msg.method !== 'string') return options.onOther?.(msg);
+    if (msg.method === 'initialize') return write({ jsonrpc: '2.0', id: msg.id, result: initializeResult(name) });
+    if (msg.method === 'ping') return write({ jsonrpc: '2.0', id: msg.id, result: {} });
+    const result = handle(msg);
+    if (result !== undefined) write({ jsonrpc: '2.0', id: msg.id, result });
+  });
+  rl.on('close', () => (options.onEnd ?? (() => process.exit(0)))());
+}
