@@ -8,8 +8,12 @@ export type FrameErrorCode =
   | 'MESSAGE_TOO_LARGE'
   /** The input ended inside a frame. */
   | 'TRUNCATED'
-  /** A frame parsed but is not something the stream can carry (JSON `null`). */
+  /** A frame parsed but is not a message: JSON `null`, or (with validation) not JSON-RPC 2.0. */
   | 'INVALID_MESSAGE'
+  /** A Content-Length header block is malformed (missing, non-numeric or partly numeric length, over 8 KiB). */
+  | 'INVALID_HEADER'
+  /** Part of a message sat buffered with no new bytes for longer than partialTimeoutMs. */
+  | 'PARTIAL_TIMEOUT'
   /** `frame()` was given a value with no single-line JSON form (undefined, a function, a cycle, a BigInt). */
   | 'NOT_SERIALIZABLE';
 
@@ -18,6 +22,8 @@ export interface FrameErrorPosition {
   offset?: number;
   /** 1-based line number of the frame's first line, for line-based framings. */
   line?: number;
+  /** 1-based number of the frame in the stream, for framings that count frames rather than lines. */
+  index?: number;
 }
 
 export class FrameError extends Error {
@@ -25,6 +31,7 @@ export class FrameError extends Error {
   readonly code: FrameErrorCode;
   readonly offset: number | undefined;
   readonly line: number | undefined;
+  readonly index: number | undefined;
   /** A short, redacted preview of the offending input (at most about 80 characters). */
   readonly preview: string;
 
@@ -34,12 +41,14 @@ export class FrameError extends Error {
     this.code = code;
     this.offset = position.offset;
     this.line = position.line;
+    this.index = position.index;
     this.preview = preview;
   }
 }
 
-function describePosition({ line, offset }: FrameErrorPosition): string {
+function describePosition({ line, offset, index }: FrameErrorPosition): string {
   const parts: string[] = [];
+  if (index !== undefined) parts.push(`message ${index}`);
   if (line !== undefined) parts.push(`line ${line}`);
   if (offset !== undefined) parts.push(`byte ${offset}`);
   return parts.join(', ');

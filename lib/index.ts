@@ -1,14 +1,47 @@
 export { FrameError, redact, preview, type FrameErrorCode, type FrameErrorPosition } from './errors.js';
 export { frame, parseFrame, ndjson, NdjsonDecoder } from './framings/ndjson.js';
-export type { DecodeSink, DecoderLimits, FrameDecoderCore, FrameEncoderCore, Framing } from './framings/codec.js';
+export { frameContentLength, ContentLengthDecoder, contentLengthFraming, MAX_HEADER_BYTES } from './framings/content-length.js';
+export { frameSse, formatEvent, SseDecoder, sseFraming, type SseEventFields } from './framings/sse.js';
+export type {
+  DecodeSink,
+  DecoderLimits,
+  EncoderSettings,
+  FramedEvent,
+  FrameDecoderCore,
+  FrameEncoderCore,
+  Framing,
+} from './framings/codec.js';
 export {
   FrameDecoder,
   FrameEncoder,
+  FrameConverter,
+  FRAMINGS,
+  framingByName,
   DEFAULT_MAX_MESSAGE_BYTES,
+  type DecodeOptions,
   type FrameDecoderOptions,
   type FrameEncoderOptions,
+  type FrameConverterOptions,
   type FramingName,
 } from './streams.js';
+export {
+  jsonRpcProblem,
+  frameProblem,
+  isJsonRpcMessage,
+  isRequest,
+  isNotification,
+  isResponse,
+  isErrorResponse,
+  type JsonRpcId,
+  type JsonRpcRequest,
+  type JsonRpcNotification,
+  type JsonRpcSuccess,
+  type JsonRpcErrorObject,
+  type JsonRpcErrorResponse,
+  type JsonRpcResponse,
+  type JsonRpcMessage,
+  type JsonRpcBatch,
+} from './jsonrpc.js';
 export {
   loadConfig,
   parseConfig,

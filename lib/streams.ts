@@ -1,23 +1,32 @@
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
-import type { FrameError } from './errors.js';
-import type { DecodeSink, FrameDecoderCore, FrameEncoderCore, Framing } from './framings/codec.js';
+import { FrameError, preview } from './errors.js';
+import type { DecodeSink, EncoderSettings, FramedEvent, FrameDecoderCore, FrameEncoderCore, Framing } from './framings/codec.js';
+import { contentLengthFraming } from './framings/content-length.js';
 import { ndjson } from './framings/ndjson.js';
+import { sseFraming } from './framings/sse.js';
+import { frameProblem, jsonRpcProblem } from './jsonrpc.js';
+
+export type FramingName = 'ndjson' | 'content-length' | 'sse';
 
 /** Every framing the streams know, by name. */
-const FRAMINGS: Record<string, Framing> = { ndjson };
-export type FramingName = 'ndjson';
+export const FRAMINGS: Readonly<Record<FramingName, Framing>> = {
+  ndjson,
+  'content-length': contentLengthFraming,
+  sse: sseFraming,
+};
 
-function framingByName(name: string | undefined): Framing {
-  const framing = FRAMINGS[name ?? 'ndjson'];
-  if (framing === undefined) {
+export function framingByName(name: string | undefined): Framing {
+  const key = name ?? 'ndjson';
+  if (!Object.prototype.hasOwnProperty.call(FRAMINGS, key)) {
     throw new TypeError(`unknown framing ${JSON.stringify(name)}; expected one of: ${Object.keys(FRAMINGS).join(', ')}`);
   }
-  return framing;
+  return FRAMINGS[key as FramingName];
 }
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
-export interface FrameDecoderOptions {
+/** How bytes become messages; the same options for every framing. */
+export interface DecodeOptions {
   /**
    * How messages are delimited on the wire.
    * @defaultValue 'ndjson'
@@ -35,6 +44,29 @@ export interface FrameDecoderOptions {
    * @defaultValue 'error'
    */
   onInvalid?: 'error' | 'skip';
+  /**
+   * A JSON array is a batch. `'keep'`: it comes out as one array, so round trips stay exact. `'split'`: its
+   * elements come out one by one, in order.
+   * @defaultValue 'keep'
+   */
+  batch?: 'keep' | 'split';
+  /**
+   * Check each message (each batch element) is a JSON-RPC 2.0 request, notification or response; anything
+   * else, and an empty batch, is INVALID_MESSAGE. With `batch: 'keep'` a batch with a bad element is rejected
+   * whole; with `'split'` only the bad elements are.
+   * @defaultValue false
+   */
+  validate?: boolean;
+  /**
+   * When part of a message has sat buffered with no new bytes for this long, report PARTIAL_TIMEOUT (fail, or
+   * under 'skip' drop the partial message and go on). No timer runs while nothing is partial, and the timer
+   * never keeps the process alive.
+   * @defaultValue undefined (no timeout)
+   */
+  partialTimeoutMs?: number;
+}
+
+export interface FrameDecoderOptions extends DecodeOptions {
   /**
    * How many decoded messages the readable side buffers before it stops reading input.
    * @defaultValue 16
@@ -73,6 +105,12 @@ class FailAfterOutput extends Transform {
     if (!final) callback();
   }
 
+  /** Fails the stream from outside a write (a timer), once the output already pushed has been read. */
+  protected failOutsideWrite(error: Error): void {
+    if (this.readableLength === 0) this.destroy(error);
+    else this.#failure = error;
+  }
+
   /** True once a failure is waiting; input should be dropped. */
   protected get failing(): boolean {
     return this.#failure !== undefined;
@@ -88,19 +126,22 @@ class FailAfterOutput extends Transform {
 }
 
 /**
- * Bytes in, messages out. Feeds a framing's pure decoder and pushes what it yields; skip-or-fail policy lives
- * here, the same for every framing.
- *
- * Events: `'data'` (a message), `'invalid'` (a FrameError, with `onInvalid: 'skip'`), `'error'`.
+ * The shared decoding policy: feeds a framing's pure decoder, and applies onInvalid, batch splitting,
+ * validation and the partial-message timer, the same for every framing. Subclasses say what a message
+ * becomes on the readable side.
  */
-export class FrameDecoder extends FailAfterOutput {
+abstract class DecodingTransform extends FailAfterOutput {
   readonly #core: FrameDecoderCore;
   readonly #skip: boolean;
-  readonly #sink: DecodeSink;
+  readonly #split: boolean;
+  readonly #validate: boolean;
+  readonly #timeoutMs: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
   /** The bad frame that stops an `onInvalid: 'error'` decoder, set by the sink during a write. */
   #invalid: FrameError | undefined;
+  protected readonly sink: DecodeSink;
 
-  constructor(options: FrameDecoderOptions = {}) {
+  constructor(options: DecodeOptions, streamOptions: TransformOptions) {
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     if (!Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < 1) {
       throw new RangeError(`maxMessageBytes must be a positive integer, got ${String(options.maxMessageBytes)}`);
@@ -109,27 +150,31 @@ export class FrameDecoder extends FailAfterOutput {
     if (onInvalid !== 'error' && onInvalid !== 'skip') {
       throw new TypeError(`onInvalid must be 'error' or 'skip', got ${JSON.stringify(onInvalid)}`);
     }
-    super({
-      readableObjectMode: true,
-      readableHighWaterMark: options.readableHighWaterMark ?? 16,
-      writableHighWaterMark: options.writableHighWaterMark ?? 64 * 1024,
-    });
-    this.#core = framingByName(options.framing).createDecoder({ maxMessageBytes });
+    const batch = options.batch ?? 'keep';
+    if (batch !== 'keep' && batch !== 'split') throw new TypeError(`batch must be 'keep' or 'split', got ${JSON.stringify(batch)}`);
+    const timeout = options.partialTimeoutMs;
+    if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
+      throw new RangeError(`partialTimeoutMs must be a positive number of milliseconds, got ${String(timeout)}`);
+    }
+    const framing = framingByName(options.framing);
+    super(streamOptions);
+    this.#core = framing.createDecoder({ maxMessageBytes });
     this.#skip = onInvalid === 'skip';
-    this.#sink = {
-      message: (msg) => {
-        this.push(msg);
-      },
-      invalid: (error) => {
-        if (this.#skip) {
-          this.emit('invalid', error);
-          return true;
-        }
-        this.#invalid = error;
-        return false;
-      },
+    this.#split = batch === 'split';
+    this.#validate = options.validate === true;
+    this.#timeoutMs = timeout;
+    this.sink = {
+      message: (msg) => this.#accept(msg),
+      invalid: (error) => this.#report(error),
+      event: (event) => this.emit('event', event),
     };
   }
+
+  /** What a decoded message becomes on the readable side. */
+  protected abstract deliver(msg: unknown): void;
+
+  /** Called after each write and at the end, once the core is done with them. */
+  protected afterDecode(): void {}
 
   /** Bytes of the unfinished message seen so far; 0 between messages. */
   get partialBytes(): number {
@@ -141,27 +186,153 @@ export class FrameDecoder extends FailAfterOutput {
     return this.#core.bufferedBytes;
   }
 
+  /** The framing's decoder, for what only one framing has (SSE's lastEventId). */
+  protected get core(): FrameDecoderCore {
+    return this.#core;
+  }
+
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     // Input after a failure is dropped: the stream is only waiting for its reader to take what came before.
     if (this.failing) return callback();
     try {
-      this.#core.write(chunk, this.#sink);
+      this.#core.write(chunk, this.sink);
+      this.afterDecode();
     } catch (err) {
       return this.failAfterOutput(err as Error, callback);
     }
     if (this.#invalid !== undefined) return this.failAfterOutput(this.#invalid, callback);
+    this.#armTimer();
     callback();
   }
 
   override _flush(callback: TransformCallback): void {
+    this.#clearTimer();
     if (this.failing) return;
     try {
-      this.#core.end(this.#sink);
+      this.#core.end(this.sink);
+      this.afterDecode();
     } catch (err) {
       return this.failAfterOutput(err as Error, callback, true);
     }
     if (this.#invalid !== undefined) return this.failAfterOutput(this.#invalid, callback, true);
     callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#clearTimer();
+    callback(error);
+  }
+
+  #report(error: FrameError): boolean {
+    if (this.#skip) {
+      this.emit('invalid', error);
+      return true;
+    }
+    this.#invalid ??= error;
+    return false;
+  }
+
+  #accept(msg: unknown): void {
+    if (this.#invalid !== undefined) return;
+    if (this.#split && Array.isArray(msg)) {
+      if (this.#validate && msg.length === 0) return void this.#report(this.#notJsonRpc('an empty batch', msg));
+      for (let i = 0; i < msg.length; i++) {
+        const element: unknown = msg[i];
+        const problem = this.#validate ? jsonRpcProblem(element) : undefined;
+        if (problem === undefined) this.deliver(element);
+        else if (!this.#report(this.#notJsonRpc(`batch element ${i}: ${problem}`, element))) return;
+      }
+      return;
+    }
+    const problem = this.#validate ? frameProblem(msg) : undefined;
+    if (problem === undefined) this.deliver(msg);
+    else this.#report(this.#notJsonRpc(problem, msg));
+  }
+
+  #notJsonRpc(problem: string, msg: unknown): FrameError {
+    return new FrameError('INVALID_MESSAGE', `not a JSON-RPC 2.0 message: ${problem}`, this.#core.lastPosition(), preview(JSON.stringify(msg) ?? ''));
+  }
+
+  #armTimer(): void {
+    if (this.#timeoutMs === undefined) return;
+    if (this.#core.partialBytes === 0) return this.#clearTimer();
+    if (this.#timer !== undefined) {
+      this.#timer.refresh();
+      return;
+    }
+    this.#timer = setTimeout(() => this.#timedOut(), this.#timeoutMs);
+    this.#timer.unref();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #timedOut(): void {
+    this.#timer = undefined;
+    if (this.destroyed || this.failing) return;
+    const at = this.#core.abandonPartial();
+    if (at === undefined) return;
+    const error = new FrameError('PARTIAL_TIMEOUT', `no new bytes for ${this.#timeoutMs} ms in the middle of a message`, at, '');
+    if (this.#skip) this.emit('invalid', error);
+    else this.failOutsideWrite(error);
+  }
+}
+
+/**
+ * Bytes in, messages out. Events: `'data'` (a message), `'invalid'` (a FrameError, with `onInvalid: 'skip'`),
+ * `'event'` (an SSE event of another type than `message`: `{ event, data, id }`), `'error'`.
+ */
+export class FrameDecoder extends DecodingTransform {
+  constructor(options: FrameDecoderOptions = {}) {
+    super(options, {
+      readableObjectMode: true,
+      readableHighWaterMark: options.readableHighWaterMark ?? 16,
+      writableHighWaterMark: options.writableHighWaterMark ?? 64 * 1024,
+    });
+  }
+
+  protected deliver(msg: unknown): void {
+    this.push(msg);
+  }
+
+  /** With `framing: 'sse'`: the last event id seen, for a reconnection's Last-Event-ID header. */
+  get lastEventId(): string | undefined {
+    return (this.core as { lastEventId?: string }).lastEventId;
+  }
+}
+
+export interface FrameConverterOptions extends DecodeOptions {
+  /** The framing written out. */
+  to: FramingName;
+  /** For `to: 'sse'`: an id for each message's event. */
+  eventId?: EncoderSettings['eventId'];
+}
+
+/**
+ * Bytes in one framing to bytes in another (`framing` is the input's), with the decoding policy of
+ * FrameDecoder. It composes the two framings' pure codecs, not two streams; the frames decoded from one chunk go
+ * out as one chunk.
+ */
+export class FrameConverter extends DecodingTransform {
+  readonly #encoder: FrameEncoderCore;
+  #out = '';
+
+  constructor(options: FrameConverterOptions) {
+    super(options, {});
+    this.#encoder = framingByName(options.to).createEncoder(options.eventId === undefined ? {} : { eventId: options.eventId });
+  }
+
+  protected deliver(msg: unknown): void {
+    this.#out += this.#encoder.encode(msg);
+  }
+
+  protected override afterDecode(): void {
+    if (this.#out === '') return;
+    this.push(this.#out);
+    this.#out = '';
   }
 }
 
@@ -171,6 +342,8 @@ export interface FrameEncoderOptions {
    * @defaultValue 'ndjson'
    */
   framing?: FramingName;
+  /** For `framing: 'sse'`: an id for each message's event (its `id:` line); none by default. */
+  eventId?: EncoderSettings['eventId'];
   /**
    * How many messages the writable side buffers before `write()` returns false.
    * @defaultValue 16
@@ -188,12 +361,13 @@ export class FrameEncoder extends FailAfterOutput {
   readonly #core: FrameEncoderCore;
 
   constructor(options: FrameEncoderOptions = {}) {
+    const framing = framingByName(options.framing);
     super({
       writableObjectMode: true,
       writableHighWaterMark: options.writableHighWaterMark ?? 16,
       readableHighWaterMark: options.readableHighWaterMark ?? 64 * 1024,
     });
-    this.#core = framingByName(options.framing).createEncoder();
+    this.#core = framing.createEncoder(options.eventId === undefined ? {} : { eventId: options.eventId });
   }
 
   override _transform(msg: unknown, _encoding: BufferEncoding, callback: TransformCallback): void {
@@ -211,3 +385,5 @@ export class FrameEncoder extends FailAfterOutput {
     if (!this.failing) callback();
   }
 }
+
+export type { FramedEvent };

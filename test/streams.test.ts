@@ -33,33 +33,35 @@ async function encodeAll(messages: unknown[]): Promise<Buffer> {
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('FrameDecoder', () => {
-  for (const fixture of wireFixtures('ndjson')) {
-    describe(`fixtures/wire/${fixture.name}.ndjson`, () => {
-      // Every split point is covered on the pure core; the stream gets the other chunkings.
-      const cuts = chunkings(fixture.bytes, 0);
+  for (const framing of ['ndjson', 'content-length', 'sse'] as const) {
+    for (const fixture of wireFixtures(framing)) {
+      describe(`fixtures/wire/${fixture.name}.${framing}`, () => {
+        // Every split point is covered on the pure core; the stream gets the other chunkings.
+        const cuts = chunkings(fixture.bytes, 0);
 
-      it("with onInvalid 'skip': every message and every bad line, in order, under every chunking", async () => {
-        for (const [how, chunks] of cuts) {
-          const outcome = await decodeWithStream(chunks, { onInvalid: 'skip' });
-          expect(outcome.error, how).to.equal(undefined);
-          expect(outcome.events, how).to.deep.equal(fixture.events);
-        }
-      });
-
-      it("with onInvalid 'error': the messages before the first bad line, then that line's error", async () => {
-        const { before, first } = untilFirstInvalid(fixture.events);
-        for (const [how, chunks] of cuts) {
-          const outcome = await decodeWithStream(chunks);
-          expect(outcome.events, how).to.deep.equal(before);
-          if (first === undefined) {
+        it("with onInvalid 'skip': every message and every bad line, in order, under every chunking", async () => {
+          for (const [how, chunks] of cuts) {
+            const outcome = await decodeWithStream(chunks, { framing, onInvalid: 'skip' });
             expect(outcome.error, how).to.equal(undefined);
-          } else {
-            expect(outcome.error, how).to.be.instanceOf(FrameError);
-            expect(invalidEvent(outcome.error as FrameError), how).to.deep.equal(first);
+            expect(outcome.events, how).to.deep.equal(fixture.events);
           }
-        }
+        });
+
+        it("with onInvalid 'error': the messages before the first bad line, then that line's error", async () => {
+          const { before, first } = untilFirstInvalid(fixture.events);
+          for (const [how, chunks] of cuts) {
+            const outcome = await decodeWithStream(chunks, { framing });
+            expect(outcome.events, how).to.deep.equal(before);
+            if (first === undefined) {
+              expect(outcome.error, how).to.equal(undefined);
+            } else {
+              expect(outcome.error, how).to.be.instanceOf(FrameError);
+              expect(invalidEvent(outcome.error as FrameError), how).to.deep.equal(first);
+            }
+          }
+        });
       });
-    });
+    }
   }
 
   it('validates its options', () => {

@@ -1,4 +1,4 @@
-import type { FrameError } from '../errors.js';
+import type { FrameError, FrameErrorPosition } from '../errors.js';
 
 /**
  * Where a decoder delivers what it finds. Calls happen synchronously inside `write()` and `end()`, in stream
@@ -8,6 +8,16 @@ export interface DecodeSink {
   message(msg: unknown): void;
   /** A bad frame. Return true to go on decoding after it, false to stop at once (the input is abandoned). */
   invalid(error: FrameError): boolean;
+  /** An event that carries no message (an SSE event of a type other than `message`). */
+  event?(event: FramedEvent): void;
+}
+
+/** A non-message event from an event-stream framing. */
+export interface FramedEvent {
+  event: string;
+  data: string;
+  /** The last event id at the time, when there is one. */
+  id?: string;
 }
 
 /**
@@ -23,6 +33,13 @@ export interface FrameDecoderCore {
   readonly partialBytes: number;
   /** Bytes the decoder holds in memory now. */
   readonly bufferedBytes: number;
+  /** Where the frame last passed to sink.message() started, for errors found after deframing (validation). */
+  lastPosition(): FrameErrorPosition;
+  /**
+   * Gives up on the unfinished frame, including whatever of it is still to come, and decodes on from the next
+   * frame. Returns where the abandoned frame started, or undefined when nothing was unfinished.
+   */
+  abandonPartial(): FrameErrorPosition | undefined;
 }
 
 export interface FrameEncoderCore {
@@ -35,9 +52,14 @@ export interface DecoderLimits {
   maxMessageBytes: number;
 }
 
+export interface EncoderSettings {
+  /** For event-stream framings: an id for each message's event; none by default. */
+  eventId?: (msg: unknown, seq: number) => string | number | undefined;
+}
+
 /** A framing: how messages are delimited on a byte stream. */
 export interface Framing {
   readonly name: string;
   createDecoder(limits: DecoderLimits): FrameDecoderCore;
-  createEncoder(): FrameEncoderCore;
+  createEncoder(settings?: EncoderSettings): FrameEncoderCore;
 }

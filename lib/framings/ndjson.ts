@@ -1,4 +1,6 @@
-import { FrameError, preview } from '../errors.js';
+import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
+import { ByteAccumulator } from './accumulator.js';
+import { serialize } from './json.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 
 const LF = 0x0a;
@@ -15,17 +17,7 @@ const LINE_END_SLACK = 4;
  * inside strings, so the only LF is the terminator (U+2028 stays raw, as JSON allows).
  */
 export function frame(msg: unknown): string {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(msg);
-  } catch (err) {
-    // Cycles and BigInt land here; the engine's message names the problem, never the data.
-    throw new FrameError('NOT_SERIALIZABLE', `cannot frame message: ${(err as Error).message}`);
-  }
-  if (json === undefined) {
-    throw new FrameError('NOT_SERIALIZABLE', `cannot frame message: a ${typeof msg} has no JSON form`);
-  }
-  return `${json}\n`;
+  return `${serialize(msg)}\n`;
 }
 
 /**
@@ -58,32 +50,38 @@ function asBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
 }
 
-/** Held lines up to this size share one small buffer that the decoder keeps between lines. */
-const SMALL_HOLD = 64 * 1024;
-
 /**
  * Newline-delimited JSON. A complete line is decoded as soon as its LF arrives. The bytes of an unfinished line
- * are copied, as they come, into one growing buffer, and decoded once, when its LF comes: each byte is scanned
- * once and copied a bounded number of times, whatever the chunking. Re-joining or rescanning the pending bytes
- * on every chunk would make one long line quadratic in its chunk count. Copying rather than keeping a list of
- * the chunks lets each chunk go at once: the list, joined at the end, held every byte twice at the peak (4.2N
- * for one N-byte message against 3.7N this way; bench/RESULTS.md).
+ * are copied into a ByteAccumulator as they come and decoded once, when its LF comes; only new bytes are
+ * scanned for LF. Re-joining or rescanning the pending bytes on every chunk would make one long line quadratic
+ * in its chunk count.
  */
 export class NdjsonDecoder implements FrameDecoderCore {
-  /** The unfinished line's bytes are `#held[0, #partLen)`, unless it is being discarded. */
-  #held: Buffer | undefined;
+  /** The unfinished line's bytes, unless it is being discarded. */
+  readonly #held: ByteAccumulator;
   /** Bytes of the current unfinished line seen so far (also counted while discarding it). */
   #partLen = 0;
-  /** The current line was reported as too large; its bytes are dropped up to its LF. */
+  /** The current line was reported (too large, or abandoned); its bytes are dropped up to its LF. */
   #discarding = false;
   /** Stream byte offset where the current line starts. */
   #offset = 0;
   /** 1-based number of the current line. */
   #line = 1;
   readonly #max: number;
+  /**
+   * Where the line last delivered to the sink came from, for lastPosition(). A line from a block of complete
+   * lines has its byte offset worked out only when asked: it is `#lastOffset` plus the bytes of
+   * `#lastBlock` from character `#lastFrom` to `#lastChar`.
+   */
+  #lastLine = 0;
+  #lastOffset = 0;
+  #lastBlock: string | undefined;
+  #lastFrom = 0;
+  #lastChar = 0;
 
   constructor({ maxMessageBytes }: DecoderLimits) {
     this.#max = maxMessageBytes;
+    this.#held = new ByteAccumulator(maxMessageBytes + LINE_END_SLACK);
   }
 
   get partialBytes(): number {
@@ -91,7 +89,22 @@ export class NdjsonDecoder implements FrameDecoderCore {
   }
 
   get bufferedBytes(): number {
-    return this.#discarding ? 0 : this.#partLen;
+    return this.#held.length;
+  }
+
+  lastPosition(): FrameErrorPosition {
+    if (this.#lastBlock !== undefined) {
+      this.#lastOffset += Buffer.byteLength(this.#lastBlock.slice(this.#lastFrom, this.#lastChar));
+      this.#lastBlock = undefined;
+    }
+    return { line: this.#lastLine, offset: this.#lastOffset };
+  }
+
+  abandonPartial(): FrameErrorPosition | undefined {
+    if (this.#partLen === 0 || this.#discarding) return undefined;
+    this.#discarding = true;
+    this.#held.clear();
+    return { line: this.#line, offset: this.#offset };
   }
 
   write(chunk: Uint8Array, sink: DecodeSink): boolean {
@@ -113,14 +126,13 @@ export class NdjsonDecoder implements FrameDecoderCore {
 
   end(sink: DecodeSink): void {
     if (this.#partLen === 0) return;
-    const len = this.#partLen;
     this.#partLen = 0;
     if (this.#discarding) {
       this.#discarding = false;
       return;
     }
-    this.#decodeLine(this.#held!, len, true, sink);
-    this.#release();
+    this.#decodeLine(this.#held.bytes(), true, sink);
+    this.#held.clear();
   }
 
   /** Adds bytes of the unfinished line; past the limit the line is reported and dropped up to its LF. */
@@ -129,39 +141,19 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#partLen += buf.length;
     if (this.#discarding) return true;
     if (this.#partLen > this.#max + LINE_END_SLACK) {
-      const error = this.#tooLarge(this.#line, this.#offset, had > 0 ? this.#held!.subarray(0, Math.min(had, 4096)) : buf.subarray(0, 4096));
+      const head = had > 0 ? this.#held.bytes() : buf;
+      const error = this.#tooLarge(this.#line, this.#offset, head.subarray(0, 4096));
       this.#discarding = true;
-      this.#release();
+      this.#held.clear();
       return sink.invalid(error);
     }
-    this.#room(had, this.#partLen).set(buf, had);
+    this.#held.append(buf);
     return true;
-  }
-
-  /** A buffer holding the first `keep` held bytes with room for `need`. */
-  #room(keep: number, need: number): Buffer {
-    const held = this.#held;
-    if (held !== undefined && held.length >= need) return held;
-    const limit = this.#max + LINE_END_SLACK;
-    // Doubling keeps the copying linear. Reserving the whole allowed size at once was measured too: it wastes
-    // nothing in memory (untouched pages are free) but every line then lands in fresh pages, and decoding
-    // 2-8 MiB messages took 1.8x as long; the allocator hands doubled sizes back from memory it has used before.
-    const size = need <= SMALL_HOLD ? SMALL_HOLD : Math.max(need, 2 * (held?.length ?? 0));
-    const grown = Buffer.allocUnsafe(Math.min(size, limit));
-    if (held !== undefined && keep > 0) held.copy(grown, 0, 0, keep);
-    this.#held = grown;
-    return grown;
-  }
-
-  /** Lets a large line buffer go once its line is done; the small one is kept for the next line. */
-  #release(): void {
-    if (this.#held !== undefined && this.#held.length > SMALL_HOLD) this.#held = undefined;
   }
 
   /** The held line ends at `nl` in `buf`. */
   #finishHeld(buf: Buffer, nl: number, sink: DecodeSink): boolean {
-    const had = this.#partLen;
-    const len = had + nl;
+    const len = this.#partLen + nl;
     this.#partLen = 0;
     if (this.#discarding) {
       this.#discarding = false;
@@ -174,19 +166,19 @@ export class NdjsonDecoder implements FrameDecoderCore {
       const offset = this.#offset;
       this.#line++;
       this.#offset += len + 1;
-      const error = this.#tooLarge(line, offset, this.#held!.subarray(0, Math.min(had, 4096)));
-      this.#release();
+      const error = this.#tooLarge(line, offset, this.#held.bytes().subarray(0, 4096));
+      this.#held.clear();
       return sink.invalid(error);
     }
-    const held = this.#room(had, len);
-    buf.copy(held, had, 0, nl);
-    const ok = this.#decodeLine(held, len, false, sink);
-    this.#release();
+    this.#held.append(buf, 0, nl);
+    const ok = this.#decodeLine(this.#held.bytes(), false, sink);
+    this.#held.clear();
     return ok;
   }
 
   /** One line held whole in `buf` (without its LF): the path for lines that spanned chunks. */
-  #decodeLine(buf: Buffer, end: number, atEnd: boolean, sink: DecodeSink): boolean {
+  #decodeLine(buf: Buffer, atEnd: boolean, sink: DecodeSink): boolean {
+    const end = buf.length;
     const line = this.#line;
     const offset = this.#offset;
     this.#line++;
@@ -208,6 +200,9 @@ export class NdjsonDecoder implements FrameDecoderCore {
       );
     }
     if (msg === null) return sink.invalid(nullMessage(line, offset));
+    this.#lastLine = line;
+    this.#lastOffset = offset;
+    this.#lastBlock = undefined;
     sink.message(msg);
     return true;
   }
@@ -250,6 +245,11 @@ export class NdjsonDecoder implements FrameDecoderCore {
           parsed = false;
         }
         if (parsed && msg !== null) {
+          this.#lastLine = line;
+          this.#lastOffset = byteMark;
+          this.#lastBlock = text;
+          this.#lastFrom = charMark;
+          this.#lastChar = pos;
           sink.message(msg);
         } else if (parsed || !isBlank(lineText)) {
           byteMark += Buffer.byteLength(text.slice(charMark, pos));

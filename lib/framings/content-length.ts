@@ -1,0 +1,301 @@
+import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
+import { ByteAccumulator } from './accumulator.js';
+import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
+import { parseBody, serialize } from './json.js';
+
+const LF = 0x0a;
+const CR = 0x0d;
+/** A header block longer than this is INVALID_HEADER. */
+export const MAX_HEADER_BYTES = 8 * 1024;
+const HEADER_NAME = Buffer.from('content-length');
+const COLON = Buffer.from(':');
+
+/** `Content-Length: <UTF-8 byte length>\r\n\r\n<compact JSON>`, as LSP frames its messages. */
+export function frameContentLength(msg: unknown): string {
+  const json = serialize(msg);
+  return `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
+}
+
+const enum State {
+  /** Between frames, or inside a header block. */
+  Header,
+  /** Inside a body of known length. */
+  Body,
+  /** Dropping a body of known length: too large, or abandoned. */
+  SkipBody,
+  /** After a bad header block: dropping bytes up to a line that starts a Content-Length header. */
+  Resync,
+}
+
+/** Headers as text, one line each; the length when it is a plain decimal number, otherwise why not. */
+function contentLength(block: string): { length: number } | { problem: string } {
+  let length: number | undefined;
+  for (const line of block.split(/\r?\n/)) {
+    if (line === '') continue;
+    const colon = line.indexOf(':');
+    if (colon <= 0) return { problem: `a header line without a name and colon` };
+    if (line.slice(0, colon).trim().toLowerCase() !== 'content-length') continue;
+    const value = line.slice(colon + 1).trim();
+    // Only a plain decimal: parseInt would take "12x" as 12 and "-1" or "1e3" would slip through Number().
+    if (!/^[0-9]{1,15}$/.test(value)) return { problem: `Content-Length is not a plain decimal number` };
+    const n = Number(value);
+    if (length !== undefined && length !== n) return { problem: 'two different Content-Length headers' };
+    length = n;
+  }
+  return length === undefined ? { problem: 'no Content-Length header' } : { length };
+}
+
+/**
+ * Content-Length framing. Headers are read byte by byte (they are short and capped at 8 KiB); a body's length is
+ * known from its header, so its buffer is reserved once and filled in bulk, and a body that is complete inside
+ * one chunk is decoded straight from it. A body that is not JSON, or too large, is dropped by its known length
+ * and the stream stays in sync. After a bad header block the length is unknown: under 'skip' the decoder
+ * resyncs at the next Content-Length header (a reader that goes on from the bad block instead reads garbage
+ * from then on).
+ */
+export class ContentLengthDecoder implements FrameDecoderCore {
+  readonly #max: number;
+  #state = State.Header;
+  readonly #head = new ByteAccumulator(MAX_HEADER_BYTES);
+  /** In a header block: the current line has had a byte other than CR. */
+  #lineHasContent = false;
+  readonly #body: ByteAccumulator;
+  #bodyLength = 0;
+  /** Body bytes still to come (Body, SkipBody). */
+  #remaining = 0;
+  /** Resync: how much of HEADER_NAME has matched, and where the match started. */
+  #match = 0;
+  #resyncStart = 0;
+  /** Stream offset of the next byte, and where the current frame started. */
+  #offset = 0;
+  #frameOffset = 0;
+  /** 1-based number of the current frame. */
+  #index = 1;
+  #lastIndex = 0;
+  #lastOffset = 0;
+
+  constructor({ maxMessageBytes }: DecoderLimits) {
+    this.#max = maxMessageBytes;
+    this.#body = new ByteAccumulator(maxMessageBytes);
+  }
+
+  get partialBytes(): number {
+    if (this.#state === State.Header) return this.#head.length;
+    if (this.#state === State.Resync) return 0;
+    return this.#offset - this.#frameOffset;
+  }
+
+  get bufferedBytes(): number {
+    return this.#head.length + this.#body.length;
+  }
+
+  lastPosition(): FrameErrorPosition {
+    return { index: this.#lastIndex, offset: this.#lastOffset };
+  }
+
+  abandonPartial(): FrameErrorPosition | undefined {
+    const at = this.#position();
+    if (this.#state === State.Header && this.#head.length > 0) {
+      this.#startResync();
+      return at;
+    }
+    if (this.#state === State.Body) {
+      this.#body.clear();
+      this.#state = State.SkipBody;
+      return at;
+    }
+    return undefined;
+  }
+
+  write(chunk: Uint8Array, sink: DecodeSink): boolean {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+    let pos = 0;
+    while (pos < buf.length) {
+      const before = pos;
+      switch (this.#state) {
+        case State.Header:
+          pos = this.#readHeader(buf, pos, sink);
+          break;
+        case State.Body:
+          pos = this.#readBody(buf, pos, sink);
+          break;
+        case State.SkipBody: {
+          const take = Math.min(this.#remaining, buf.length - pos);
+          this.#remaining -= take;
+          pos += take;
+          if (this.#remaining === 0) this.#nextFrame(pos - before);
+          break;
+        }
+        case State.Resync:
+          pos = this.#resync(buf, pos);
+          break;
+      }
+      this.#offset += pos - before;
+      if (pos < 0) return false;
+    }
+    return true;
+  }
+
+  end(sink: DecodeSink): void {
+    if (this.#state === State.Header && this.#head.length > 0) {
+      sink.invalid(new FrameError('TRUNCATED', 'input ended inside a header block', this.#position(), preview(this.#head.bytes())));
+    } else if (this.#state === State.Body) {
+      sink.invalid(new FrameError('TRUNCATED', `input ended inside a body of ${this.#bodyLength} bytes`, this.#position(), preview(this.#body.bytes())));
+    }
+    this.#head.clear();
+    this.#body.clear();
+    this.#state = State.Header;
+  }
+
+  #position(): FrameErrorPosition {
+    return { index: this.#index, offset: this.#frameOffset };
+  }
+
+  /** Header bytes from `pos`; returns where it stopped, or -1 when the sink said stop. */
+  #readHeader(buf: Buffer, pos: number, sink: DecodeSink): number {
+    for (let i = pos; i < buf.length; i++) {
+      const b = buf[i]!;
+      if (this.#head.length === 0 && (b === CR || b === LF)) {
+        // Blank lines between frames are tolerated.
+        this.#frameOffset = this.#offset + (i - pos) + 1;
+        continue;
+      }
+      if (this.#head.length >= MAX_HEADER_BYTES) {
+        this.#offset += i - pos;
+        return this.#badHeader(`header block over ${MAX_HEADER_BYTES} bytes`, sink) ? i : -1;
+      }
+      this.#head.append(buf, i, i + 1);
+      if (b === LF) {
+        if (!this.#lineHasContent) {
+          this.#offset += i + 1 - pos;
+          const ok = this.#headersDone(sink);
+          this.#offset -= i + 1 - pos;
+          return ok ? i + 1 : -1;
+        }
+        this.#lineHasContent = false;
+      } else if (b !== CR) {
+        this.#lineHasContent = true;
+      }
+    }
+    return buf.length;
+  }
+
+  /** The header block is complete (`#offset` is just past it). */
+  #headersDone(sink: DecodeSink): boolean {
+    const parsed = contentLength(this.#head.bytes().toString('latin1'));
+    if ('problem' in parsed) return this.#badHeader(parsed.problem, sink);
+    this.#head.clear();
+    this.#lineHasContent = false;
+    this.#bodyLength = this.#remaining = parsed.length;
+    if (parsed.length > this.#max) {
+      this.#state = State.SkipBody;
+      return sink.invalid(
+        new FrameError('MESSAGE_TOO_LARGE', `Content-Length ${parsed.length} is larger than maxMessageBytes (${this.#max})`, this.#position(), ''),
+      );
+    }
+    this.#state = State.Body;
+    if (parsed.length === 0) return this.#finishBody(Buffer.alloc(0), 0, 0, sink);
+    return true;
+  }
+
+  #badHeader(problem: string, sink: DecodeSink): boolean {
+    const error = new FrameError('INVALID_HEADER', `bad header block: ${problem}`, this.#position(), preview(this.#head.bytes()));
+    this.#startResync();
+    return sink.invalid(error);
+  }
+
+  #startResync(): void {
+    this.#head.clear();
+    this.#lineHasContent = false;
+    this.#state = State.Resync;
+    this.#match = 0;
+    this.#index++;
+  }
+
+  /**
+   * Drops bytes up to the next `Content-Length` name (any case) followed by optional blanks and a colon, then
+   * reads a header block from there. The name is looked for anywhere, not only at a line start, because a body
+   * has no line end after it: the next frame's header follows its last byte directly.
+   */
+  #resync(buf: Buffer, pos: number): number {
+    for (let i = pos; i < buf.length; i++) {
+      const b = buf[i]!;
+      if (this.#match === HEADER_NAME.length) {
+        if (b === 0x20 || b === 0x09) continue;
+        if (b === 0x3a) {
+          this.#state = State.Header;
+          this.#frameOffset = this.#resyncStart;
+          this.#head.append(HEADER_NAME);
+          this.#head.append(COLON);
+          this.#lineHasContent = true;
+          return i + 1;
+        }
+        this.#match = 0;
+      }
+      const lower = b >= 0x41 && b <= 0x5a ? b + 0x20 : b;
+      if (lower === HEADER_NAME[this.#match]) {
+        if (this.#match === 0) this.#resyncStart = this.#offset + (i - pos);
+        this.#match++;
+      } else if (lower === HEADER_NAME[0]) {
+        this.#resyncStart = this.#offset + (i - pos);
+        this.#match = 1;
+      } else {
+        this.#match = 0;
+      }
+    }
+    return buf.length;
+  }
+
+  #readBody(buf: Buffer, pos: number, sink: DecodeSink): number {
+    const take = Math.min(this.#remaining, buf.length - pos);
+    if (take === this.#bodyLength) {
+      // The whole body is in this chunk: decode it in place.
+      this.#remaining = 0;
+      this.#offset += take;
+      const ok = this.#finishBody(buf, pos, pos + take, sink);
+      this.#offset -= take;
+      return ok ? pos + take : -1;
+    }
+    if (this.#body.length === 0) this.#body.reserve(this.#bodyLength);
+    this.#body.append(buf, pos, pos + take);
+    this.#remaining -= take;
+    if (this.#remaining > 0) return pos + take;
+    this.#offset += take;
+    const body = this.#body.bytes();
+    const ok = this.#finishBody(body, 0, body.length, sink);
+    this.#offset -= take;
+    this.#body.clear();
+    return ok ? pos + take : -1;
+  }
+
+  /** A complete body in `buf[start, end)`; `#offset` is just past it. */
+  #finishBody(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+    const at = this.#position();
+    const text = buf.toString('utf8', start, end);
+    this.#nextFrame(0);
+    this.#state = State.Header;
+    const parsed = parseBody(text);
+    if (parsed.ok) {
+      this.#lastIndex = at.index!;
+      this.#lastOffset = at.offset!;
+      sink.message(parsed.msg);
+      return true;
+    }
+    const what = parsed.code === 'INVALID_JSON' ? 'body is not valid JSON' : 'null is not a message (an object stream cannot carry it)';
+    return sink.invalid(new FrameError(parsed.code, what, at, preview(text)));
+  }
+
+  /** The frame is over; the next one starts `ahead` bytes past `#offset`. */
+  #nextFrame(ahead: number): void {
+    this.#state = State.Header;
+    this.#index++;
+    this.#frameOffset = this.#offset + ahead;
+  }
+}
+
+/** Content-Length framing, as LSP and some MCP tools use it. */
+export const contentLengthFraming: Framing = {
+  name: 'content-length',
+  createDecoder: (limits) => new ContentLengthDecoder(limits),
+  createEncoder: () => ({ encode: frameContentLength }),
+};

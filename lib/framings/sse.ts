@@ -1,0 +1,310 @@
+import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
+import { ByteAccumulator } from './accumulator.js';
+import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
+import { parseBody, serialize } from './json.js';
+
+const LF = 0x0a;
+const CR = 0x0d;
+/** Bytes a line may hold beyond maxMessageBytes: its field name ("data: "). */
+const FIELD_SLACK = 64;
+
+export interface SseEventFields {
+  /** Event type; omitted, the reader takes it as `message`. */
+  event?: string;
+  data: string;
+  id?: string | number;
+  /** Reconnection time, in milliseconds. */
+  retry?: number;
+}
+
+/** One event in the WHATWG event-stream format; each line of `data` becomes its own `data:` line. */
+export function formatEvent({ event, data, id, retry }: SseEventFields): string {
+  let out = '';
+  if (id !== undefined) {
+    const text = String(id);
+    if (/[\r\n\0]/.test(text)) throw new TypeError('an SSE event id cannot hold CR, LF or NUL');
+    out += `id: ${text}\n`;
+  }
+  if (event !== undefined) {
+    if (/[\r\n]/.test(event)) throw new TypeError('an SSE event type cannot hold CR or LF');
+    out += `event: ${event}\n`;
+  }
+  if (retry !== undefined) out += `retry: ${Math.floor(retry)}\n`;
+  for (const line of data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+/** `event: message\ndata: <json>\n\n`, with an `id:` line first when an id is given. Compact JSON has no line breaks. */
+export function frameSse(msg: unknown, id?: string | number): string {
+  const json = serialize(msg);
+  return id === undefined ? `event: message\ndata: ${json}\n\n` : formatEvent({ id, event: 'message', data: json });
+}
+
+/**
+ * Server-Sent Events, read as the WHATWG event-stream rules say: LF, CR and CRLF line ends (a CRLF split
+ * across chunks counts once), a BOM at the start, comment lines, `data` lines joined with LF, `event`, `id`
+ * (kept as lastEventId, for reconnection) and `retry`. Events of type `message` carry JSON-RPC messages;
+ * other types (MCP's legacy `endpoint` event carries a URL) go to sink.event. An event cut off by the end of
+ * the input is not dispatched; it is reported as TRUNCATED.
+ */
+export class SseDecoder implements FrameDecoderCore {
+  readonly #max: number;
+  /** Bytes of a line that spans chunks. */
+  readonly #line: ByteAccumulator;
+  /** The current line is over the limit: its bytes are dropped up to its end. */
+  #lineTooLong = false;
+  /** The previous chunk ended with CR: an LF first in this one belongs to it. */
+  #afterCR = false;
+  #bomChecked = false;
+  #data: string[] = [];
+  #dataBytes = 0;
+  #eventType = '';
+  #lastEventId = '';
+  #retry: number | undefined;
+  /** The current event was reported (too large, abandoned): its lines are dropped up to its blank line. */
+  #dropping = false;
+  /** Where the current event started: stream offset, line number, event number. */
+  #eventOffset = 0;
+  #eventLine = 1;
+  #eventIndex = 1;
+  #eventStarted = false;
+  /** Offset of the next unread byte, where the current line started, and the number of the current line. */
+  #offset = 0;
+  #lineStart = 0;
+  #lineNo = 1;
+  #lastPos: FrameErrorPosition = {};
+
+  constructor({ maxMessageBytes }: DecoderLimits) {
+    this.#max = maxMessageBytes;
+    this.#line = new ByteAccumulator(maxMessageBytes + FIELD_SLACK);
+  }
+
+  /** The last event id seen, for a reconnection's Last-Event-ID header. */
+  get lastEventId(): string {
+    return this.#lastEventId;
+  }
+
+  /** The reconnection time the server asked for with `retry:`, in milliseconds. */
+  get retry(): number | undefined {
+    return this.#retry;
+  }
+
+  get partialBytes(): number {
+    return this.#eventStarted ? this.#offset - this.#eventOffset : this.#line.length;
+  }
+
+  get bufferedBytes(): number {
+    return this.#line.length + this.#dataBytes;
+  }
+
+  lastPosition(): FrameErrorPosition {
+    return this.#lastPos;
+  }
+
+  abandonPartial(): FrameErrorPosition | undefined {
+    if (!this.#eventStarted && this.#line.length === 0) return undefined;
+    if (!this.#eventStarted) this.#startEvent();
+    const at = this.#position();
+    // The rest of a half-read line is dropped with it, and so are the event's lines up to its blank line.
+    this.#lineTooLong ||= this.#line.length > 0;
+    this.#line.clear();
+    this.#dropEvent();
+    return at;
+  }
+
+  write(chunk: Uint8Array, sink: DecodeSink): boolean {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+    let pos = 0;
+    if (this.#afterCR && buf.length > 0) {
+      this.#afterCR = false;
+      if (buf[0] === LF) {
+        pos = 1;
+        this.#offset += 1;
+      }
+    }
+    // Next CR and LF at or after `pos`, each searched for once per occurrence.
+    let nextLF = buf.indexOf(LF, pos);
+    let nextCR = buf.indexOf(CR, pos);
+    while (pos < buf.length) {
+      if (this.#line.length === 0 && !this.#lineTooLong) this.#lineStart = this.#offset;
+      if (nextLF !== -1 && nextLF < pos) nextLF = buf.indexOf(LF, pos);
+      if (nextCR !== -1 && nextCR < pos) nextCR = buf.indexOf(CR, pos);
+      const eol = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
+      if (eol === -1) {
+        const ok = this.#hold(buf, pos, buf.length, sink);
+        this.#offset += buf.length - pos;
+        return ok;
+      }
+      let lineEnd = eol + 1;
+      if (buf[eol] === CR) {
+        if (eol + 1 < buf.length) {
+          if (buf[eol + 1] === LF) lineEnd = eol + 2;
+        } else {
+          this.#afterCR = true;
+        }
+      }
+      let ok: boolean;
+      if (this.#line.length > 0 || this.#lineTooLong) {
+        if (!this.#hold(buf, pos, eol, sink)) return false;
+        const tooLong = this.#lineTooLong;
+        this.#lineTooLong = false;
+        ok = tooLong ? true : this.#processLine(this.#line.bytes(), 0, this.#line.length, sink);
+        this.#line.clear();
+      } else {
+        ok = this.#processLine(buf, pos, eol, sink);
+      }
+      this.#offset += lineEnd - pos;
+      this.#lineNo++;
+      pos = lineEnd;
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  end(sink: DecodeSink): void {
+    const pending = this.#line.length > 0 || (this.#eventStarted && (this.#data.length > 0 || this.#eventType !== ''));
+    if (pending && !this.#dropping) {
+      if (!this.#eventStarted) this.#startEvent();
+      const text = this.#data.join('\n') + this.#line.bytes().toString('utf8');
+      sink.invalid(new FrameError('TRUNCATED', 'input ended inside an event; it is not dispatched', this.#position(), preview(text)));
+    }
+    this.#line.clear();
+    this.#resetEvent();
+  }
+
+  /** Bytes of a line that has not ended yet; false when the sink said stop. */
+  #hold(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+    if (this.#lineTooLong || start === end) return true;
+    if (this.#line.length + (end - start) <= this.#max + FIELD_SLACK) {
+      this.#line.append(buf, start, end);
+      return true;
+    }
+    if (!this.#eventStarted) this.#startEvent();
+    const head = this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start, start + 4096);
+    const error = new FrameError('MESSAGE_TOO_LARGE', `event data is larger than maxMessageBytes (${this.#max})`, this.#position(), preview(head));
+    this.#line.clear();
+    this.#lineTooLong = true;
+    this.#dropEvent();
+    return sink.invalid(error);
+  }
+
+  /** The event starts at the line being read. */
+  #startEvent(): void {
+    this.#eventStarted = true;
+    this.#eventOffset = this.#lineStart;
+    this.#eventLine = this.#lineNo;
+  }
+
+  /** Drops the current event's lines up to its blank line. */
+  #dropEvent(): void {
+    this.#resetEvent();
+    this.#eventStarted = true;
+    this.#dropping = true;
+  }
+
+  #position(): FrameErrorPosition {
+    return { index: this.#eventIndex, line: this.#eventLine, offset: this.#eventOffset };
+  }
+
+  #resetEvent(): void {
+    this.#data = [];
+    this.#dataBytes = 0;
+    this.#eventType = '';
+    this.#eventStarted = false;
+  }
+
+  /** One complete line `buf[start, end)`, without its line end. */
+  #processLine(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+    if (!this.#bomChecked) {
+      this.#bomChecked = true;
+      if (end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf) start += 3;
+    }
+    if (start === end) return this.#dispatch(sink);
+    // Comments (keep-alives among them) are not part of any event.
+    if (this.#dropping || buf[start] === 0x3a) return true;
+    if (!this.#eventStarted) this.#startEvent();
+    const colon = buf.indexOf(0x3a, start);
+    let field: string;
+    let valueStart: number;
+    if (colon === -1 || colon >= end) {
+      field = buf.toString('utf8', start, end);
+      valueStart = end;
+    } else {
+      field = buf.toString('utf8', start, colon);
+      valueStart = colon + 1;
+      if (buf[valueStart] === 0x20 && valueStart < end) valueStart++;
+    }
+    switch (field) {
+      case 'data': {
+        this.#dataBytes += end - valueStart + 1;
+        if (this.#dataBytes > this.#max + 1) {
+          const head = this.#data[0] ?? buf.subarray(valueStart, valueStart + 4096);
+          const error = new FrameError('MESSAGE_TOO_LARGE', `event data is larger than maxMessageBytes (${this.#max})`, this.#position(), preview(head));
+          this.#dropEvent();
+          return sink.invalid(error);
+        }
+        this.#data.push(buf.toString('utf8', valueStart, end));
+        return true;
+      }
+      case 'event':
+        this.#eventType = buf.toString('utf8', valueStart, end);
+        return true;
+      case 'id': {
+        const id = buf.toString('utf8', valueStart, end);
+        if (!id.includes('\0')) this.#lastEventId = id;
+        return true;
+      }
+      case 'retry': {
+        const value = buf.toString('latin1', valueStart, end);
+        if (/^[0-9]+$/.test(value)) this.#retry = Number(value);
+        return true;
+      }
+      default:
+        return true;
+    }
+  }
+
+  /** A blank line: the event ends. */
+  #dispatch(sink: DecodeSink): boolean {
+    if (this.#dropping) {
+      this.#dropping = false;
+      this.#eventIndex++;
+      this.#resetEvent();
+      return true;
+    }
+    if (!this.#eventStarted) return true;
+    const at = this.#position();
+    const hadData = this.#data.length > 0;
+    const data = this.#data.join('\n');
+    const type = this.#eventType === '' ? 'message' : this.#eventType;
+    this.#resetEvent();
+    if (!hadData) return true;
+    this.#eventIndex++;
+    if (type !== 'message') {
+      sink.event?.(this.#lastEventId === '' ? { event: type, data } : { event: type, data, id: this.#lastEventId });
+      return true;
+    }
+    const parsed = parseBody(data);
+    if (parsed.ok) {
+      this.#lastPos = at;
+      sink.message(parsed.msg);
+      return true;
+    }
+    const what = parsed.code === 'INVALID_JSON' ? 'event data is not valid JSON' : 'null is not a message (an object stream cannot carry it)';
+    return sink.invalid(new FrameError(parsed.code, what, at, preview(data)));
+  }
+}
+
+export function createSseEncoder(options: EncoderSettings = {}): FrameEncoderCore {
+  const eventId = options.eventId;
+  if (eventId === undefined) return { encode: (msg) => frameSse(msg) };
+  let seq = 0;
+  return { encode: (msg) => frameSse(msg, eventId(msg, ++seq)) };
+}
+
+/** Server-Sent Events, as MCP's HTTP transports use them. */
+export const sseFraming: Framing = {
+  name: 'sse',
+  createDecoder: (limits) => new SseDecoder(limits),
+  createEncoder: (options) => createSseEncoder(options),
+};

@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { FrameError } from '../../lib/errors.js';
+import type { DecodeSink } from '../../lib/framings/codec.js';
+import { formatEvent, frameSse, SseDecoder } from '../../lib/framings/sse.js';
+import { byteByByte, chunkings, randomChunks, rng, splitAt } from '../helpers/chunkers.js';
+import { decodeWithCore, type DecodeEvent } from '../helpers/decode.js';
+import { wireFixtures } from '../helpers/fixtures.js';
+
+const decode = (chunks: Buffer[], max = 64 * 1024 * 1024): DecodeEvent[] => decodeWithCore(new SseDecoder({ maxMessageBytes: max }), chunks);
+
+/** What eventsource-parser makes of the same bytes, as our decoder reports events: messages parsed, others as they are. */
+function withEventsourceParser(chunks: Buffer[]): DecodeEvent[] {
+  const out: DecodeEvent[] = [];
+  const parser = createParser({
+    onEvent: (e: EventSourceMessage) => {
+      if ((e.event ?? 'message') === 'message') out.push({ message: JSON.parse(e.data) as unknown });
+      else out.push({ event: { event: e.event!, data: e.data } });
+    },
+  });
+  const text = new TextDecoder();
+  for (const c of chunks) parser.feed(text.decode(c, { stream: true }));
+  parser.feed(text.decode());
+  return out;
+}
+
+describe('sse framing', () => {
+  it('writes event: message and one data line of compact JSON, with an id line when asked', () => {
+    const msg = { jsonrpc: '2.0', id: 1, result: { text: 'a\nb\r\nc' } };
+    expect(frameSse(msg)).to.equal(`event: message\ndata: ${JSON.stringify(msg)}\n\n`);
+    expect(frameSse(msg, 42)).to.equal(`id: 42\nevent: message\ndata: ${JSON.stringify(msg)}\n\n`);
+    expect(formatEvent({ event: 'endpoint', data: 'line one\nline two', retry: 1500 })).to.equal('event: endpoint\nretry: 1500\ndata: line one\ndata: line two\n\n');
+    expect(() => formatEvent({ data: 'x', id: 'a\nb' })).to.throw(TypeError);
+  });
+
+  for (const fixture of wireFixtures('sse')) {
+    it(`decodes fixtures/wire/${fixture.name}.sse the same under every chunking`, () => {
+      for (const [how, chunks] of chunkings(fixture.bytes)) expect(decode(chunks), how).to.deep.equal(fixture.events);
+    });
+  }
+
+  it('dispatches the same events as eventsource-parser, split at every point', () => {
+    const fixture = wireFixtures('sse').find((f) => f.name === 'sse-basic')!;
+    const ours = decode([fixture.bytes]).map((e) => ('event' in e ? { event: { event: e.event.event, data: e.event.data } } : e));
+    expect(ours.length).to.be.greaterThan(4);
+    for (let at = 0; at <= fixture.bytes.length; at++) {
+      expect(withEventsourceParser(splitAt(fixture.bytes, at)), `split at ${at}`).to.deep.equal(ours);
+    }
+    expect(withEventsourceParser(byteByByte(fixture.bytes))).to.deep.equal(ours);
+  });
+
+  it('agrees with eventsource-parser on random streams of framed messages', () => {
+    const msgs = Array.from({ length: 40 }, (_, i) => ({ jsonrpc: '2.0', id: i, result: { text: `é😀 ${'z'.repeat(i * 37)}\u2028` } }));
+    const bytes = Buffer.from(msgs.map((m, i) => frameSse(m, i % 3 === 0 ? i : undefined)).join(': ping\r\n\r\n'));
+    for (let seed = 1; seed <= 10; seed++) {
+      const chunks = randomChunks(bytes, rng(seed), 97);
+      const ours = decode(chunks);
+      expect(ours).to.deep.equal(msgs.map((message) => ({ message })));
+      expect(withEventsourceParser(chunks)).to.deep.equal(ours);
+    }
+  });
+
+  it('keeps the last event id and the retry time', () => {
+    const decoder = new SseDecoder({ maxMessageBytes: 1000 });
+    const sink: DecodeSink = { message: () => undefined, invalid: () => true };
+    decoder.write(Buffer.from('retry: 2500\nid: abc\ndata: {}\n\nretry: soon\nid: x\0y\ndata: {}\n\n'), sink);
+    expect(decoder.lastEventId).to.equal('abc');
+    expect(decoder.retry).to.equal(2500);
+    decoder.write(Buffer.from('id\ndata: {}\n\n'), sink);
+    expect(decoder.lastEventId).to.equal('');
+  });
+
+  it('counts a CRLF split across chunks once', () => {
+    const bytes = Buffer.from('data: {"a":1}\r\n\r\ndata: {"b":2}\r\n\r\n');
+    for (let at = 0; at <= bytes.length; at++) {
+      expect(decode(splitAt(bytes, at)), `split at ${at}`).to.deep.equal([{ message: { a: 1 } }, { message: { b: 2 } }]);
+    }
+  });
+
+  it('does not count keep-alive comments as a partial message', () => {
+    const decoder = new SseDecoder({ maxMessageBytes: 1000 });
+    const sink: DecodeSink = { message: () => undefined, invalid: () => true };
+    decoder.write(Buffer.from(': ping\n\n: ping\n'), sink);
+    expect(decoder.partialBytes).to.equal(0);
+    decoder.write(Buffer.from('data: {"a"'), sink);
+    expect(decoder.partialBytes).to.be.greaterThan(0);
+  });
+
+  describe('maxMessageBytes', () => {
+    const body = (n: number): string => `{"t":"${'x'.repeat(n - 8)}"}`;
+    it('passes data of exactly the limit and rejects one byte more, then goes on after the event', () => {
+      const good = Buffer.from(`data: ${body(64)}\n\ndata: [1]\n\n`);
+      const bad = Buffer.from(`data: ${body(65)}\n\ndata: [1]\n\n`);
+      for (let at = 0; at <= good.length; at++) {
+        expect(decode(splitAt(good, at), 64), `split at ${at}`).to.deep.equal([{ message: JSON.parse(body(64)) }, { message: [1] }]);
+        expect(decode(splitAt(bad, at), 64), `split at ${at}`).to.deep.equal([
+          { invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } },
+          { message: [1] },
+        ]);
+      }
+    });
+
+    it('counts data joined from several lines, and holds none of an oversized line', () => {
+      expect(decode([Buffer.from(`data: ${'1'.repeat(40)}\ndata: ${'2'.repeat(40)}\n\ndata: 3\n\n`)], 64)).to.deep.equal([
+        { invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } },
+        { message: 3 },
+      ]);
+      const decoder = new SseDecoder({ maxMessageBytes: 1000 });
+      const codes: string[] = [];
+      const sink: DecodeSink = { message: () => codes.push('message'), invalid: (e: FrameError) => (codes.push(e.code), true) };
+      decoder.write(Buffer.from('data: '), sink);
+      for (let i = 0; i < 200; i++) {
+        decoder.write(Buffer.alloc(1000, 0x61), sink);
+        expect(decoder.bufferedBytes).to.be.at.most(1000 + 64);
+      }
+      decoder.write(Buffer.from('\n\ndata: {}\n\n'), sink);
+      expect(codes).to.deep.equal(['MESSAGE_TOO_LARGE', 'message']);
+    });
+  });
+});
