@@ -4,10 +4,24 @@ import { PassThrough, Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { FrameError } from '../lib/errors.js';
 import { frame } from '../lib/framings/ndjson.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, FrameDecoder, FrameEncoder } from '../lib/streams.js';
+import { frameContentLength } from '../lib/framings/content-length.js';
+import { frameSse } from '../lib/framings/sse.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, FrameConverter, FrameDecoder, FrameEncoder, type FramingName } from '../lib/streams.js';
 import { byteByByte, chunkings, fixedChunks, randomChunks, rng } from './helpers/chunkers.js';
 import { decodeWithStream, invalidEvent } from './helpers/decode.js';
 import { untilFirstInvalid, wireFixtures } from './helpers/fixtures.js';
+import { run } from './helpers/run.js';
+
+/** Reads a stream with for await to its end or its error. */
+async function readAll(readable: Readable): Promise<{ seen: unknown[]; caught: unknown }> {
+  const seen: unknown[] = [];
+  try {
+    for await (const item of readable) seen.push(item);
+  } catch (caught) {
+    return { seen, caught };
+  }
+  return { seen, caught: undefined };
+}
 
 async function collect(readable: Readable): Promise<unknown[]> {
   const out: unknown[] = [];
@@ -15,11 +29,11 @@ async function collect(readable: Readable): Promise<unknown[]> {
   return out;
 }
 
-async function encodeAll(messages: unknown[]): Promise<Buffer> {
+async function encodeAll(messages: unknown[], framing: FramingName = 'ndjson'): Promise<Buffer> {
   const chunks: Buffer[] = [];
   await pipeline(
     Readable.from(messages, { objectMode: true }),
-    new FrameEncoder(),
+    new FrameEncoder({ framing }),
     new Writable({
       write(chunk: Buffer, _enc, cb) {
         chunks.push(chunk);
@@ -153,13 +167,7 @@ describe('FrameDecoder', () => {
   it('works with for await: the messages before a bad line, then the error', async () => {
     const decoder = new FrameDecoder();
     decoder.end('{"a":1}\n{"b":2}\n{oops}\n{"c":3}\n');
-    const seen: unknown[] = [];
-    let caught: unknown;
-    try {
-      for await (const msg of decoder) seen.push(msg);
-    } catch (err) {
-      caught = err;
-    }
+    const { seen, caught } = await readAll(decoder);
     expect(seen).to.deep.equal([{ a: 1 }, { b: 2 }]);
     expect((caught as FrameError).code).to.equal('INVALID_JSON');
     expect((caught as FrameError).line).to.equal(3);
@@ -240,6 +248,179 @@ describe('FrameDecoder', () => {
     source.destroy();
     decoder.destroy();
   });
+});
+
+describe('FrameDecoder options', () => {
+  const request = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+  const note = { jsonrpc: '2.0', method: 'notifications/initialized' };
+  const reply = { jsonrpc: '2.0', id: 1, result: {} };
+
+  it("keeps a batch as one array by default, and yields its elements in order with batch: 'split'", async () => {
+    for (const framing of ['ndjson', 'content-length', 'sse'] as const) {
+      const bytes = await encodeAll([[request, note], reply], framing);
+      expect((await decodeWithStream([bytes], { framing })).events).to.deep.equal([{ message: [request, note] }, { message: reply }]);
+      expect((await decodeWithStream(byteByByte(bytes), { framing, batch: 'split' })).events).to.deep.equal([
+        { message: request },
+        { message: note },
+        { message: reply },
+      ]);
+    }
+  });
+
+  it('with validate, reports what is not JSON-RPC 2.0 as INVALID_MESSAGE, at its position, and keeps the rest', async () => {
+    const lines = [request, { id: 2 }, note, [], [reply, { jsonrpc: '2.0', id: 3 }], { jsonrpc: '2.0', id: 4, error: { code: 'x', message: 'm' } }, reply];
+    const bytes = Buffer.from(lines.map((m) => frame(m)).join(''));
+    const offsetOf = (i: number): number => Buffer.byteLength(lines.slice(0, i).map((m) => frame(m)).join(''));
+    const expected = [
+      { message: request },
+      { invalid: { code: 'INVALID_MESSAGE', line: 2, offset: offsetOf(1) } },
+      { message: note },
+      { invalid: { code: 'INVALID_MESSAGE', line: 4, offset: offsetOf(3) } },
+      { invalid: { code: 'INVALID_MESSAGE', line: 5, offset: offsetOf(4) } },
+      { invalid: { code: 'INVALID_MESSAGE', line: 6, offset: offsetOf(5) } },
+      { message: reply },
+    ];
+    for (const chunks of [[bytes], byteByByte(bytes)]) {
+      expect((await decodeWithStream(chunks, { validate: true, onInvalid: 'skip' })).events).to.deep.equal(expected);
+    }
+    // Split, a bad batch element is dropped alone.
+    expect((await decodeWithStream([bytes], { validate: true, onInvalid: 'skip', batch: 'split' })).events).to.deep.equal([
+      { message: request },
+      { invalid: { code: 'INVALID_MESSAGE', line: 2, offset: offsetOf(1) } },
+      { message: note },
+      { invalid: { code: 'INVALID_MESSAGE', line: 4, offset: offsetOf(3) } },
+      { message: reply },
+      { invalid: { code: 'INVALID_MESSAGE', line: 5, offset: offsetOf(4) } },
+      { invalid: { code: 'INVALID_MESSAGE', line: 6, offset: offsetOf(5) } },
+      { message: reply },
+    ]);
+    const failed = await decodeWithStream([bytes], { validate: true });
+    expect(failed.events).to.deep.equal([{ message: request }]);
+    expect((failed.error as FrameError).code).to.equal('INVALID_MESSAGE');
+    expect((failed.error as FrameError).message).to.match(/"jsonrpc" is not "2\.0"/);
+  });
+
+  it('with validate, gives Content-Length and SSE messages their frame number', async () => {
+    const bytes = await encodeAll([request, { jsonrpc: '1.0' }, reply], 'content-length');
+    expect((await decodeWithStream([bytes], { framing: 'content-length', validate: true, onInvalid: 'skip' })).events).to.deep.equal([
+      { message: request },
+      { invalid: { code: 'INVALID_MESSAGE', index: 2, offset: Buffer.byteLength(frameContentLength(request)) } },
+      { message: reply },
+    ]);
+    const sse = await encodeAll([request, { jsonrpc: '1.0' }, reply], 'sse');
+    expect((await decodeWithStream(byteByByte(sse), { framing: 'sse', validate: true, onInvalid: 'skip' })).events).to.deep.equal([
+      { message: request },
+      { invalid: { code: 'INVALID_MESSAGE', index: 2, line: 4, offset: Buffer.byteLength(frameSse(request)) } },
+      { message: reply },
+    ]);
+  });
+
+  describe('partialTimeoutMs', () => {
+    const wait = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+    for (const framing of ['ndjson', 'content-length', 'sse'] as const) {
+      it(`under 'skip', drops a ${framing} message that stalls and decodes the next one`, async () => {
+        const bytes = await encodeAll([{ first: 1 }, { stalled: 'x'.repeat(100) }, { next: 2 }], framing);
+        const firstLen = (await encodeAll([{ first: 1 }], framing)).length;
+        const stalledLen = (await encodeAll([{ stalled: 'x'.repeat(100) }], framing)).length;
+        const decoder = new FrameDecoder({ framing, onInvalid: 'skip', partialTimeoutMs: 50 });
+        const invalid: FrameError[] = [];
+        decoder.on('invalid', (e: FrameError) => invalid.push(e));
+        const out = collect(decoder);
+        decoder.write(bytes.subarray(0, firstLen + 30));
+        await wait(150);
+        expect(invalid.map((e) => [e.code, e.offset])).to.deep.equal([['PARTIAL_TIMEOUT', firstLen]]);
+        // The rest of the stalled message arrives late: it is dropped with it, and decoding goes on.
+        decoder.end(bytes.subarray(firstLen + 30));
+        expect(await out).to.deep.equal([{ first: 1 }, { next: 2 }]);
+        expect(invalid).to.have.length(1);
+        expect(firstLen + stalledLen).to.be.lessThan(bytes.length);
+      });
+    }
+
+    it("under 'error', fails the stream after the messages before it", async () => {
+      const decoder = new FrameDecoder({ partialTimeoutMs: 50 });
+      decoder.write('{"a":1}\n{"b":');
+      const { seen, caught } = await readAll(decoder);
+      expect(seen).to.deep.equal([{ a: 1 }]);
+      expect((caught as FrameError).code).to.equal('PARTIAL_TIMEOUT');
+      expect((caught as FrameError).offset).to.equal(8);
+    });
+
+    it('restarts the wait with every new byte, and runs no timer between messages', async () => {
+      const decoder = new FrameDecoder({ partialTimeoutMs: 80 });
+      const invalid: unknown[] = [];
+      decoder.on('error', (e) => invalid.push(e));
+      decoder.resume();
+      decoder.write('{"slow":"');
+      for (let i = 0; i < 6; i++) {
+        await wait(40);
+        decoder.write('x');
+      }
+      decoder.write('"}\n');
+      await wait(200);
+      expect(invalid).to.deep.equal([]);
+      expect(decoder.partialBytes).to.equal(0);
+      decoder.end();
+    });
+
+    it('never keeps the process alive, and is cleared on end and destroy', async () => {
+      const script = [
+        "import { FrameDecoder } from './dist/lib/index.js';",
+        'const d = new FrameDecoder({ partialTimeoutMs: 60000 });',
+        'd.resume();',
+        "d.write('{\"partial\":');",
+        "process.stdout.write('wrote');",
+      ].join('\n');
+      const started = Date.now();
+      const r = await run(process.execPath, ['--input-type=module', '-e', script]);
+      expect(r.stdout).to.equal('wrote');
+      expect(r.code).to.equal(0);
+      expect(Date.now() - started).to.be.lessThan(5000);
+
+      const ended = new FrameDecoder({ partialTimeoutMs: 30, onInvalid: 'skip' });
+      const reports: unknown[] = [];
+      ended.on('invalid', (e) => reports.push(e));
+      ended.resume();
+      ended.write('{"a":');
+      ended.destroy();
+      await wait(100);
+      expect(reports).to.deep.equal([]);
+    });
+
+    it('rejects a timeout that is not a positive number', () => {
+      expect(() => new FrameDecoder({ partialTimeoutMs: 0 })).to.throw(RangeError);
+      expect(() => new FrameDecoder({ partialTimeoutMs: Number.NaN })).to.throw(RangeError);
+      expect(() => new FrameDecoder({ batch: 'flat' as 'split' })).to.throw(TypeError);
+    });
+  });
+
+  it("emits other SSE event types on 'event' and exposes the last event id", async () => {
+    const decoder = new FrameDecoder({ framing: 'sse' });
+    const events: unknown[] = [];
+    decoder.on('event', (e) => events.push(e));
+    const out = collect(decoder);
+    decoder.end('event: endpoint\ndata: /messages?s=1\n\nid: 41\ndata: {"a":1}\n\n');
+    expect(await out).to.deep.equal([{ a: 1 }]);
+    expect(events).to.deep.equal([{ event: 'endpoint', data: '/messages?s=1' }]);
+    expect(decoder.lastEventId).to.equal('41');
+  });
+});
+
+describe('FrameConverter', () => {
+  const msgs = [{ jsonrpc: '2.0', id: 1, method: 'x', params: { t: 'é😀\n\u2028' } }, [{ a: 1 }], { jsonrpc: '2.0', id: 1, result: 'ok' }];
+  const names = ['ndjson', 'content-length', 'sse'] as const;
+  for (const from of names) {
+    for (const to of names) {
+      it(`re-frames ${from} as ${to}, byte for byte what FrameEncoder writes`, async () => {
+        const input = await encodeAll(msgs, from);
+        const converter = new FrameConverter({ framing: from, to });
+        const out: Buffer[] = [];
+        await pipeline(Readable.from(randomChunks(input, rng(7), 50)), converter, new Writable({ write: (c: Buffer, _e, cb) => (out.push(c), cb()) }));
+        expect(Buffer.concat(out).equals(await encodeAll(msgs, to))).to.equal(true);
+      });
+    }
+  }
 });
 
 describe('FrameEncoder', () => {

@@ -3,7 +3,7 @@ import { connect, RpcError, type Connection, type FrameTrace } from '../connecti
 import type { FrameError } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { ConnectionError } from '../stdio.js';
-import { CliError, writeStdout } from './io.js';
+import { CliError, parseOptions, positiveInteger, writeStdout } from './io.js';
 
 const USAGE = 'usage: mcp-frame call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]';
 
@@ -17,27 +17,16 @@ interface CallArgs {
 }
 
 export function parseCallArgs(args: string[]): CallArgs {
-  const positional: string[] = [];
-  let config = '.mcp.json';
-  let trace = false;
-  let timeoutMs: number | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
-    const value = (): string => {
-      const v = args[++i];
-      if (v === undefined) throw new CliError(`${arg} needs a value\n${USAGE}`, 2);
-      return v;
-    };
-    if (arg === '--config') config = value();
-    else if (arg === '--trace') trace = true;
-    else if (arg === '--timeout') {
-      timeoutMs = Number(value());
-      if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) throw new CliError(`--timeout takes a positive number of milliseconds\n${USAGE}`, 2);
-    } else if (arg.startsWith('--')) throw new CliError(`unknown option ${arg}\n${USAGE}`, 2);
-    else positional.push(arg);
-  }
-  const [server, method, paramsText, ...extra] = positional;
+  const { values, positionals } = parseOptions(
+    args,
+    { config: { type: 'string', default: '.mcp.json' }, trace: { type: 'boolean', default: false }, timeout: { type: 'string' } },
+    USAGE,
+  );
+  const [server, method, paramsText, ...extra] = positionals;
   if (server === undefined || extra.length > 0) throw new CliError(USAGE, 2);
+  const config = values.config as string;
+  const trace = values.trace === true;
+  const timeoutMs = positiveInteger(values.timeout as string | undefined, '--timeout', USAGE);
   let params: unknown;
   if (paramsText !== undefined) {
     try {

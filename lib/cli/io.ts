@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { text as readStreamText } from 'node:stream/consumers';
 import { jsonErrorPosition } from '../json-position.js';
 
@@ -43,4 +44,28 @@ export function writeStdout(data: string): Promise<void> {
       else resolve();
     });
   });
+}
+
+type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
+
+/** node:util's parseArgs, with its errors turned into usage errors (exit code 2) that show `usage`. */
+export function parseOptions(
+  args: string[],
+  options: OptionSpecs,
+  usage: string,
+): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
+    return { values: values as Record<string, string | boolean | undefined>, positionals };
+  } catch (err) {
+    throw new CliError(`${(err as Error).message}\n${usage}`, 2);
+  }
+}
+
+/** A positive whole number from an option's text, or a usage error naming the option. */
+export function positiveInteger(text: string | undefined, option: string, usage: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new CliError(`${option} takes a positive whole number, got ${JSON.stringify(text)}\n${usage}`, 2);
+  return n;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
 import { callCommand } from './call.js';
+import { convertCommand } from './convert.js';
 import { frameCommand } from './frame.js';
 import { CliError } from './io.js';
 
@@ -10,11 +11,14 @@ commands:
   frame [fixture.json | -]   frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
   call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]
                              connect to a server named in .mcp.json; list its tools, or call a method
+  convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
+                             re-frame stdin to stdout (ndjson, content-length, sse)
   help                       this text`;
 
 const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
   frame: frameCommand,
   call: callCommand,
+  convert: convertCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCallArgs } from '../../lib/cli/call.js';
+import { CliError } from '../../lib/cli/io.js';
 import { cli } from '../helpers/run.js';
 
 const testServer = (name: string): { command: string; args: string[] } => ({
@@ -79,7 +80,8 @@ describe('mcp-frame call', () => {
       trace: true,
       timeoutMs: 500,
     });
-    expect(() => parseCallArgs(['s', '--timeout', '-1'])).to.throw(/positive/);
-    expect(() => parseCallArgs(['s', '--bogus'])).to.throw(/unknown option --bogus/);
+    expect(() => parseCallArgs(['s', '--timeout', '0'])).to.throw(/--timeout takes a positive whole number/);
+    expect(() => parseCallArgs(['s', '--timeout=-5'])).to.throw(/--timeout takes a positive whole number/);
+    expect(() => parseCallArgs(['s', '--bogus'])).to.throw(CliError, /Unknown option '--bogus'/);
   });
 });
