@@ -143,10 +143,23 @@ describe('content-length framing', () => {
       });
     }
 
-    it('resyncs at the next header after a bad header block, byte by byte', async () => {
-      const wire = Buffer.from(`Content-Length: 1x\r\n\r\n{"lost":1}${frameContentLength({ kept: 1 })}`);
+    it('resyncs after a bad header block where StreamMessageReader loses the messages that follow', async () => {
+      const wire = Buffer.from(`Content-Length: 1x\r\n\r\n{"lost":1}${frameContentLength({ kept: 1 })}${frameContentLength({ next: 2 })}`);
       const outcome = await decodeWithStream(byteByByte(wire), { framing: 'content-length', onInvalid: 'skip' });
-      expect(outcome.events).to.deep.equal([{ invalid: { code: 'INVALID_HEADER', index: 1, offset: 0 } }, { message: { kept: 1 } }]);
+      expect(outcome.events).to.deep.equal([{ invalid: { code: 'INVALID_HEADER', index: 1, offset: 0 } }, { message: { kept: 1 } }, { message: { next: 2 } }]);
+
+      const pipe = new PassThrough();
+      const reader = new rpc.StreamMessageReader(pipe);
+      const theirs: unknown[] = [];
+      const errors: string[] = [];
+      reader.onError((e) => errors.push(e.message));
+      reader.listen((m) => theirs.push(m));
+      pipe.write(wire);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      reader.dispose();
+      expect(errors.length).to.be.greaterThan(0);
+      expect(theirs).not.to.deep.include({ kept: 1 });
+      expect(theirs).not.to.deep.include({ next: 2 });
     });
   });
 });
