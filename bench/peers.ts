@@ -1,8 +1,10 @@
 /** The decoders and encoders measured side by side, each behind the same small interface. */
 import { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { createParser } from 'eventsource-parser';
 import * as ndjson from 'ndjson';
-import type { Transform } from 'node:stream';
+import { PassThrough, type Transform } from 'node:stream';
 import split2 from 'split2';
+import * as rpc from 'vscode-jsonrpc/node';
 import { FrameDecoder, FrameEncoder } from '../lib/index.js';
 
 export interface DecoderPeer {
@@ -88,4 +90,86 @@ export const encoders: EncoderPeer[] = [
   },
   { name: 'FrameEncoder', run: (messages) => encodeThrough(new FrameEncoder(), messages) },
   { name: 'ndjson.stringify()', run: (messages) => encodeThrough(ndjson.stringify(), messages) },
+];
+
+/** The Content-Length floor: one pass over the whole input, reading each header and parsing each body. */
+export function contentLengthFloor(whole: Buffer): number {
+  let n = 0;
+  let at = 0;
+  while (at < whole.length) {
+    const end = whole.indexOf('\r\n\r\n', at);
+    if (end === -1) break;
+    const length = Number(/content-length:\s*(\d+)/i.exec(whole.toString('latin1', at, end))![1]);
+    JSON.parse(whole.toString('utf8', end + 4, end + 4 + length));
+    n++;
+    at = end + 4 + length;
+  }
+  return n;
+}
+
+/** The SSE floor: one pass, each event's single data line parsed. */
+export function sseFloor(whole: Buffer): number {
+  let n = 0;
+  let at = 0;
+  for (;;) {
+    const data = whole.indexOf('data: ', at);
+    if (data === -1) break;
+    const eol = whole.indexOf(10, data);
+    JSON.parse(whole.toString('utf8', data + 6, eol));
+    n++;
+    at = eol + 2;
+  }
+  return n;
+}
+
+export const contentLengthDecoders: DecoderPeer[] = [
+  { name: 'floor', run: (_chunks, whole) => contentLengthFloor(whole) },
+  { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder({ framing: 'content-length' }), chunks) },
+  {
+    name: 'vscode-jsonrpc StreamMessageReader',
+    run: (chunks) =>
+      new Promise<number>((resolve) => {
+        const pipe = new PassThrough({ highWaterMark: 1 << 30 });
+        const reader = new rpc.StreamMessageReader(pipe);
+        let n = 0;
+        reader.listen(() => n++);
+        pipe.on('end', () =>
+          // The reader hands messages on from its own data handler; let it finish the last one.
+          setImmediate(() => {
+            reader.dispose();
+            resolve(n);
+          }),
+        );
+        for (const c of chunks) pipe.write(c);
+        pipe.end();
+      }),
+  },
+];
+
+export const sseDecoders: DecoderPeer[] = [
+  { name: 'floor', run: (_chunks, whole) => sseFloor(whole) },
+  { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder({ framing: 'sse' }), chunks) },
+  {
+    name: 'eventsource-parser + JSON.parse',
+    run: (chunks) => {
+      let n = 0;
+      const parser = createParser({
+        onEvent: (e) => {
+          JSON.parse(e.data);
+          n++;
+        },
+      });
+      const text = new TextDecoder();
+      for (const c of chunks) parser.feed(text.decode(c, { stream: true }));
+      parser.feed(text.decode());
+      return n;
+    },
+  },
+];
+
+/** Decoding with and without JSON-RPC validation, on the same ndjson input. */
+export const validationPeers: DecoderPeer[] = [
+  { name: 'floor', run: (_chunks, whole) => floorDecode(whole) },
+  { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder(), chunks) },
+  { name: 'FrameDecoder, validate: true', run: (chunks) => throughStream(() => new FrameDecoder({ validate: true }), chunks) },
 ];

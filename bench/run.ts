@@ -10,10 +10,10 @@ import { cpus } from 'node:os';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
-import { FrameDecoder, FrameEncoder } from '../lib/index.js';
+import { FrameDecoder, FrameEncoder, frameContentLength, frameSse } from '../lib/index.js';
 import { lineChart } from './chart.js';
 import { chunk, imageResult, mixedMessages, ndjsonBytes, smallMessages } from './data.js';
-import { decoders, encoders, type DecoderPeer, type EncoderPeer } from './peers.js';
+import { contentLengthDecoders, decoders, encoders, sseDecoders, validationPeers, type DecoderPeer, type EncoderPeer } from './peers.js';
 
 const quick = process.argv.includes('--quick');
 const RUNS = 7;
@@ -117,12 +117,14 @@ interface DecodeCase {
   count: number;
   /** Holds multi-MiB lines: the super-linear peers take minutes here. */
   longLines: boolean;
+  /** The peers; the ndjson decoders by default. */
+  peers?: DecoderPeer[];
 }
 
 async function decodeCase(c: DecodeCase): Promise<Timing[]> {
   const chunks = chunk(c.bytes, c.chunkSize);
   const timings = await compare<DecoderPeer>(
-    decoders,
+    c.peers ?? decoders,
     (p) => p.run(chunks, c.bytes),
     expectCount(c.count),
     (p) => (quick && c.longLines && p.slowOnLongLines ? 'skipped with --quick' : undefined),
@@ -157,6 +159,24 @@ for (const size of [8, 32]) {
 
 const mixed = mixedMessages();
 await decodeCase({ title: 'mixed: small messages with a few 2-4 MiB ones', bytes: ndjsonBytes(mixed), chunkSize: 64 * 1024, count: mixed.length, longLines: true });
+
+// Validation, and the other framings ------------------------------------------------------------------------
+const validated = await decodeCase({ title: '90,000 small MCP messages, with and without validate: true', bytes: smallBytes, chunkSize: 64 * 1024, count: small.length, longLines: false, peers: validationPeers });
+const validateCost = ratio(validated, 'FrameDecoder, validate: true', 'FrameDecoder');
+process.stdout.write(`validation costs ${fmtX(validateCost)} of decoding without it\n`);
+
+const framed = (encode: (m: unknown) => string, messages: readonly object[]): Buffer => Buffer.from(messages.map((m) => encode(m)).join(''));
+for (const [label, encode, peers] of [
+  ['Content-Length', frameContentLength, contentLengthDecoders],
+  ['SSE', (m: unknown) => frameSse(m), sseDecoders],
+] as const) {
+  const smallTimings = await decodeCase({ title: `${label}: 90,000 small MCP messages`, bytes: framed(encode, small), chunkSize: 64 * 1024, count: small.length, longLines: false, peers: [...peers] });
+  const big = await decodeCase({ title: `${label}: one 32 MiB message, 16 KiB chunks`, bytes: framed(encode, [imageResult(32 * MiB)]), chunkSize: 16 * 1024, count: 1, longLines: true, peers: [...peers] });
+  const r = ratio(smallTimings, 'FrameDecoder', 'floor');
+  verdict(`decode ${label}, small messages: near the floor`, r <= 1.25, fmtX(r));
+  const b = ratio(big, 'FrameDecoder', 'floor');
+  verdict(`decode ${label}, one 32 MiB message in 16 KiB chunks: at most 1.5x the floor`, b <= 1.5, fmtX(b));
+}
 
 // Encoders ---------------------------------------------------------------------------------------------------
 const encodeTimings = await compare<EncoderPeer>(encoders, (p) => p.run(small), (p, r) => {

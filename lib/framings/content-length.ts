@@ -16,6 +16,22 @@ export function frameContentLength(msg: unknown): string {
   return `Content-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`;
 }
 
+/**
+ * Just past the blank line that ends a header block starting at `pos` (a line end, then LF or CR LF), or -1
+ * when it is not within MAX_HEADER_BYTES of this chunk. Hops from line end to line end, so that it reads only
+ * the header's own bytes.
+ */
+function headerEnd(buf: Buffer, pos: number): number {
+  const limit = Math.min(buf.length, pos + MAX_HEADER_BYTES);
+  let lf = buf.indexOf(LF, pos);
+  while (lf !== -1 && lf < limit) {
+    if (buf[lf + 1] === LF) return lf + 2 <= limit ? lf + 2 : -1;
+    if (buf[lf + 1] === CR && buf[lf + 2] === LF) return lf + 3 <= limit ? lf + 3 : -1;
+    lf = buf.indexOf(LF, lf + 1);
+  }
+  return -1;
+}
+
 const enum State {
   /** Between frames, or inside a header block. */
   Header,
@@ -153,6 +169,18 @@ export class ContentLengthDecoder implements FrameDecoderCore {
 
   /** Header bytes from `pos`; returns where it stopped, or -1 when the sink said stop. */
   #readHeader(buf: Buffer, pos: number, sink: DecodeSink): number {
+    // The usual case, a whole header block at the start of what is left of the chunk, is found with two
+    // native searches; anything else (a block split across chunks, blank lines first) goes byte by byte.
+    if (this.#head.length === 0 && buf[pos] !== CR && buf[pos] !== LF) {
+      const end = headerEnd(buf, pos);
+      if (end !== -1 && end - pos <= MAX_HEADER_BYTES) {
+        this.#head.append(buf, pos, end);
+        this.#offset += end - pos;
+        const ok = this.#headersDone(sink);
+        this.#offset -= end - pos;
+        return ok ? end : -1;
+      }
+    }
     for (let i = pos; i < buf.length; i++) {
       const b = buf[i]!;
       if (this.#head.length === 0 && (b === CR || b === LF)) {
