@@ -34,10 +34,13 @@ export class FrameError extends Error {
   readonly index: number | undefined;
   /** A short, redacted preview of the offending input (at most about 80 characters). */
   readonly preview: string;
+  /** What is wrong, without the position that `message` adds. */
+  readonly reason: string;
 
-  constructor(code: FrameErrorCode, message: string, position: FrameErrorPosition = {}, preview = '') {
+  constructor(code: FrameErrorCode, reason: string, position: FrameErrorPosition = {}, preview = '') {
     const where = describePosition(position);
-    super(where ? `${message} (${where})` : message);
+    super(where ? `${reason} (${where})` : reason);
+    this.reason = reason;
     this.code = code;
     this.offset = position.offset;
     this.line = position.line;

@@ -71,3 +71,21 @@ export {
   type FrameTrace,
 } from './connection.js';
 export { VERSION } from './version.js';
+export {
+  Cassette,
+  CassetteWriter,
+  CassetteError,
+  RecordingTap,
+  Replayer,
+  replayStream,
+  parseCassette,
+  exchanges,
+  requestKey,
+  REPLAY_NOT_RECORDED,
+  type CassetteEvent,
+  type EventRecorder,
+  type Exchange,
+  type ReplayOptions,
+  type Side,
+} from './cassette.js';
+export { checkStream, checkCassette, formatReport, type CheckReport, type CheckProblem, type CapturePosition } from './check.js';

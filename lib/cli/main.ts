@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
 import { callCommand } from './call.js';
+import { checkCommand } from './check.js';
 import { convertCommand } from './convert.js';
 import { frameCommand } from './frame.js';
+import { recordCommand } from './record.js';
+import { replayCommand } from './replay.js';
 import { CliError } from './io.js';
 
 const USAGE = `usage: mcp-frame <command> [args]
@@ -13,12 +16,22 @@ commands:
                              connect to a server named in .mcp.json; list its tools, or call a method
   convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
                              re-frame stdin to stdout (ndjson, content-length, sse)
+  record --out <cassette> -- <command> [args...]   (or: --config <path> <server>)
+                             run a stdio server behind a transparent proxy that records every message
+  replay <cassette> [--strict-order]
+                             play the server side of a recorded session over stdio
+  check [file | -] [--framing <framing> | cassette] [--json]
+                             report on a captured stream: counts, errors with positions, unmatched ids
   help                       this text`;
 
-const COMMANDS: Record<string, (args: string[]) => Promise<void>> = {
+/** Each command resolves with its exit code, or nothing for 0; failures throw CliError. */
+const COMMANDS: Record<string, (args: string[]) => Promise<number | void>> = {
   frame: frameCommand,
   call: callCommand,
   convert: convertCommand,
+  record: recordCommand,
+  replay: replayCommand,
+  check: checkCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -33,8 +46,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    await run(args);
-    return 0;
+    return (await run(args)) ?? 0;
   } catch (err) {
     if (err instanceof CliError) {
       process.stderr.write(`mcp-frame ${command}: ${err.message}\n`);

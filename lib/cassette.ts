@@ -1,0 +1,357 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { Duplex, Transform, type TransformCallback } from 'node:stream';
+import type { FrameError, FrameErrorCode } from './errors.js';
+import type { DecodeSink } from './framings/codec.js';
+import { NdjsonDecoder, frame } from './framings/ndjson.js';
+import { jsonErrorPosition } from './json-position.js';
+
+/** Which side of a session sent a message. */
+export type Side = 'client' | 'server';
+
+/** One line of a cassette: a message, or a line that was not a valid frame. `t` is ms since the start. */
+export type CassetteEvent =
+  | { from: Side; t: number; msg: unknown }
+  | { from: Side; t: number; invalid: string; code: FrameErrorCode };
+
+/** A cassette that cannot be read: says which file and which line. */
+export class CassetteError extends Error {
+  override readonly name = 'CassetteError';
+  constructor(
+    readonly file: string,
+    readonly line: number | undefined,
+    message: string,
+  ) {
+    super(`${file}${line === undefined ? '' : `:${line}`}: ${message}`);
+  }
+}
+
+/** JSON-RPC error code a replay answers with when the cassette holds no request like the live one. */
+export const REPLAY_NOT_RECORDED = -32001;
+
+/** Where recorded events go: a file (CassetteWriter) or memory (Cassette). */
+export interface EventRecorder {
+  /** Milliseconds since recording started. */
+  now(): number;
+  write(event: CassetteEvent): void;
+}
+
+/** A decoder sink that records what one side sends. */
+function recordingSink(recorder: EventRecorder, from: Side): DecodeSink {
+  return {
+    message: (msg) => recorder.write({ from, t: recorder.now(), msg }),
+    invalid: (err: FrameError) => {
+      recorder.write({ from, t: recorder.now(), invalid: err.preview, code: err.code });
+      return true;
+    },
+  };
+}
+
+/**
+ * Passes bytes through unchanged (with the stream's backpressure) and records the messages in them: a copy is
+ * decoded as ndjson beside the flow. A line that is not a valid frame is recorded as `invalid`, with its code
+ * and a short redacted preview, and still passed on untouched.
+ */
+export class RecordingTap extends Transform {
+  readonly #decoder = new NdjsonDecoder({ maxMessageBytes: 64 * 1024 * 1024 });
+  readonly #sink: DecodeSink;
+
+  constructor(from: Side, recorder: EventRecorder) {
+    super();
+    this.#sink = recordingSink(recorder, from);
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.#decoder.write(chunk, this.#sink);
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.#decoder.end(this.#sink);
+    callback();
+  }
+}
+
+/**
+ * Appends events to a cassette file, one JSON line each, written through at once: a crash of the recorder
+ * (or of what it records) keeps every event before it.
+ */
+export class CassetteWriter implements EventRecorder {
+  readonly #fd: number;
+  readonly #start = performance.now();
+
+  constructor(readonly path: string) {
+    this.#fd = openSync(path, 'w');
+  }
+
+  now(): number {
+    return Math.round((performance.now() - this.#start) * 1000) / 1000;
+  }
+
+  write(event: CassetteEvent): void {
+    writeSync(this.#fd, `${JSON.stringify(event)}\n`);
+  }
+
+  /** A pass-through stream that records what `from` sends. */
+  tap(from: Side): RecordingTap {
+    return new RecordingTap(from, this);
+  }
+
+  close(): void {
+    closeSync(this.#fd);
+  }
+}
+
+function isEvent(v: unknown): v is CassetteEvent {
+  if (typeof v !== 'object' || v === null) return false;
+  const e = v as Record<string, unknown>;
+  return (e.from === 'client' || e.from === 'server') && typeof e.t === 'number' && ('msg' in e || (typeof e.invalid === 'string' && typeof e.code === 'string'));
+}
+
+/** Parses a cassette's text; every problem names the file and line. */
+export function parseCassette(text: string, file = 'cassette'): CassetteEvent[] {
+  const events: CassetteEvent[] = [];
+  const lines = text.split('\n');
+  lines.forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      const at = jsonErrorPosition(line);
+      throw new CassetteError(file, i + 1, `not JSON${at ? ` (column ${at.column})` : ''}`);
+    }
+    if (!isEvent(value)) throw new CassetteError(file, i + 1, 'not a cassette event: expected {"from": "client" | "server", "t": ms, "msg": message}');
+    events.push(value);
+  });
+  return events;
+}
+
+type Obj = Record<string, unknown>;
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** JSON with object keys sorted, so that equal params match whatever their key order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (isObject(value)) {
+    return `{${Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * What a request is matched by: its method and params, without `_meta` (progress tokens differ between runs).
+ * `initialize` matches by method alone, since every client names itself differently.
+ */
+export function requestKey(method: string, params: unknown): string {
+  if (method === 'initialize') return method;
+  const rest = isObject(params) ? Object.fromEntries(Object.entries(params).filter(([k]) => k !== '_meta')) : params;
+  return `${method} ${canonical(rest ?? null)}`;
+}
+
+/** A recorded client request and what the server sent for it: notifications on the way, then its response. */
+export interface Exchange {
+  key: string;
+  request: Obj;
+  replies: Obj[];
+}
+
+/** Pairs each recorded client request with the server messages that answered it. */
+export function exchanges(events: readonly CassetteEvent[]): Exchange[] {
+  const out: Exchange[] = [];
+  const open = new Map<string, Exchange>();
+  let current: Exchange | undefined;
+  for (const event of events) {
+    if (!('msg' in event) || !isObject(event.msg)) continue;
+    const msg = event.msg;
+    if (event.from === 'client') {
+      if (typeof msg.method === 'string' && 'id' in msg) {
+        current = { key: requestKey(msg.method, msg.params), request: msg, replies: [] };
+        out.push(current);
+        open.set(canonical(msg.id), current);
+      }
+      continue;
+    }
+    const isResponse = typeof msg.method !== 'string' && 'id' in msg;
+    if (isResponse) {
+      const id = canonical(msg.id);
+      const ex = open.get(id);
+      if (ex === undefined) continue;
+      ex.replies.push(msg);
+      open.delete(id);
+      if (current === ex) current = undefined;
+    } else if (current !== undefined) {
+      // A notification (or a request of the server's) while a request was open goes with the latest one.
+      current.replies.push(msg);
+    }
+  }
+  return out;
+}
+
+function progressToken(request: Obj): unknown {
+  const params = request.params;
+  return isObject(params) && isObject(params._meta) ? params._meta.progressToken : undefined;
+}
+
+/** A recorded reply made to fit the live request: its id, and the progress token it was given. */
+function adapt(reply: Obj, recorded: Obj, live: Obj): Obj {
+  if (typeof reply.method !== 'string') return { ...reply, id: live.id };
+  const from = progressToken(recorded);
+  const to = progressToken(live);
+  if (from !== undefined && to !== undefined && isObject(reply.params) && reply.params.progressToken === from) {
+    return { ...reply, params: { ...reply.params, progressToken: to } };
+  }
+  return reply;
+}
+
+export interface ReplayOptions {
+  /** Only the next recorded request, in order, may match. @defaultValue false */
+  strictOrder?: boolean;
+  /** Told about each live request the cassette cannot answer. */
+  onMiss?: (request: { method: string; id: unknown; reason: string }) => void;
+}
+
+/**
+ * The server side of a recorded session. `answer()` gives the messages to send for one live client message:
+ * the recorded replies to the request that matches it by method and params (not by id, and not by order
+ * unless `strictOrder`), with ids rewritten to the live one, or a JSON-RPC error when nothing matches.
+ * Recorded requests that match the same live request are used in turn; the last is repeated.
+ */
+export class Replayer {
+  readonly #exchanges: Exchange[];
+  readonly #used = new Set<Exchange>();
+  readonly #strict: boolean;
+  readonly #onMiss: ReplayOptions['onMiss'];
+  #next = 0;
+
+  constructor(events: readonly CassetteEvent[], options: ReplayOptions = {}) {
+    this.#exchanges = exchanges(events);
+    this.#strict = options.strictOrder === true;
+    this.#onMiss = options.onMiss;
+  }
+
+  answer(msg: unknown): Obj[] {
+    if (Array.isArray(msg)) return msg.flatMap((m) => this.answer(m));
+    if (!isObject(msg) || typeof msg.method !== 'string' || !('id' in msg)) return []; // notifications and responses need no answer
+    const key = requestKey(msg.method, msg.params);
+    const found = this.#find(key);
+    if (found === undefined) {
+      const known = this.#exchanges.some((e) => e.request.method === msg.method);
+      const reason = this.#strict
+        ? `it is not the next recorded request (${this.#exchanges[this.#next]?.request.method ?? 'none left'})`
+        : known
+          ? 'the cassette has this method, but not with these params'
+          : 'the cassette never saw this method';
+      this.#onMiss?.({ method: msg.method, id: msg.id, reason });
+      return [
+        {
+          jsonrpc: '2.0',
+          id: msg.id,
+          error: known || this.#strict
+            ? { code: REPLAY_NOT_RECORDED, message: `not in the cassette: ${msg.method}: ${reason}`, data: { method: msg.method, params: msg.params } }
+            : { code: -32601, message: `Method not found: ${msg.method} (not in the cassette)` },
+        },
+      ];
+    }
+    return found.replies.map((reply) => adapt(reply, found.request, msg));
+  }
+
+  #find(key: string): Exchange | undefined {
+    if (this.#strict) {
+      const next = this.#exchanges[this.#next];
+      if (next === undefined || next.key !== key) return undefined;
+      this.#next++;
+      return next;
+    }
+    const candidates = this.#exchanges.filter((e) => e.key === key);
+    const fresh = candidates.find((e) => !this.#used.has(e));
+    const chosen = fresh ?? candidates[candidates.length - 1];
+    if (chosen !== undefined) this.#used.add(chosen);
+    return chosen;
+  }
+}
+
+/**
+ * A replaying server as one Duplex stream of ndjson bytes: write what a client sends, read what the recorded
+ * server answers. Bad input lines are skipped (and reported on 'invalid').
+ */
+export function replayStream(events: readonly CassetteEvent[], options: ReplayOptions = {}): Duplex {
+  const replayer = new Replayer(events, options);
+  const decoder = new NdjsonDecoder({ maxMessageBytes: 64 * 1024 * 1024 });
+  let duplex: Duplex;
+  const sink: DecodeSink = {
+    message: (msg) => {
+      for (const reply of replayer.answer(msg)) duplex.push(frame(reply));
+    },
+    invalid: (err) => {
+      duplex.emit('invalid', err);
+      return true;
+    },
+  };
+  duplex = new Duplex({
+    write(chunk: Buffer, _enc, callback) {
+      decoder.write(chunk, sink);
+      callback();
+    },
+    final(callback) {
+      decoder.end(sink);
+      this.push(null);
+      callback();
+    },
+    read() {},
+  });
+  return duplex;
+}
+
+/**
+ * A recorded session: plain JSON Lines that a person can read and edit. Record in memory with tap(), replay
+ * with replay() (a Duplex of ndjson bytes) or replayer() (one message at a time), save with toString().
+ */
+export class Cassette implements EventRecorder {
+  readonly #start = performance.now();
+
+  constructor(readonly events: CassetteEvent[] = []) {}
+
+  now(): number {
+    return Math.round((performance.now() - this.#start) * 1000) / 1000;
+  }
+
+  write(event: CassetteEvent): void {
+    this.events.push(event);
+  }
+
+  /** A pass-through stream that records what `from` sends into this cassette. */
+  tap(from: Side): RecordingTap {
+    return new RecordingTap(from, this);
+  }
+
+  static async load(path: string): Promise<Cassette> {
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new CassetteError(path, undefined, code === 'ENOENT' ? 'no such file' : (err as Error).message);
+    }
+    return new Cassette(parseCassette(text, path));
+  }
+
+  /** The server side of the session, as a Duplex of ndjson bytes. */
+  replay(options: ReplayOptions = {}): Duplex {
+    return replayStream(this.events, options);
+  }
+
+  /** The server side of the session, one live message at a time. */
+  replayer(options: ReplayOptions = {}): Replayer {
+    return new Replayer(this.events, options);
+  }
+
+  toString(): string {
+    return this.events.map((e) => `${JSON.stringify(e)}\n`).join('');
+  }
+}

@@ -1,0 +1,56 @@
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { parseCassette, CassetteError } from '../cassette.js';
+import { checkCassette, checkStream, formatReport, type CheckReport } from '../check.js';
+import { FRAMINGS, type FramingName } from '../streams.js';
+import { CliError, parseOptions, readInput, writeStdout } from './io.js';
+
+const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...Object.keys(FRAMINGS), 'cassette'].join(' | ')}] [--json]`;
+
+/** A cassette is JSON Lines whose first line has "from" and "t"; a peek at the start tells. */
+async function looksLikeCassette(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const { bytesRead, buffer } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
+    const first = buffer.toString('utf8', 0, bytesRead).split('\n')[0] ?? '';
+    return /^\{"from":\s*"(client|server)",\s*"t":/.test(first.trim());
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * `mcp-frame check [file | -] [--framing <framing>]`: reads a captured stream (or a cassette) and reports its
+ * message counts, every framing or JSON-RPC error with its position, the largest message, CRLF or a BOM,
+ * responses that match no request and requests never answered. Exits 0 on a clean stream, 1 otherwise.
+ */
+export async function checkCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseOptions(args, { framing: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
+  const [path, ...extra] = positionals;
+  if (extra.length > 0) throw new CliError(USAGE, 2);
+  const stdin = path === undefined || path === '-';
+  let format = values.framing as string | undefined;
+  if (format !== undefined && format !== 'cassette' && !Object.prototype.hasOwnProperty.call(FRAMINGS, format)) {
+    throw new CliError(`unknown framing ${JSON.stringify(format)}\n${USAGE}`, 2);
+  }
+  if (!stdin) {
+    try {
+      format ??= (await looksLikeCassette(path)) ? 'cassette' : 'ndjson';
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new CliError(`cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    }
+  }
+  let report: CheckReport;
+  if (format === 'cassette') {
+    try {
+      report = checkCassette(parseCassette(await readInput(path, 'cassette'), stdin ? 'stdin' : path));
+    } catch (err) {
+      throw err instanceof CassetteError ? new CliError(err.message) : err;
+    }
+  } else {
+    report = await checkStream(stdin ? process.stdin : createReadStream(path), (format ?? 'ndjson') as FramingName);
+  }
+  await writeStdout(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
+  return report.ok ? 0 : 1;
+}

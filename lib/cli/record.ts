@@ -1,0 +1,83 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { pipeline } from 'node:stream/promises';
+import { CassetteWriter } from '../cassette.js';
+import { isStdioServer, loadConfig } from '../config.js';
+import { CliError, parseOptions } from './io.js';
+
+const USAGE = `usage: mcp-frame record --out <cassette> -- <command> [args...]
+       mcp-frame record --out <cassette> --config <path> <server>`;
+
+interface RecordArgs {
+  out: string;
+  command: string;
+  args: string[];
+  env: Record<string, string> | undefined;
+  cwd: string | undefined;
+}
+
+async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
+  const dash = args.indexOf('--');
+  const own = dash === -1 ? args : args.slice(0, dash);
+  const { values, positionals } = parseOptions(own, { out: { type: 'string' }, config: { type: 'string' } }, USAGE);
+  const out = values.out as string | undefined;
+  if (out === undefined) throw new CliError(`--out is required\n${USAGE}`, 2);
+  if (dash !== -1) {
+    const [command, ...rest] = args.slice(dash + 1);
+    if (command === undefined || positionals.length > 0 || values.config !== undefined) throw new CliError(USAGE, 2);
+    return { out, command, args: rest, env: undefined, cwd: undefined };
+  }
+  const config = values.config as string | undefined;
+  const [name, ...extra] = positionals;
+  if (config === undefined || name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
+  const loaded = await loadConfig(config).catch((err: Error) => {
+    throw new CliError(err.message);
+  });
+  const server = loaded.mcpServers[name];
+  if (server === undefined) throw new CliError(`no server "${name}" in ${config}`);
+  if (!isStdioServer(server)) throw new CliError(`server "${name}" in ${config} is not a stdio server`);
+  return { out, command: server.command, args: server.args ?? [], env: server.env, cwd: server.cwd };
+}
+
+/**
+ * `mcp-frame record --out <cassette> -- <command> [args...]`: a transparent stdio proxy. A host starts it in
+ * place of the server; bytes pass through unchanged both ways, stderr passes through, and every message is
+ * appended to the cassette as it goes. Exits with the server's exit code.
+ */
+export async function recordCommand(argv: string[]): Promise<number> {
+  const opts = await parseRecordArgs(argv);
+  let writer: CassetteWriter;
+  try {
+    writer = new CassetteWriter(opts.out);
+  } catch (err) {
+    throw new CliError(`cannot write cassette ${opts.out}: ${(err as Error).message}`);
+  }
+  const child = spawn(opts.command, opts.args, {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    cwd: opts.cwd,
+    env: opts.env === undefined ? process.env : { ...process.env, ...opts.env },
+  });
+  const started = new Promise<void>((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new CliError(`cannot start ${JSON.stringify(opts.command)}: ${err.code === 'ENOENT' ? 'command not found' : err.message}`)),
+    );
+  });
+  await started.catch((err: unknown) => {
+    writer.close();
+    throw err;
+  });
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  // The host may close its end first, or the server may die first: neither is an error of the proxy's.
+  child.stdin.on('error', () => undefined);
+  const upstream = pipeline(process.stdin, writer.tap('client'), child.stdin).catch(() => undefined);
+  const downstream = pipeline(child.stdout, writer.tap('server'), process.stdout).catch(() => undefined);
+  const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  await downstream;
+  // The server is gone: stop reading the host's input, so that this process can end too.
+  process.stdin.destroy();
+  await upstream;
+  writer.close();
+  if (signal !== null) throw new CliError(`server was killed by ${signal}`, 1);
+  return code ?? 1;
+}

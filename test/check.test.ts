@@ -1,0 +1,82 @@
+import { expect } from 'chai';
+import type { CassetteEvent } from '../lib/cassette.js';
+import { checkCassette, checkStream, formatReport } from '../lib/check.js';
+import { frameContentLength } from '../lib/framings/content-length.js';
+import { frame } from '../lib/framings/ndjson.js';
+import { frameSse } from '../lib/framings/sse.js';
+import { byteByByte, fixedChunks } from './helpers/chunkers.js';
+
+const req = (id: number, method = 'tools/list') => ({ jsonrpc: '2.0', id, method });
+const res = (id: number) => ({ jsonrpc: '2.0', id, result: {} });
+const note = { jsonrpc: '2.0', method: 'notifications/progress', params: { progress: 1 } };
+const err = (id: number) => ({ jsonrpc: '2.0', id, error: { code: -32601, message: 'no' } });
+
+async function* chunksOf(bufs: Buffer[]): AsyncIterable<Buffer> {
+  yield* bufs;
+}
+
+describe('check', () => {
+  it('counts a clean stream by kind and says ok', async () => {
+    const msgs = [req(1), note, res(1), req(2, 'tools/call'), err(2), [req(3), note], [res(3)]];
+    const bytes = Buffer.from(msgs.map((m) => frame(m)).join(''));
+    const r = await checkStream(chunksOf(byteByByte(bytes)));
+    expect(r).to.deep.include({ format: 'ndjson', bytes: bytes.length, messages: 7, requests: 3, notifications: 2, responses: 2, errors: 1, batches: 2, crlf: false, bom: false, ok: true });
+    expect(r.problems).to.deep.equal([]);
+    expect(r.largest).to.deep.include({ message: 6, bytes: JSON.stringify([req(3), note]).length });
+    expect(formatReport(r).trimEnd().split('\n').at(-1)).to.equal('ok');
+  });
+
+  it('finds every error in a corrupted ndjson capture at its message number and byte offset', async () => {
+    const parts = [frame(req(1)), 'garbage {\n', frame(res(1)), frame({ id: 9 }), '{"jsonrpc":"2.0","id":2,"method":"x"\n', frame(res(7)), frame(req(3)), '{"cut'];
+    const bytes = Buffer.from(parts.join(''));
+    const offset = (i: number): number => Buffer.byteLength(parts.slice(0, i).join(''));
+    const r = await checkStream(chunksOf(fixedChunks(bytes, 7)));
+    expect(r.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([
+      ['INVALID_JSON', 2, offset(1)],
+      ['INVALID_MESSAGE', 4, offset(3)],
+      ['INVALID_JSON', 5, offset(4)],
+      ['TRUNCATED', 8, offset(7)],
+    ]);
+    expect(r.unmatchedResponses.map((u) => [u.id, u.message, u.offset])).to.deep.equal([[7, 6, offset(5)]]);
+    expect(r.unansweredRequests.map((u) => [u.id, u.method, u.message])).to.deep.equal([[3, 'tools/list', 7]]);
+    expect(r.ok).to.equal(false);
+    const text = formatReport(r);
+    expect(text).to.include(`error: INVALID_JSON at message 2, line 2, byte ${offset(1)}: line is not valid JSON: garbage {`);
+    expect(text).to.include('error: request tools/list with id 3 was never answered (message 7, line 7');
+  });
+
+  it('notes CRLF line ends and a BOM, without failing', async () => {
+    const bytes = Buffer.from(`\ufeff${JSON.stringify(req(1))}\r\n${JSON.stringify(res(1))}\r\n`);
+    for (let at = 1; at < bytes.length; at++) {
+      const r = await checkStream(chunksOf([bytes.subarray(0, at), bytes.subarray(at)]));
+      expect([r.crlf, r.bom, r.ok, r.messages], `split at ${at}`).to.deep.equal([true, true, true, 2]);
+    }
+  });
+
+  it('reads Content-Length and SSE captures, with frame numbers', async () => {
+    const cl = Buffer.from(frameContentLength(req(1)) + 'Content-Length: x\r\n\r\n{}' + frameContentLength(res(1)));
+    const r = await checkStream(chunksOf([cl]), 'content-length');
+    expect(r.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([['INVALID_HEADER', 2, Buffer.byteLength(frameContentLength(req(1)))]]);
+    expect(r.messages).to.equal(2);
+    const sse = Buffer.from(frameSse(req(1)) + 'data: {oops\n\n' + frameSse(res(1)));
+    const rs = await checkStream(chunksOf(byteByByte(sse)), 'sse');
+    expect(rs.problems.map((p) => [p.code, p.message, p.line, p.offset])).to.deep.equal([['INVALID_JSON', 2, 4, Buffer.byteLength(frameSse(req(1)))]]);
+  });
+
+  it('pairs requests with the other side\'s responses in a cassette', () => {
+    const events: CassetteEvent[] = [
+      { from: 'client', t: 0, msg: req(1) },
+      { from: 'server', t: 1, msg: req(1, 'roots/list') },
+      { from: 'client', t: 2, msg: res(1) },
+      { from: 'server', t: 3, msg: res(1) },
+      { from: 'server', t: 4, msg: res(5) },
+      { from: 'client', t: 5, msg: req(2) },
+      { from: 'server', t: 6, invalid: 'Booting...', code: 'INVALID_JSON' },
+    ];
+    const r = checkCassette(events);
+    expect(r.unmatchedResponses.map((u) => [u.id, u.from, u.message])).to.deep.equal([[5, 'server', 5]]);
+    expect(r.unansweredRequests.map((u) => [u.id, u.from, u.method])).to.deep.equal([[2, 'client', 'tools/list']]);
+    expect(r.problems.map((p) => [p.code, p.message, p.from])).to.deep.equal([['INVALID_JSON', 7, 'server']]);
+    expect(r.requests).to.equal(3);
+  });
+});

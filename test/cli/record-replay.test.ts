@@ -1,0 +1,144 @@
+import { expect } from 'chai';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseCassette } from '../../lib/cassette.js';
+import { connect, RpcError, type Connection } from '../../lib/connection.js';
+import type { FrameError } from '../../lib/errors.js';
+import { frame } from '../../lib/framings/ndjson.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { cli } from '../helpers/run.js';
+
+const main = `${ROOT}dist/lib/cli/main.js`;
+const everything = [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
+
+describe('mcp-frame record and replay', function () {
+  this.timeout(60_000);
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-cassette-'));
+  const cassette = join(dir, 'everything.cassette');
+  const open: Connection[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+  });
+
+  const message = 'line one\nline two \u2028 😀';
+  const calls: Array<[string, unknown]> = [
+    ['tools/list', {}],
+    ['tools/call', { name: 'echo', arguments: { message } }],
+    ['tools/call', { name: 'get-sum', arguments: { a: 2, b: 40 } }],
+  ];
+
+  it('records a real session with server-everything through the proxy, then replays it in another order', async () => {
+    const recording = await connect({ command: process.execPath, args: [main, 'record', '--out', cassette, '--', process.execPath, ...everything] }, { name: 'recorded' });
+    open.push(recording);
+    const live: unknown[] = [];
+    for (const [method, params] of calls) live.push(await recording.request(method, params));
+    expect((live[1] as { content: Array<{ text: string }> }).content[0]!.text).to.equal(`Echo: ${message}`);
+    await recording.close();
+    open.pop();
+
+    const events = parseCassette(readFileSync(cassette, 'utf8'), cassette);
+    const methods = events.filter((e) => e.from === 'client' && 'msg' in e).map((e) => (e as { msg: { method: string } }).msg.method);
+    expect(methods).to.deep.equal(['initialize', 'notifications/initialized', 'tools/list', 'tools/call', 'tools/call']);
+    expect(events.every((e, i) => i === 0 || e.t >= events[i - 1]!.t)).to.equal(true);
+
+    const misses: string[] = [];
+    const replaying = await connect({ command: process.execPath, args: [main, 'replay', cassette] }, {
+      name: 'replayed',
+      onSpawn: (c) => c.on('stderr', (line: string) => misses.push(line)),
+    });
+    open.push(replaying);
+    expect(replaying.initializeResult).to.deep.equal(recording.initializeResult);
+    const order = [2, 0, 1];
+    for (const i of order) expect(await replaying.request(calls[i]![0], calls[i]![1]), `call ${i}`).to.deep.equal(live[i]);
+
+    // A request the cassette never saw gets an error response at once, and a line on stderr.
+    let caught: unknown;
+    try {
+      await replaying.request('tools/call', { name: 'echo', arguments: { message: 'not recorded' } }, { timeoutMs: 5000 });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).to.be.instanceOf(RpcError);
+    expect((caught as RpcError).code).to.equal(-32001);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(misses.join('\n')).to.match(/no recorded answer for tools\/call/);
+  });
+
+  it('records a line that is not a frame as invalid, and passes it through untouched', async () => {
+    const out = join(dir, 'banner.cassette');
+    const banner = fileURLToPath(new URL('../helpers/servers/banner.js', import.meta.url));
+    const invalid: FrameError[] = [];
+    const c = await connect({ command: process.execPath, args: [main, 'record', '--out', out, '--', process.execPath, banner] }, {
+      onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)),
+    });
+    await c.request('tools/list');
+    await c.close();
+    // The client saw the banner and the log line: the proxy passed them on.
+    expect(invalid).to.have.length(2);
+    expect(invalid[0]!.preview).to.match(/^Booting banner-server/);
+    expect(invalid[1]!.preview).to.equal('[info] listing tools');
+    const events = parseCassette(readFileSync(out, 'utf8'));
+    const bad = events.filter((e) => 'invalid' in e) as Array<{ from: string; code: string; invalid: string }>;
+    expect(bad.map((e) => [e.from, e.code, e.invalid])).to.deep.equal([
+      ['server', 'INVALID_JSON', invalid[0]!.preview],
+      ['server', 'INVALID_JSON', '[info] listing tools'],
+    ]);
+  });
+
+  it('takes the command from .mcp.json with --config, and says what is wrong with its arguments', async () => {
+    const config = join(dir, 'servers.json');
+    writeFileSync(config, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] } } }));
+    const out = join(dir, 'demo.cassette');
+    const r = await cli(['record', '--out', out, '--config', config, 'demo'], { stdin: frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.equal(frame({ jsonrpc: '2.0', id: 1, result: {} }));
+    expect(parseCassette(readFileSync(out, 'utf8')).map((e) => e.from)).to.deep.equal(['client', 'server']);
+
+    expect((await cli(['record', '--', 'x'])).code).to.equal(2);
+    const missing = await cli(['record', '--out', join(dir, 'x.cassette'), '--', 'no-such-command-xyz']);
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.match(/cannot start "no-such-command-xyz": command not found/);
+    const noFile = await cli(['replay', join(dir, 'absent.cassette')]);
+    expect(noFile.code).to.equal(1);
+    expect(noFile.stderr).to.match(/absent\.cassette: no such file/);
+  });
+});
+
+describe('mcp-frame check', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-check-'));
+
+  it('exits 0 on a clean capture and prints its counts', async () => {
+    const path = join(dir, 'clean.ndjson');
+    writeFileSync(path, frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + frame({ jsonrpc: '2.0', id: 1, result: {} }));
+    const r = await cli(['check', path]);
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.match(/^ndjson, \d+ bytes: 2 messages \(1 requests, 0 notifications, 1 responses, 0 error responses\)\n/);
+    expect(r.stdout.trimEnd().split('\n').at(-1)).to.equal('ok');
+  });
+
+  it('exits 1 on a corrupted capture, naming each error with its position, and reads stdin', async () => {
+    const input = `${frame({ jsonrpc: '2.0', id: 1, method: 'ping' })}{"broken": \n${frame({ jsonrpc: '2.0', id: 2, result: {} })}`;
+    const r = await cli(['check', '-', '--json'], { stdin: input });
+    expect(r.code).to.equal(1);
+    const report = JSON.parse(r.stdout) as { problems: Array<{ code: string; message: number; offset: number }>; unmatchedResponses: unknown[]; unansweredRequests: unknown[] };
+    expect(report.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([['INVALID_JSON', 2, Buffer.byteLength(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }))]]);
+    expect(report.unmatchedResponses).to.have.length(1);
+    expect(report.unansweredRequests).to.have.length(1);
+  });
+
+  it('recognises a cassette, reads other framings with --framing, and rejects unknown ones', async () => {
+    const path = join(dir, 'session.cassette');
+    writeFileSync(path, `${JSON.stringify({ from: 'client', t: 0, msg: { jsonrpc: '2.0', id: 1, method: 'ping' } })}\n${JSON.stringify({ from: 'server', t: 1, msg: { jsonrpc: '2.0', id: 1, result: {} } })}\n`);
+    const r = await cli(['check', path]);
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.match(/^cassette, /);
+    const sse = await cli(['check', '--framing', 'sse'], { stdin: 'data: {"jsonrpc":"2.0","method":"n"}\n\n' });
+    expect(sse.code).to.equal(0);
+    expect((await cli(['check', '--framing', 'xml'], { stdin: '' })).code).to.equal(2);
+    const missing = await cli(['check', join(dir, 'nope')]);
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.match(/no such file/);
+  });
+});
