@@ -76,7 +76,8 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
  *
  * Events: 'notification' (message), 'invalid' (FrameError: a stray or broken line from the server),
  * 'stderr' (line), 'frame' (FrameTrace, for each message in either direction), 'exit' (ExitStatus),
- * 'unmatched' (a response whose id matches no pending request).
+ * 'unmatched' (a response whose id matches no pending request), 'error' (an exception thrown by an
+ * onNotification handler; without an 'error' listener it becomes a process warning).
  */
 export class Connection extends EventEmitter {
   readonly #proc: StdioServerProcess;
@@ -244,7 +245,9 @@ export class Connection extends EventEmitter {
       try {
         handler(msg.params, msg);
       } catch (err) {
-        this.emit('error', err);
+        // A handler's own bug must not end the session: it goes to 'error' listeners, or becomes a warning.
+        if (this.listenerCount('error') > 0) this.emit('error', err);
+        else process.emitWarning(err as Error, { detail: `thrown by an onNotification handler for ${String(msg.method)}` });
       }
     }
     this.emit('notification', msg);

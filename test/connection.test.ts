@@ -109,6 +109,18 @@ describe('connect and Connection', () => {
       expect(invalid[0]!.preview).to.match(/^Booting banner-server/);
     });
 
+    it('survives an onNotification handler that throws, and reports the exception', async () => {
+      const c = track(await connect(server('banner')));
+      const errors: unknown[] = [];
+      c.on('error', (err) => errors.push(err));
+      c.onNotification('notifications/message', () => {
+        throw new Error('handler bug');
+      });
+      await c.request('tools/call', { name: 'hello' });
+      expect(errors.map((e) => (e as Error).message)).to.deep.equal(['handler bug']);
+      expect(await c.request('ping')).to.deep.equal({});
+    });
+
     it("answers the server's ping, its requests with a handler, and others with -32601", async () => {
       const c = track(await connect(server('banner')));
       c.onRequest('roots/list', () => ({ roots: [{ uri: 'file:///tmp', name: 'tmp' }] }));
