@@ -1,10 +1,20 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
-import { parseBody, serialize } from './json.js';
+import { NULL_MESSAGE, parseBody, serialize } from './json.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
+
+const FIELDS = ['data', 'event', 'id', 'retry'].map((name) => [name, Buffer.from(name)] as const);
+
+/** The field a line names, when it is one of the four the format defines; compared as bytes, not decoded. */
+function fieldName(buf: Buffer, start: number, end: number): string | undefined {
+  for (const [name, bytes] of FIELDS) {
+    if (end - start === bytes.length && buf.compare(bytes, 0, bytes.length, start, end) === 0) return name;
+  }
+  return undefined;
+}
 /** Bytes a line may hold beyond maxMessageBytes: its field name ("data: "). */
 const FIELD_SLACK = 64;
 
@@ -223,18 +233,16 @@ export class SseDecoder implements FrameDecoderCore {
     // Comments (keep-alives among them) are not part of any event.
     if (this.#dropping || buf[start] === 0x3a) return true;
     if (!this.#eventStarted) this.#startEvent();
-    const colon = buf.indexOf(0x3a, start);
-    let field: string;
-    let valueStart: number;
-    if (colon === -1 || colon >= end) {
-      field = buf.toString('utf8', start, end);
-      valueStart = end;
-    } else {
-      field = buf.toString('utf8', start, colon);
+    // The colon is looked for within this line only: a search on into the chunk would make many lines without
+    // one quadratic.
+    let colon = start;
+    while (colon < end && buf[colon] !== 0x3a) colon++;
+    let valueStart = colon;
+    if (colon < end) {
       valueStart = colon + 1;
-      if (buf[valueStart] === 0x20 && valueStart < end) valueStart++;
+      if (valueStart < end && buf[valueStart] === 0x20) valueStart++;
     }
-    switch (field) {
+    switch (fieldName(buf, start, colon)) {
       case 'data': {
         this.#dataBytes += end - valueStart + 1;
         if (this.#dataBytes > this.#max + 1) {
@@ -290,7 +298,7 @@ export class SseDecoder implements FrameDecoderCore {
       sink.message(parsed.msg);
       return true;
     }
-    const what = parsed.code === 'INVALID_JSON' ? 'event data is not valid JSON' : 'null is not a message (an object stream cannot carry it)';
+    const what = parsed.code === 'INVALID_JSON' ? 'event data is not valid JSON' : NULL_MESSAGE;
     return sink.invalid(new FrameError(parsed.code, what, at, preview(data)));
   }
 }
