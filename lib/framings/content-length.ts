@@ -1,7 +1,7 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
-import { parseBody, serialize } from './json.js';
+import { NULL_MESSAGE, parseBody, serialize } from './json.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -309,7 +309,7 @@ export class ContentLengthDecoder implements FrameDecoderCore {
       sink.message(parsed.msg);
       return true;
     }
-    const what = parsed.code === 'INVALID_JSON' ? 'body is not valid JSON' : 'null is not a message (an object stream cannot carry it)';
+    const what = parsed.code === 'INVALID_JSON' ? 'body is not valid JSON' : NULL_MESSAGE;
     return sink.invalid(new FrameError(parsed.code, what, at, preview(text)));
   }
 

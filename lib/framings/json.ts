@@ -15,6 +15,9 @@ export function serialize(msg: unknown): string {
   return json;
 }
 
+/** Why a frame holding JSON `null` is rejected, in every framing. */
+export const NULL_MESSAGE = 'null is not a message (an object stream cannot carry it)';
+
 /**
  * Parses the JSON text of one frame for a decoder: the message, or the FrameError to report. `null` is
  * INVALID_MESSAGE, since an object-mode stream cannot carry it. The engine's SyntaxError quotes the input,

@@ -1,6 +1,6 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { serialize } from './json.js';
+import { NULL_MESSAGE, serialize } from './json.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 
 const LF = 0x0a;
@@ -216,8 +216,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     const text = buf.toString('utf8', start, end);
     // No line in the block can be over the limit when the whole block is not.
     const checkSize = end - start > this.#max;
-    const firstLine = this.#line;
-    let line = firstLine;
+    let line = this.#line;
     // Byte offset of the character at index `charMark`; advanced only when an error needs a position.
     let charMark = 0;
     let byteMark = this.#offset;
@@ -279,7 +278,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
 }
 
 function nullMessage(line: number, offset: number): FrameError {
-  return new FrameError('INVALID_MESSAGE', 'null is not a message (an object stream cannot carry it)', { line, offset }, 'null');
+  return new FrameError('INVALID_MESSAGE', NULL_MESSAGE, { line, offset }, 'null');
 }
 
 /** Newline-delimited JSON, the framing of MCP's stdio transport. */
