@@ -173,7 +173,7 @@ for (const [label, encode, peers] of [
   const smallTimings = await decodeCase({ title: `${label}: 90,000 small MCP messages`, bytes: framed(encode, small), chunkSize: 64 * 1024, count: small.length, longLines: false, peers: [...peers] });
   const big = await decodeCase({ title: `${label}: one 32 MiB message, 16 KiB chunks`, bytes: framed(encode, [imageResult(32 * MiB)]), chunkSize: 16 * 1024, count: 1, longLines: true, peers: [...peers] });
   const r = ratio(smallTimings, 'FrameDecoder', 'floor');
-  verdict(`decode ${label}, small messages: near the floor`, r <= 1.25, fmtX(r));
+  verdict(`decode ${label}, small messages: at most 1.25x the floor`, r <= 1.25, fmtX(r));
   const b = ratio(big, 'FrameDecoder', 'floor');
   verdict(`decode ${label}, one 32 MiB message in 16 KiB chunks: at most 1.5x the floor`, b <= 1.5, fmtX(b));
 }
