@@ -82,8 +82,9 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   /** Resync: how much of HEADER_NAME has matched, and where the match started. */
   #match = 0;
   #resyncStart = 0;
-  /** Stream offset of the next byte, and where the current frame started. */
+  /** Stream offset of the next byte; of the first byte of the chunk being read; where the current frame started. */
   #offset = 0;
+  #base = 0;
   #frameOffset = 0;
   /** 1-based number of the current frame. */
   #index = 1;
@@ -125,9 +126,10 @@ export class ContentLengthDecoder implements FrameDecoderCore {
 
   write(chunk: Uint8Array, sink: DecodeSink): boolean {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+    this.#base = this.#offset;
+    this.#offset += buf.length;
     let pos = 0;
     while (pos < buf.length) {
-      const before = pos;
       switch (this.#state) {
         case State.Header:
           pos = this.#readHeader(buf, pos, sink);
@@ -139,14 +141,13 @@ export class ContentLengthDecoder implements FrameDecoderCore {
           const take = Math.min(this.#remaining, buf.length - pos);
           this.#remaining -= take;
           pos += take;
-          if (this.#remaining === 0) this.#nextFrame(pos - before);
+          if (this.#remaining === 0) this.#nextFrame(this.#base + pos);
           break;
         }
         case State.Resync:
           pos = this.#resync(buf, pos);
           break;
       }
-      this.#offset += pos - before;
       if (pos < 0) return false;
     }
     return true;
@@ -175,31 +176,22 @@ export class ContentLengthDecoder implements FrameDecoderCore {
       const end = headerEnd(buf, pos);
       if (end !== -1 && end - pos <= MAX_HEADER_BYTES) {
         this.#head.append(buf, pos, end);
-        this.#offset += end - pos;
-        const ok = this.#headersDone(sink);
-        this.#offset -= end - pos;
-        return ok ? end : -1;
+        return this.#headersDone(sink, this.#base + end) ? end : -1;
       }
     }
     for (let i = pos; i < buf.length; i++) {
       const b = buf[i]!;
       if (this.#head.length === 0 && (b === CR || b === LF)) {
         // Blank lines between frames are tolerated.
-        this.#frameOffset = this.#offset + (i - pos) + 1;
+        this.#frameOffset = this.#base + i + 1;
         continue;
       }
       if (this.#head.length >= MAX_HEADER_BYTES) {
-        this.#offset += i - pos;
         return this.#badHeader(`header block over ${MAX_HEADER_BYTES} bytes`, sink) ? i : -1;
       }
       this.#head.append(buf, i, i + 1);
       if (b === LF) {
-        if (!this.#lineHasContent) {
-          this.#offset += i + 1 - pos;
-          const ok = this.#headersDone(sink);
-          this.#offset -= i + 1 - pos;
-          return ok ? i + 1 : -1;
-        }
+        if (!this.#lineHasContent) return this.#headersDone(sink, this.#base + i + 1) ? i + 1 : -1;
         this.#lineHasContent = false;
       } else if (b !== CR) {
         this.#lineHasContent = true;
@@ -208,8 +200,8 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     return buf.length;
   }
 
-  /** The header block is complete (`#offset` is just past it). */
-  #headersDone(sink: DecodeSink): boolean {
+  /** The header block is complete; `end` is the stream offset just past it. */
+  #headersDone(sink: DecodeSink, end: number): boolean {
     const parsed = contentLength(this.#head.bytes().toString('latin1'));
     if ('problem' in parsed) return this.#badHeader(parsed.problem, sink);
     this.#head.clear();
@@ -222,7 +214,7 @@ export class ContentLengthDecoder implements FrameDecoderCore {
       );
     }
     this.#state = State.Body;
-    if (parsed.length === 0) return this.#finishBody(Buffer.alloc(0), 0, 0, sink);
+    if (parsed.length === 0) return this.#finishBody(Buffer.alloc(0), 0, 0, sink, end);
     return true;
   }
 
@@ -262,10 +254,10 @@ export class ContentLengthDecoder implements FrameDecoderCore {
       }
       const lower = b >= 0x41 && b <= 0x5a ? b + 0x20 : b;
       if (lower === HEADER_NAME[this.#match]) {
-        if (this.#match === 0) this.#resyncStart = this.#offset + (i - pos);
+        if (this.#match === 0) this.#resyncStart = this.#base + i;
         this.#match++;
       } else if (lower === HEADER_NAME[0]) {
-        this.#resyncStart = this.#offset + (i - pos);
+        this.#resyncStart = this.#base + i;
         this.#match = 1;
       } else {
         this.#match = 0;
@@ -279,28 +271,23 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     if (take === this.#bodyLength) {
       // The whole body is in this chunk: decode it in place.
       this.#remaining = 0;
-      this.#offset += take;
-      const ok = this.#finishBody(buf, pos, pos + take, sink);
-      this.#offset -= take;
-      return ok ? pos + take : -1;
+      return this.#finishBody(buf, pos, pos + take, sink, this.#base + pos + take) ? pos + take : -1;
     }
     if (this.#body.length === 0) this.#body.reserve(this.#bodyLength);
     this.#body.append(buf, pos, pos + take);
     this.#remaining -= take;
     if (this.#remaining > 0) return pos + take;
-    this.#offset += take;
     const body = this.#body.bytes();
-    const ok = this.#finishBody(body, 0, body.length, sink);
-    this.#offset -= take;
+    const ok = this.#finishBody(body, 0, body.length, sink, this.#base + pos + take);
     this.#body.clear();
     return ok ? pos + take : -1;
   }
 
-  /** A complete body in `buf[start, end)`; `#offset` is just past it. */
-  #finishBody(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+  /** A complete body in `buf[start, end)`; `next` is the stream offset just past it. */
+  #finishBody(buf: Buffer, start: number, end: number, sink: DecodeSink, next: number): boolean {
     const at = this.#position();
     const text = buf.toString('utf8', start, end);
-    this.#nextFrame(0);
+    this.#nextFrame(next);
     this.#state = State.Header;
     const parsed = parseBody(text);
     if (parsed.ok) {
@@ -313,11 +300,11 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     return sink.invalid(new FrameError(parsed.code, what, at, preview(text)));
   }
 
-  /** The frame is over; the next one starts `ahead` bytes past `#offset`. */
-  #nextFrame(ahead: number): void {
+  /** The frame is over; the next one starts at stream offset `at`. */
+  #nextFrame(at: number): void {
     this.#state = State.Header;
     this.#index++;
-    this.#frameOffset = this.#offset + ahead;
+    this.#frameOffset = at;
   }
 }
 

@@ -6,7 +6,7 @@ import type { FrameError } from '../../lib/errors.js';
 import type { DecodeSink } from '../../lib/framings/codec.js';
 import { ContentLengthDecoder, frameContentLength, MAX_HEADER_BYTES } from '../../lib/framings/content-length.js';
 import { FrameEncoder } from '../../lib/streams.js';
-import { byteByByte, chunkings, randomChunks, rng, splitAt } from '../helpers/chunkers.js';
+import { byteByByte, chunkings, fixedChunks, randomChunks, rng, splitAt } from '../helpers/chunkers.js';
 import { decodeWithCore, decodeWithStream } from '../helpers/decode.js';
 import { wireFixtures } from '../helpers/fixtures.js';
 
@@ -59,10 +59,16 @@ describe('content-length framing', () => {
       };
       expect(Buffer.byteLength(block(MAX_HEADER_BYTES))).to.equal(MAX_HEADER_BYTES);
       expect(decode([Buffer.from(`${block(MAX_HEADER_BYTES)}{}`)])).to.deep.equal([{ message: {} }]);
-      expect(decode(byteByByte(Buffer.from(`${block(MAX_HEADER_BYTES + 1)}{}Content-Length: 2\r\n\r\n[]`)))).to.deep.equal([
-        { invalid: { code: 'INVALID_HEADER', index: 1, offset: 0 } },
-        { message: [] },
-      ]);
+      const long = block(MAX_HEADER_BYTES + 1);
+      const wire = Buffer.from(`${long}{}Content-Length: 2\r\n\r\n[]Content-Length: 4\r\n\r\nnull`);
+      const afterLong = Buffer.byteLength(long) + 2;
+      for (const chunks of [[wire], byteByByte(wire), fixedChunks(wire, 1000)]) {
+        expect(decode(chunks)).to.deep.equal([
+          { invalid: { code: 'INVALID_HEADER', index: 1, offset: 0 } },
+          { message: [] },
+          { invalid: { code: 'INVALID_MESSAGE', index: 3, offset: afterLong + Buffer.byteLength('Content-Length: 2\r\n\r\n[]') } },
+        ]);
+      }
     });
   });
 
