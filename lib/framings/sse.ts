@@ -6,15 +6,24 @@ import { NULL_MESSAGE, parseBody, serialize } from './json.js';
 const LF = 0x0a;
 const CR = 0x0d;
 
-const FIELDS = ['data', 'event', 'id', 'retry'].map((name) => [name, Buffer.from(name)] as const);
-
-/** The field a line names, when it is one of the four the format defines; compared as bytes, not decoded. */
-function fieldName(buf: Buffer, start: number, end: number): string | undefined {
-  for (const [name, bytes] of FIELDS) {
-    if (end - start === bytes.length && buf.compare(bytes, 0, bytes.length, start, end) === 0) return name;
+/** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
+function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
+  const is = (word: string): boolean => {
+    for (let i = 0; i < word.length; i++) if (buf[start + i] !== word.charCodeAt(i)) return false;
+    return true;
+  };
+  switch (end - start) {
+    case 4:
+      return is('data') ? 'data' : undefined;
+    case 5:
+      return is('event') ? 'event' : is('retry') ? 'retry' : undefined;
+    case 2:
+      return is('id') ? 'id' : undefined;
+    default:
+      return undefined;
   }
-  return undefined;
 }
+
 /** Bytes a line may hold beyond maxMessageBytes: its field name ("data: "). */
 const FIELD_SLACK = 64;
 
