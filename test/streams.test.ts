@@ -348,17 +348,18 @@ describe('FrameDecoder options', () => {
     });
 
     it('restarts the wait with every new byte, and runs no timer between messages', async () => {
-      const decoder = new FrameDecoder({ partialTimeoutMs: 80 });
+      // Six gaps of 100 ms add up to more than the 250 ms timeout; no single gap does.
+      const decoder = new FrameDecoder({ partialTimeoutMs: 250 });
       const invalid: unknown[] = [];
       decoder.on('error', (e) => invalid.push(e));
       decoder.resume();
       decoder.write('{"slow":"');
       for (let i = 0; i < 6; i++) {
-        await wait(40);
+        await wait(100);
         decoder.write('x');
       }
       decoder.write('"}\n');
-      await wait(200);
+      await wait(400);
       expect(invalid).to.deep.equal([]);
       expect(decoder.partialBytes).to.equal(0);
       decoder.end();
