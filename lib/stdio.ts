@@ -103,7 +103,11 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
 export class StdioServerProcess extends EventEmitter {
   readonly name: string;
   readonly child: ChildProcessWithoutNullStreams;
-  readonly #encoder = new FrameEncoder();
+  /**
+   * One message waiting at most: an object-mode buffer counts messages, not bytes, and the default 16 would let
+   * sixteen large messages pile up before send() waited.
+   */
+  readonly #encoder = new FrameEncoder({ writableHighWaterMark: 1 });
   readonly #decoder = new FrameDecoder({ onInvalid: 'skip' });
   readonly #stderrTail: string[] = [];
   readonly #stderrMax: number;

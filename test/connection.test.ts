@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, Connection, RpcError } from '../lib/connection.js';
 import type { FrameError } from '../lib/errors.js';
@@ -223,6 +225,22 @@ describe('connect and Connection', () => {
       } finally {
         delete process.env.MCP_FRAME_TEST_SECRET;
       }
+    });
+
+    it('holds sends back while the server does not read, and lets them go when it does', async () => {
+      const flag = join(mkdtempSync(join(tmpdir(), 'mcp-frame-deaf-')), 'read-again');
+      const c = track(await connect(server('deaf', flag)));
+      await c.request('stop-reading');
+      let sent = 0;
+      const big = { data: 'z'.repeat(1024 * 1024) };
+      const sends = Array.from({ length: 8 }, () => c.notify('notifications/message', big).then(() => sent++));
+      await new Promise((r) => setTimeout(r, 300));
+      // 8 MiB cannot fit in the pipe and the streams' buffers while nobody reads.
+      expect(sent).to.be.lessThan(8);
+      writeFileSync(flag, '');
+      await Promise.all(sends);
+      expect(sent).to.equal(8);
+      expect(await c.request('ping')).to.deep.equal({});
     });
 
     it('refuses http and sse entries as not stdio servers', async () => {
