@@ -1,7 +1,13 @@
+/*
+ * mcp-frame: the framing core. Framings (ndjson, Content-Length, SSE), the streams around them, FrameError,
+ * and JSON-RPC types and guards. Connections to servers are in 'mcp-frame/client'; cassettes in
+ * 'mcp-frame/cassette'.
+ */
 export { FrameError, redact, preview, type FrameErrorCode, type FrameErrorPosition } from './errors.js';
 export { frame, parseFrame, ndjson, NdjsonDecoder } from './framings/ndjson.js';
-export { frameContentLength, ContentLengthDecoder, contentLengthFraming, MAX_HEADER_BYTES } from './framings/content-length.js';
+export { frameContentLength, ContentLengthDecoder, contentLengthFraming } from './framings/content-length.js';
 export { frameSse, formatEvent, SseDecoder, sseFraming, type SseEventFields } from './framings/sse.js';
+export { FRAMINGS, FRAMING_NAMES, framingByName, DEFAULT_MAX_MESSAGE_BYTES, type FramingName } from './framings/index.js';
 export type {
   DecodeSink,
   DecoderLimits,
@@ -15,14 +21,10 @@ export {
   FrameDecoder,
   FrameEncoder,
   FrameConverter,
-  FRAMINGS,
-  framingByName,
-  DEFAULT_MAX_MESSAGE_BYTES,
   type DecodeOptions,
   type FrameDecoderOptions,
   type FrameEncoderOptions,
   type FrameConverterOptions,
-  type FramingName,
 } from './streams.js';
 export {
   jsonRpcProblem,
@@ -42,50 +44,4 @@ export {
   type JsonRpcMessage,
   type JsonRpcBatch,
 } from './jsonrpc.js';
-export {
-  loadConfig,
-  parseConfig,
-  isStdioServer,
-  ConfigError,
-  type McpConfig,
-  type ServerConfig,
-  type StdioServerConfig,
-  type RemoteServerConfig,
-  type LoadConfigOptions,
-} from './config.js';
-export {
-  StdioServerProcess,
-  ConnectionError,
-  DEFAULT_INHERITED_ENV,
-  type ConnectionErrorCode,
-  type StdioOptions,
-  type ExitStatus,
-} from './stdio.js';
-export {
-  connect,
-  Connection,
-  RpcError,
-  LATEST_PROTOCOL_VERSION,
-  type ConnectOptions,
-  type RequestOptions,
-  type FrameTrace,
-} from './connection.js';
 export { VERSION } from './version.js';
-export {
-  Cassette,
-  CassetteWriter,
-  CassetteError,
-  RecordingTap,
-  Replayer,
-  replayStream,
-  parseCassette,
-  exchanges,
-  requestKey,
-  REPLAY_NOT_RECORDED,
-  type CassetteEvent,
-  type EventRecorder,
-  type Exchange,
-  type ReplayOptions,
-  type Side,
-} from './cassette.js';
-export { checkStream, checkCassette, formatReport, type CheckReport, type CheckProblem, type CapturePosition } from './check.js';

@@ -1,29 +1,8 @@
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import { FrameError, preview } from './errors.js';
-import type { DecodeSink, EncoderSettings, FramedEvent, FrameDecoderCore, FrameEncoderCore, Framing } from './framings/codec.js';
-import { contentLengthFraming } from './framings/content-length.js';
-import { ndjson } from './framings/ndjson.js';
-import { sseFraming } from './framings/sse.js';
+import type { DecodeSink, EncoderSettings, FramedEvent, FrameDecoderCore, FrameEncoderCore } from './framings/codec.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from './framings/index.js';
 import { frameProblem, jsonRpcProblem } from './jsonrpc.js';
-
-export type FramingName = 'ndjson' | 'content-length' | 'sse';
-
-/** Every framing the streams know, by name. */
-export const FRAMINGS: Readonly<Record<FramingName, Framing>> = {
-  ndjson,
-  'content-length': contentLengthFraming,
-  sse: sseFraming,
-};
-
-export function framingByName(name: string | undefined): Framing {
-  const key = name ?? 'ndjson';
-  if (!Object.prototype.hasOwnProperty.call(FRAMINGS, key)) {
-    throw new TypeError(`unknown framing ${JSON.stringify(name)}; expected one of: ${Object.keys(FRAMINGS).join(', ')}`);
-  }
-  return FRAMINGS[key as FramingName];
-}
-
-export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 /** How bytes become messages; the same options for every framing. */
 export interface DecodeOptions {
@@ -164,7 +143,11 @@ abstract class DecodingTransform extends FailAfterOutput {
     this.#validate = options.validate === true;
     this.#timeoutMs = timeout;
     this.sink = {
-      message: (msg) => this.#accept(msg),
+      message: (msg, text) => {
+        // The wire text of each frame, for a trace; a batch is one frame.
+        if (this.listenerCount('frame') > 0) this.emit('frame', text);
+        this.#accept(msg);
+      },
       invalid: (error) => this.#report(error),
       event: (event) => this.emit('event', event),
     };
@@ -386,4 +369,4 @@ export class FrameEncoder extends FailAfterOutput {
   }
 }
 
-export type { FramedEvent };
+export type { FramedEvent, FramingName };

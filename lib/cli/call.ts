@@ -1,8 +1,8 @@
-import { loadConfig } from '../config.js';
-import { connect, RpcError, type Connection, type FrameTrace } from '../connection.js';
+import { loadConfig } from '../client/config.js';
+import { connect, RpcError, type Connection, type FrameTrace } from '../client/connection.js';
 import type { FrameError } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
-import { ConnectionError } from '../stdio.js';
+import { ConnectionError } from '../client/errors.js';
 import { CliError, parseOptions, positiveInteger, writeStdout } from './io.js';
 
 const USAGE = 'usage: mcp-frame call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]';

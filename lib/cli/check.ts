@@ -1,11 +1,11 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { parseCassette, CassetteError } from '../cassette.js';
-import { checkCassette, checkStream, formatReport, type CheckReport } from '../check.js';
-import { FRAMINGS, type FramingName } from '../streams.js';
+import { parseCassette, CassetteError } from '../cassette/cassette.js';
+import { checkCassette, checkStream, formatReport, type CheckReport } from '../cassette/check.js';
+import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/index.js';
 import { CliError, parseOptions, readInput, writeStdout } from './io.js';
 
-const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...Object.keys(FRAMINGS), 'cassette'].join(' | ')}] [--json]`;
+const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...FRAMING_NAMES, 'cassette'].join(' | ')}] [--json]`;
 
 /** A cassette is JSON Lines whose first line has "from" and "t"; a peek at the start tells. */
 async function looksLikeCassette(path: string): Promise<boolean> {
@@ -30,7 +30,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   if (extra.length > 0) throw new CliError(USAGE, 2);
   const stdin = path === undefined || path === '-';
   let format = values.framing as string | undefined;
-  if (format !== undefined && format !== 'cassette' && !Object.prototype.hasOwnProperty.call(FRAMINGS, format)) {
+  if (format !== undefined && format !== 'cassette' && !isFramingName(format)) {
     throw new CliError(`unknown framing ${JSON.stringify(format)}\n${USAGE}`, 2);
   }
   if (!stdin) {

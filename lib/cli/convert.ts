@@ -1,11 +1,11 @@
 import { pipeline } from 'node:stream/promises';
 import type { FrameError } from '../errors.js';
-import { FRAMINGS, FrameConverter, type FramingName } from '../streams.js';
+import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/index.js';
+import { FrameConverter } from '../streams.js';
 import { CliError, parseOptions, positiveInteger } from './io.js';
 
-const NAMES = Object.keys(FRAMINGS) as FramingName[];
 const USAGE = `usage: mcp-frame convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
-framings: ${NAMES.join(', ')}`;
+framings: ${FRAMING_NAMES.join(', ')}`;
 
 interface ConvertArgs {
   from: FramingName;
@@ -31,7 +31,7 @@ export function parseConvertArgs(args: string[]): ConvertArgs {
   for (const flag of ['from', 'to'] as const) {
     const name = values[flag] as string | undefined;
     if (name === undefined) throw new CliError(`--${flag} is required\n${USAGE}`, 2);
-    if (!NAMES.includes(name as FramingName)) throw new CliError(`--${flag}: unknown framing ${JSON.stringify(name)}\n${USAGE}`, 2);
+    if (!isFramingName(name)) throw new CliError(`--${flag}: unknown framing ${JSON.stringify(name)}\n${USAGE}`, 2);
   }
   return {
     from: values.from as FramingName,

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
-import { CassetteWriter } from '../cassette.js';
-import { isStdioServer, loadConfig } from '../config.js';
+import { CassetteWriter } from '../cassette/cassette.js';
+import { isStdioServer, loadConfig } from '../client/config.js';
 import { CliError, parseOptions } from './io.js';
 
 const USAGE = `usage: mcp-frame record --out <cassette> -- <command> [args...]

@@ -1,5 +1,5 @@
 import { pipeline } from 'node:stream/promises';
-import { Cassette, CassetteError } from '../cassette.js';
+import { Cassette, CassetteError } from '../cassette/cassette.js';
 import { CliError, parseOptions } from './io.js';
 
 const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order]';

@@ -5,7 +5,8 @@ import type { FrameError, FrameErrorPosition } from '../errors.js';
  * order.
  */
 export interface DecodeSink {
-  message(msg: unknown): void;
+  /** A message, and the JSON text it was parsed from (a line's text may keep its CR). */
+  message(msg: unknown, text: string): void;
   /** A bad frame. Return true to go on decoding after it, false to stop at once (the input is abandoned). */
   invalid(error: FrameError): boolean;
   /** An event that carries no message (an SSE event of a type other than `message`). */

@@ -1,14 +1,13 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
+import { asBuffer, COLON, CR, LF, SizeLimit } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 import { NULL_MESSAGE, parseBody, serialize } from './json.js';
 
-const LF = 0x0a;
-const CR = 0x0d;
 /** A header block longer than this is INVALID_HEADER. */
 export const MAX_HEADER_BYTES = 8 * 1024;
 const HEADER_NAME = Buffer.from('content-length');
-const COLON = Buffer.from(':');
+const NAME_AND_COLON = Buffer.from('content-length:');
 
 /** `Content-Length: <UTF-8 byte length>\r\n\r\n<compact JSON>`, as LSP frames its messages. */
 export function frameContentLength(msg: unknown): string {
@@ -70,7 +69,8 @@ function contentLength(block: string): { length: number } | { problem: string } 
  * from then on).
  */
 export class ContentLengthDecoder implements FrameDecoderCore {
-  readonly #max: number;
+  /** A body's length is known before it arrives, so the check is exact and nothing else is held beside it. */
+  readonly #limit: SizeLimit;
   #state = State.Header;
   readonly #head = new ByteAccumulator(MAX_HEADER_BYTES);
   /** In a header block: the current line has had a byte other than CR. */
@@ -92,8 +92,8 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   #lastOffset = 0;
 
   constructor({ maxMessageBytes }: DecoderLimits) {
-    this.#max = maxMessageBytes;
-    this.#body = new ByteAccumulator(maxMessageBytes);
+    this.#limit = new SizeLimit(maxMessageBytes, 0);
+    this.#body = new ByteAccumulator(this.#limit.holdCap);
   }
 
   get partialBytes(): number {
@@ -125,7 +125,7 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   }
 
   write(chunk: Uint8Array, sink: DecodeSink): boolean {
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+    const buf = asBuffer(chunk);
     this.#base = this.#offset;
     this.#offset += buf.length;
     let pos = 0;
@@ -207,11 +207,9 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     this.#head.clear();
     this.#lineHasContent = false;
     this.#bodyLength = this.#remaining = parsed.length;
-    if (parsed.length > this.#max) {
+    if (this.#limit.over(parsed.length)) {
       this.#state = State.SkipBody;
-      return sink.invalid(
-        new FrameError('MESSAGE_TOO_LARGE', `Content-Length ${parsed.length} is larger than maxMessageBytes (${this.#max})`, this.#position(), ''),
-      );
+      return sink.invalid(this.#limit.error(`Content-Length ${parsed.length}`, this.#position(), ''));
     }
     this.#state = State.Body;
     if (parsed.length === 0) return this.#finishBody(Buffer.alloc(0), 0, 0, sink, end);
@@ -242,11 +240,10 @@ export class ContentLengthDecoder implements FrameDecoderCore {
       const b = buf[i]!;
       if (this.#match === HEADER_NAME.length) {
         if (b === 0x20 || b === 0x09) continue;
-        if (b === 0x3a) {
+        if (b === COLON) {
           this.#state = State.Header;
           this.#frameOffset = this.#resyncStart;
-          this.#head.append(HEADER_NAME);
-          this.#head.append(COLON);
+          this.#head.append(NAME_AND_COLON);
           this.#lineHasContent = true;
           return i + 1;
         }
@@ -293,7 +290,7 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     if (parsed.ok) {
       this.#lastIndex = at.index!;
       this.#lastOffset = at.offset!;
-      sink.message(parsed.msg);
+      sink.message(parsed.msg, text);
       return true;
     }
     const what = parsed.code === 'INVALID_JSON' ? 'body is not valid JSON' : NULL_MESSAGE;

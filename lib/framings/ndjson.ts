@@ -1,16 +1,11 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { NULL_MESSAGE, serialize } from './json.js';
+import { asBuffer, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
+import { NULL_MESSAGE, serialize } from './json.js';
 
-const LF = 0x0a;
-const CR = 0x0d;
-/**
- * An unterminated line may hold this many bytes beyond maxMessageBytes before it is rejected early: a BOM (3)
- * on the first line and the CR of a CRLF (1) do not count toward the message, and are only known once the line
- * ends. The exact check runs when it does.
- */
-const LINE_END_SLACK = 4;
+/** Framing bytes a line holds beside its message: a BOM (3) on the first line and the CR of a CRLF (1). */
+const LINE_SLACK = 4;
 
 /**
  * One message as one line: `JSON.stringify(msg) + "\n"`, byte for byte. JSON.stringify escapes every newline
@@ -42,14 +37,6 @@ function isBlank(text: string): boolean {
   return text.trim().length === 0;
 }
 
-function startsWithBom(buf: Buffer, start: number, end: number): boolean {
-  return end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf;
-}
-
-function asBuffer(chunk: Uint8Array): Buffer {
-  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
-}
-
 /**
  * Newline-delimited JSON. A complete line is decoded as soon as its LF arrives. The bytes of an unfinished line
  * are copied into a ByteAccumulator as they come and decoded once, when its LF comes; only new bytes are
@@ -67,7 +54,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
   #offset = 0;
   /** 1-based number of the current line. */
   #line = 1;
-  readonly #max: number;
+  readonly #limit: SizeLimit;
   /**
    * Where the line last delivered to the sink came from, for lastPosition(). A line from a block of complete
    * lines has its byte offset worked out only when asked: it is `#lastOffset` plus the bytes of
@@ -80,8 +67,8 @@ export class NdjsonDecoder implements FrameDecoderCore {
   #lastChar = 0;
 
   constructor({ maxMessageBytes }: DecoderLimits) {
-    this.#max = maxMessageBytes;
-    this.#held = new ByteAccumulator(maxMessageBytes + LINE_END_SLACK);
+    this.#limit = new SizeLimit(maxMessageBytes, LINE_SLACK);
+    this.#held = new ByteAccumulator(this.#limit.holdCap);
   }
 
   get partialBytes(): number {
@@ -140,9 +127,8 @@ export class NdjsonDecoder implements FrameDecoderCore {
     const had = this.#partLen;
     this.#partLen += buf.length;
     if (this.#discarding) return true;
-    if (this.#partLen > this.#max + LINE_END_SLACK) {
-      const head = had > 0 ? this.#held.bytes() : buf;
-      const error = this.#tooLarge(this.#line, this.#offset, head.subarray(0, 4096));
+    if (this.#limit.heldTooLong(this.#partLen)) {
+      const error = this.#tooLarge(this.#line, this.#offset, had > 0 ? this.#held.bytes() : buf);
       this.#discarding = true;
       this.#held.clear();
       return sink.invalid(error);
@@ -161,12 +147,12 @@ export class NdjsonDecoder implements FrameDecoderCore {
       this.#line++;
       return true;
     }
-    if (len > this.#max + LINE_END_SLACK) {
+    if (this.#limit.heldTooLong(len)) {
       const line = this.#line;
       const offset = this.#offset;
       this.#line++;
       this.#offset += len + 1;
-      const error = this.#tooLarge(line, offset, this.#held.bytes().subarray(0, 4096));
+      const error = this.#tooLarge(line, offset, this.#held.bytes());
       this.#held.clear();
       return sink.invalid(error);
     }
@@ -185,8 +171,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#offset += end + 1;
     let start = 0;
     if (line === 1 && startsWithBom(buf, 0, end)) start = 3;
-    const bodyEnd = end > start && buf[end - 1] === CR ? end - 1 : end;
-    if (bodyEnd - start > this.#max) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start, start + 4096)));
+    if (this.#limit.over(withoutCR(buf, start, end) - start)) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start)));
     const text = buf.toString('utf8', start, end);
     let msg: unknown;
     try {
@@ -203,7 +188,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#lastLine = line;
     this.#lastOffset = offset;
     this.#lastBlock = undefined;
-    sink.message(msg);
+    sink.message(msg, text);
     return true;
   }
 
@@ -215,7 +200,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
   #decodeLines(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
     const text = buf.toString('utf8', start, end);
     // No line in the block can be over the limit when the whole block is not.
-    const checkSize = end - start > this.#max;
+    const checkSize = this.#limit.over(end - start);
     let line = this.#line;
     // Byte offset of the character at index `charMark`; advanced only when an error needs a position.
     let charMark = 0;
@@ -229,10 +214,10 @@ export class NdjsonDecoder implements FrameDecoderCore {
       let error: FrameError | undefined;
       if (checkSize) {
         const bodyEnd = nl > from && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-        if (Buffer.byteLength(text.slice(from, bodyEnd)) > this.#max) {
+        if (this.#limit.over(Buffer.byteLength(text.slice(from, bodyEnd)))) {
           byteMark += Buffer.byteLength(text.slice(charMark, pos));
           charMark = pos;
-          error = this.#tooLarge(line, byteMark, lineText.slice(0, 4096));
+          error = this.#tooLarge(line, byteMark, lineText);
         }
       }
       if (error === undefined) {
@@ -249,7 +234,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
           this.#lastBlock = text;
           this.#lastFrom = charMark;
           this.#lastChar = pos;
-          sink.message(msg);
+          sink.message(msg, lineText);
         } else if (parsed || !isBlank(lineText)) {
           byteMark += Buffer.byteLength(text.slice(charMark, pos));
           charMark = pos;
@@ -268,12 +253,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
   }
 
   #tooLarge(line: number, offset: number, head: string | Uint8Array): FrameError {
-    return new FrameError(
-      'MESSAGE_TOO_LARGE',
-      `message is larger than maxMessageBytes (${this.#max})`,
-      { line, offset },
-      preview(head),
-    );
+    return this.#limit.error('message', { line, offset }, head);
   }
 }
 

@@ -1,10 +1,9 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
+import { asBuffer, COLON, CR, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
 import { NULL_MESSAGE, parseBody, serialize } from './json.js';
 
-const LF = 0x0a;
-const CR = 0x0d;
 
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
@@ -24,8 +23,8 @@ function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 
   }
 }
 
-/** Bytes a line may hold beyond maxMessageBytes: its field name ("data: "). */
-const FIELD_SLACK = 64;
+/** Framing bytes a line holds beside its data: its field name and blank (`data: `), and a BOM on the first line. */
+const FIELD_SLACK = 9;
 
 export interface SseEventFields {
   /** Event type; omitted, the reader takes it as `message`. */
@@ -67,7 +66,7 @@ export function frameSse(msg: unknown, id?: string | number): string {
  * the input is not dispatched; it is reported as TRUNCATED.
  */
 export class SseDecoder implements FrameDecoderCore {
-  readonly #max: number;
+  readonly #limit: SizeLimit;
   /** Bytes of a line that spans chunks. */
   readonly #line: ByteAccumulator;
   /** The current line is over the limit: its bytes are dropped up to its end. */
@@ -94,8 +93,8 @@ export class SseDecoder implements FrameDecoderCore {
   #lastPos: FrameErrorPosition = {};
 
   constructor({ maxMessageBytes }: DecoderLimits) {
-    this.#max = maxMessageBytes;
-    this.#line = new ByteAccumulator(maxMessageBytes + FIELD_SLACK);
+    this.#limit = new SizeLimit(maxMessageBytes, FIELD_SLACK);
+    this.#line = new ByteAccumulator(this.#limit.holdCap);
   }
 
   /** The last event id seen, for a reconnection's Last-Event-ID header. */
@@ -132,7 +131,7 @@ export class SseDecoder implements FrameDecoderCore {
   }
 
   write(chunk: Uint8Array, sink: DecodeSink): boolean {
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+    const buf = asBuffer(chunk);
     let pos = 0;
     if (this.#afterCR && buf.length > 0) {
       this.#afterCR = false;
@@ -194,13 +193,12 @@ export class SseDecoder implements FrameDecoderCore {
   /** Bytes of a line that has not ended yet; false when the sink said stop. */
   #hold(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
     if (this.#lineTooLong || start === end) return true;
-    if (this.#line.length + (end - start) <= this.#max + FIELD_SLACK) {
+    if (!this.#limit.heldTooLong(this.#line.length + (end - start))) {
       this.#line.append(buf, start, end);
       return true;
     }
     if (!this.#eventStarted) this.#startEvent();
-    const head = this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start, start + 4096);
-    const error = new FrameError('MESSAGE_TOO_LARGE', `event data is larger than maxMessageBytes (${this.#max})`, this.#position(), preview(head));
+    const error = this.#limit.error('event data', this.#position(), this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start));
     this.#line.clear();
     this.#lineTooLong = true;
     this.#dropEvent();
@@ -236,16 +234,16 @@ export class SseDecoder implements FrameDecoderCore {
   #processLine(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
     if (!this.#bomChecked) {
       this.#bomChecked = true;
-      if (end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf) start += 3;
+      if (startsWithBom(buf, start, end)) start += 3;
     }
     if (start === end) return this.#dispatch(sink);
     // Comments (keep-alives among them) are not part of any event.
-    if (this.#dropping || buf[start] === 0x3a) return true;
+    if (this.#dropping || buf[start] === COLON) return true;
     if (!this.#eventStarted) this.#startEvent();
     // The colon is looked for within this line only: a search on into the chunk would make many lines without
     // one quadratic.
     let colon = start;
-    while (colon < end && buf[colon] !== 0x3a) colon++;
+    while (colon < end && buf[colon] !== COLON) colon++;
     let valueStart = colon;
     if (colon < end) {
       valueStart = colon + 1;
@@ -253,10 +251,10 @@ export class SseDecoder implements FrameDecoderCore {
     }
     switch (fieldName(buf, start, colon)) {
       case 'data': {
+        // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
         this.#dataBytes += end - valueStart + 1;
-        if (this.#dataBytes > this.#max + 1) {
-          const head = this.#data[0] ?? buf.subarray(valueStart, valueStart + 4096);
-          const error = new FrameError('MESSAGE_TOO_LARGE', `event data is larger than maxMessageBytes (${this.#max})`, this.#position(), preview(head));
+        if (this.#limit.over(this.#dataBytes - 1)) {
+          const error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
           this.#dropEvent();
           return sink.invalid(error);
         }
@@ -304,7 +302,7 @@ export class SseDecoder implements FrameDecoderCore {
     const parsed = parseBody(data);
     if (parsed.ok) {
       this.#lastPos = at;
-      sink.message(parsed.msg);
+      sink.message(parsed.msg, data);
       return true;
     }
     const what = parsed.code === 'INVALID_JSON' ? 'event data is not valid JSON' : NULL_MESSAGE;

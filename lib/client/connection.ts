@@ -1,8 +1,15 @@
+/*
+ * The JSON-RPC session: ids, pending requests, timeouts, cancellation, the server's requests and
+ * notifications, and the 'frame' trace, over any Channel.
+ */
 import { EventEmitter } from 'node:events';
+import { FrameError, preview } from '../errors.js';
+import { jsonRpcProblem } from '../jsonrpc.js';
+import { VERSION } from '../version.js';
+import { forwardWhenListened, type Channel, type Direction } from './channel.js';
 import { isStdioServer, type ServerConfig } from './config.js';
-import { preview } from './errors.js';
-import { ConnectionError, StdioServerProcess, type ExitStatus, type StdioOptions } from './stdio.js';
-import { VERSION } from './version.js';
+import { ConnectionError, type ExitStatus } from './errors.js';
+import { StdioChannel, type StdioOptions } from './stdio.js';
 
 /** The MCP protocol version asked for by default. */
 export const LATEST_PROTOCOL_VERSION = '2025-06-18';
@@ -53,9 +60,25 @@ export interface ConnectOptions extends StdioOptions {
 
 /** A message crossing the connection, for tracing: which way, its size on the wire, a short redacted preview. */
 export interface FrameTrace {
-  direction: 'send' | 'receive';
+  direction: Direction;
+  /** The frame's size in bytes as it crossed: a sent frame whole, a received one's JSON text (no line end). */
   bytes: number;
   preview: string;
+}
+
+/** The longest delay a Node timer takes; a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A timeout as a timer delay: undefined for no timeout (Infinity), a RangeError for a value a timer cannot
+ * wait (negative, NaN, or 2^31 ms and over, which Node would turn into 1 ms).
+ */
+export function timerDelay(ms: number, what: string): number | undefined {
+  if (ms === Infinity) return undefined;
+  if (!(ms >= 0 && ms <= MAX_TIMER_MS)) {
+    throw new RangeError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, or Infinity for none; got ${String(ms)}`);
+  }
+  return ms;
 }
 
 type Json = Record<string, unknown>;
@@ -71,16 +94,25 @@ interface Pending {
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * A JSON-RPC peer over a server's stdio: requests with timeouts and cancellation, notifications, and requests
- * from the server (ping is answered; others go to onRequest handlers or get -32601).
+ * A JSON-RPC session with an MCP server over a Channel (a child process's stdio, or any pair of byte
+ * streams): requests with timeouts and cancellation, notifications, and requests from the server (ping is
+ * answered; others go to onRequest handlers or get -32601). Made by connect().
  *
- * Events: 'notification' (message), 'invalid' (FrameError: a stray or broken line from the server),
+ * Events: 'notification' (message), 'invalid' (FrameError: a stray or broken frame from the server),
  * 'stderr' (line), 'frame' (FrameTrace, for each message in either direction), 'exit' (ExitStatus),
  * 'unmatched' (a response whose id matches no pending request), 'error' (an exception thrown by an
  * onNotification handler; without an 'error' listener it becomes a process warning).
+ *
+ * @example
+ * ```ts
+ * const server = await connect({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'] });
+ * server.on('notification', (msg) => console.log(msg.method));
+ * const result = await server.request('tools/call', { name: 'echo', arguments: { message: 'hi' } }, { timeoutMs: 5000 });
+ * await server.close();
+ * ```
  */
 export class Connection extends EventEmitter {
-  readonly #proc: StdioServerProcess;
+  readonly #channel: Channel;
   readonly #pending = new Map<number, Pending>();
   readonly #requestHandlers = new Map<string, RequestHandler>();
   readonly #notificationHandlers = new Map<string, NotificationHandler[]>();
@@ -88,21 +120,26 @@ export class Connection extends EventEmitter {
   #nextId = 1;
   #initializeResult: Json | undefined;
 
-  constructor(proc: StdioServerProcess, options: { requestTimeoutMs?: number } = {}) {
+  constructor(channel: Channel, options: { requestTimeoutMs?: number } = {}) {
     super();
-    this.#proc = proc;
+    this.#channel = channel;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
-    proc.on('message', (msg: unknown) => this.#receive(msg));
-    proc.on('invalid', (err) => this.emit('invalid', err));
-    proc.on('stderr', (line) => this.emit('stderr', line));
-    proc.on('exit', (status: ExitStatus) => {
-      this.#rejectAll((method) => proc.exitError(`request ${method} failed`));
+    timerDelay(this.#requestTimeoutMs, 'requestTimeoutMs');
+    channel.on('message', (msg: unknown) => this.#receive(msg));
+    channel.on('invalid', (err) => this.emit('invalid', err));
+    channel.on('stderr', (line) => this.emit('stderr', line));
+    forwardWhenListened(this, 'frame', () => channel.on('wire', (direction: Direction, text: string) => this.#trace(direction, text)));
+    // No answer can come any more: the requests waiting for one fail now, not at their timeouts.
+    channel.on('end', () => this.#rejectAll((method) => channel.endError(`request ${method} failed`)));
+    channel.on('close', (status: ExitStatus) => {
+      this.#rejectAll((method) => channel.endError(`request ${method} failed`));
       this.emit('exit', status);
     });
   }
 
+  /** The server's process id, when the channel is a child process. */
   get pid(): number | undefined {
-    return this.#proc.pid;
+    return this.#channel.pid;
   }
 
   /** The server's answer to initialize (protocolVersion, capabilities, serverInfo, instructions). */
@@ -110,9 +147,9 @@ export class Connection extends EventEmitter {
     return this.#initializeResult;
   }
 
-  /** The last lines the server wrote to stderr. */
+  /** The last lines the server wrote to stderr (none when the channel is not a process). */
   get stderrTail(): string[] {
-    return this.#proc.stderrTail;
+    return this.#channel.stderrTail ?? [];
   }
 
   /** Sends a request and resolves with its result; an error response rejects with RpcError. */
@@ -121,6 +158,7 @@ export class Connection extends EventEmitter {
     const timeoutMs = options.timeoutMs ?? this.#requestTimeoutMs;
     const signal = options.signal;
     return new Promise<unknown>((resolve, reject) => {
+      const delay = timerDelay(timeoutMs, 'timeoutMs');
       if (signal?.aborted) return reject(new ConnectionError('ABORTED', `request ${method} was aborted before it was sent`, { cause: signal.reason }));
       let timer: NodeJS.Timeout | undefined;
       const cancel = (error: ConnectionError, reason: string): void => {
@@ -147,7 +185,9 @@ export class Connection extends EventEmitter {
           reject(error);
         },
       });
-      timer = setTimeout(() => cancel(new ConnectionError('TIMEOUT', `request ${method} timed out after ${timeoutMs} ms`), `timed out after ${timeoutMs} ms`), timeoutMs);
+      if (delay !== undefined) {
+        timer = setTimeout(() => cancel(new ConnectionError('TIMEOUT', `request ${method} timed out after ${timeoutMs} ms`), `timed out after ${timeoutMs} ms`), delay);
+      }
       signal?.addEventListener('abort', onAbort, { once: true });
       const msg: Json = { jsonrpc: '2.0', id, method };
       if (params !== undefined) msg.params = params;
@@ -181,7 +221,7 @@ export class Connection extends EventEmitter {
    * then SIGKILL, if it does not leave. Resolves once it has exited.
    */
   close(): Promise<ExitStatus> {
-    const closing = this.#proc.close();
+    const closing = this.#channel.close();
     this.#rejectAll((method) => new ConnectionError('CLOSED', `request ${method} failed: the connection was closed`));
     return closing;
   }
@@ -198,32 +238,27 @@ export class Connection extends EventEmitter {
       { timeoutMs: options.timeoutMs ?? 30_000 },
     );
     if (!isObject(result) || typeof result.protocolVersion !== 'string') {
-      throw new ConnectionError('EXITED', `server "${this.#proc.name}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`);
+      throw new ConnectionError('INVALID_RESPONSE', `server "${this.#channel.name}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`);
     }
     this.#initializeResult = result;
     await this.notify('notifications/initialized');
   }
 
   #send(msg: Json): Promise<void> {
-    if (this.listenerCount('frame') > 0) this.#trace('send', msg);
-    return this.#proc.send(msg);
+    return this.#channel.send(msg);
   }
 
-  #trace(direction: FrameTrace['direction'], msg: unknown): void {
-    const json = JSON.stringify(msg);
-    this.emit('frame', { direction, bytes: Buffer.byteLength(json) + 1, preview: preview(json) } satisfies FrameTrace);
+  #trace(direction: Direction, text: string): void {
+    if (this.listenerCount('frame') === 0) return;
+    this.emit('frame', { direction, bytes: Buffer.byteLength(text), preview: preview(text) } satisfies FrameTrace);
   }
 
   #rejectAll(error: (method: string) => Error): void {
     for (const pending of [...this.#pending.values()]) pending.reject(error(pending.method));
   }
 
+  /** One message from the channel; a batch arrives as its elements. */
   #receive(msg: unknown): void {
-    if (this.listenerCount('frame') > 0) this.#trace('receive', msg);
-    if (Array.isArray(msg)) {
-      for (const m of msg) this.#receive(m);
-      return;
-    }
     if (!isObject(msg)) return void this.emit('unmatched', msg);
     if (typeof msg.method === 'string') {
       if ('id' in msg) void this.#answer(msg);
@@ -232,6 +267,14 @@ export class Connection extends EventEmitter {
     }
     const pending = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
     if (pending === undefined) return void this.emit('unmatched', msg);
+    const problem = jsonRpcProblem(msg);
+    if (problem !== undefined) {
+      // `{"error": "boom"}` or no result at all is no answer: the request fails, and the frame is reported.
+      const text = preview(JSON.stringify(msg));
+      this.emit('invalid', new FrameError('INVALID_MESSAGE', `not a JSON-RPC 2.0 response: ${problem}`, {}, text));
+      pending.reject(new ConnectionError('INVALID_RESPONSE', `server "${this.#channel.name}" answered ${pending.method} with a response that is not JSON-RPC 2.0 (${problem}): ${text}`));
+      return;
+    }
     if (isObject(msg.error)) {
       const { code, message, data } = msg.error;
       pending.reject(new RpcError(typeof code === 'number' ? code : -32603, typeof message === 'string' ? message : 'error without a message', data));
@@ -275,14 +318,34 @@ export class Connection extends EventEmitter {
  * Starts a stdio server from its config entry, performs the MCP handshake (initialize, then
  * notifications/initialized), and resolves with the Connection. Rejects with a ConnectionError: SPAWN_FAILED
  * (naming the command), EXITED (with exit code or signal and the last stderr lines), TIMEOUT, or NOT_STDIO.
+ *
+ * @example
+ * ```ts
+ * const { mcpServers } = await loadConfig('.mcp.json');
+ * const server = await connect(mcpServers.filesystem!, { name: 'filesystem' });
+ * const { tools } = (await server.request('tools/list')) as { tools: Array<{ name: string }> };
+ * await server.close();
+ * ```
  */
 export async function connect(server: ServerConfig, options: ConnectOptions = {}): Promise<Connection> {
+  const channel = await openChannel(server, options);
+  return connectOver(channel, options);
+}
+
+/** The channel a config entry names: for now a stdio child process. */
+async function openChannel(server: ServerConfig, options: ConnectOptions): Promise<Channel> {
   if (!isStdioServer(server)) {
-    throw new ConnectionError('NOT_STDIO', `not a stdio server: "${options.name ?? server.url}" is an ${server.type} server, and only stdio servers can be connected to for now`);
+    const name = options.name === undefined ? '' : ` "${options.name}"`;
+    throw new ConnectionError('NOT_STDIO', `not a stdio server: server${name} is an ${server.type} server, and only stdio servers can be connected to for now`);
   }
-  const proc = new StdioServerProcess(server, options);
-  await proc.started;
-  const connection = new Connection(proc, options);
+  const channel = new StdioChannel(server, options);
+  await channel.started;
+  return channel;
+}
+
+/** Performs the MCP handshake over an open channel and resolves with the Connection. */
+export async function connectOver(channel: Channel, options: ConnectOptions = {}): Promise<Connection> {
+  const connection = new Connection(channel, options);
   options.onSpawn?.(connection);
   try {
     await connection.initialize(options);

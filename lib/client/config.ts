@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { jsonErrorPosition } from './json-position.js';
+import { jsonErrorPosition } from '../json-position.js';
 
 /** A server started as a child process, talking over its stdin and stdout. */
 export interface StdioServerConfig {

@@ -4,14 +4,14 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect, Connection, RpcError } from '../lib/connection.js';
-import type { FrameError } from '../lib/errors.js';
-import { ConnectionError } from '../lib/stdio.js';
-import { ROOT } from './helpers/fixtures.js';
+import { connect, Connection, RpcError } from '../../lib/client/connection.js';
+import type { FrameError } from '../../lib/errors.js';
+import { ConnectionError } from '../../lib/client/errors.js';
+import { ROOT } from '../helpers/fixtures.js';
 
 const server = (name: string, ...args: string[]) => ({
   command: process.execPath,
-  args: [fileURLToPath(new URL(`./helpers/servers/${name}.js`, import.meta.url)), ...args],
+  args: [fileURLToPath(new URL(`../helpers/servers/${name}.js`, import.meta.url)), ...args],
 });
 const demo = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
 

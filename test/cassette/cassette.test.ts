@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Cassette, CassetteError, exchanges, parseCassette, RecordingTap, REPLAY_NOT_RECORDED, Replayer, type CassetteEvent } from '../lib/cassette.js';
-import { frame } from '../lib/framings/ndjson.js';
-import { byteByByte } from './helpers/chunkers.js';
-import { ROOT } from './helpers/fixtures.js';
+import { Cassette, CassetteError, exchanges, parseCassette, RecordingTap, REPLAY_NOT_RECORDED, Replayer, type CassetteEvent } from '../../lib/cassette/cassette.js';
+import { frame } from '../../lib/framings/ndjson.js';
+import { byteByByte } from '../helpers/chunkers.js';
+import { ROOT } from '../helpers/fixtures.js';
 
 const c = (msg: object, t = 0): CassetteEvent => ({ from: 'client', t, msg });
 const s = (msg: object, t = 0): CassetteEvent => ({ from: 'server', t, msg });

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import type { CassetteEvent } from '../lib/cassette.js';
-import { checkCassette, checkStream, formatReport } from '../lib/check.js';
-import { frameContentLength } from '../lib/framings/content-length.js';
-import { frame } from '../lib/framings/ndjson.js';
-import { frameSse } from '../lib/framings/sse.js';
-import { byteByByte, fixedChunks } from './helpers/chunkers.js';
+import type { CassetteEvent } from '../../lib/cassette/cassette.js';
+import { checkCassette, checkStream, formatReport } from '../../lib/cassette/check.js';
+import { frameContentLength } from '../../lib/framings/content-length.js';
+import { frame } from '../../lib/framings/ndjson.js';
+import { frameSse } from '../../lib/framings/sse.js';
+import { byteByByte, fixedChunks } from '../helpers/chunkers.js';
 
 const req = (id: number, method = 'tools/list') => ({ jsonrpc: '2.0', id, method });
 const res = (id: number) => ({ jsonrpc: '2.0', id, result: {} });

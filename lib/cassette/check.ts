@@ -1,8 +1,8 @@
+import { preview, type FrameError } from '../errors.js';
+import type { DecodeSink } from '../framings/codec.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from '../framings/index.js';
+import { jsonRpcProblem } from '../jsonrpc.js';
 import type { CassetteEvent, Side } from './cassette.js';
-import { preview, type FrameError } from './errors.js';
-import type { DecodeSink } from './framings/codec.js';
-import { jsonRpcProblem } from './jsonrpc.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from './streams.js';
 
 /** Where in a capture something is: the message's number (bad frames counted too) and its byte offset. */
 export interface CapturePosition {

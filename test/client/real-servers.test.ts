@@ -4,9 +4,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type Connection } from '../lib/connection.js';
-import type { FrameError } from '../lib/errors.js';
-import { ROOT } from './helpers/fixtures.js';
+import { connect, type Connection } from '../../lib/client/connection.js';
+import type { FrameError } from '../../lib/errors.js';
+import { ROOT } from '../helpers/fixtures.js';
 
 const pkg = (name: string): string => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
 

@@ -1,10 +1,11 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Duplex, Transform, type TransformCallback } from 'node:stream';
-import type { FrameError, FrameErrorCode } from './errors.js';
-import type { DecodeSink } from './framings/codec.js';
-import { NdjsonDecoder, frame } from './framings/ndjson.js';
-import { jsonErrorPosition } from './json-position.js';
+import type { FrameError, FrameErrorCode } from '../errors.js';
+import type { DecodeSink } from '../framings/codec.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
+import { NdjsonDecoder, frame } from '../framings/ndjson.js';
+import { jsonErrorPosition } from '../json-position.js';
 
 /** Which side of a session sent a message. */
 export type Side = 'client' | 'server';
@@ -53,7 +54,7 @@ function recordingSink(recorder: EventRecorder, from: Side): DecodeSink {
  * and a short redacted preview, and still passed on untouched.
  */
 export class RecordingTap extends Transform {
-  readonly #decoder = new NdjsonDecoder({ maxMessageBytes: 64 * 1024 * 1024 });
+  readonly #decoder = new NdjsonDecoder({ maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
   readonly #sink: DecodeSink;
 
   constructor(from: Side, recorder: EventRecorder) {
@@ -282,7 +283,7 @@ export class Replayer {
  */
 export function replayStream(events: readonly CassetteEvent[], options: ReplayOptions = {}): Duplex {
   const replayer = new Replayer(events, options);
-  const decoder = new NdjsonDecoder({ maxMessageBytes: 64 * 1024 * 1024 });
+  const decoder = new NdjsonDecoder({ maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
   let duplex: Duplex;
   const sink: DecodeSink = {
     message: (msg) => {

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, parseConfig } from '../lib/config.js';
-import { ROOT } from './helpers/fixtures.js';
+import { ConfigError, loadConfig, parseConfig } from '../../lib/client/config.js';
+import { ROOT } from '../helpers/fixtures.js';
 
 function configError(fn: () => unknown): ConfigError {
   try {

@@ -1,0 +1,222 @@
+/*
+ * A channel moves messages: it sends one, delivers what arrives, reports bad frames, and closes. The session
+ * (Connection) never knows which channel carries it.
+ */
+import { EventEmitter } from 'node:events';
+import type { Readable, Writable } from 'node:stream';
+import type { FrameError } from '../errors.js';
+import type { FrameEncoderCore } from '../framings/codec.js';
+import { DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from '../framings/index.js';
+import { FrameDecoder } from '../streams.js';
+import { ConnectionError, type ExitStatus } from './errors.js';
+
+/** Which way a frame crossed a channel. */
+export type Direction = 'send' | 'receive';
+
+/**
+ * What carries a Connection's messages.
+ *
+ * Events: 'message' (a decoded message; a batch arrives as its elements), 'invalid' (FrameError: a bad frame
+ * from the peer, skipped), 'wire' (direction and the JSON text of a frame as it crossed), 'end' (no message
+ * can arrive any more: requests still waiting will get no answer), 'close' (ExitStatus, once everything is
+ * released). A channel may also emit 'stderr' (a line), when its peer is a process.
+ */
+export interface Channel extends EventEmitter {
+  /** The peer's name in error messages. */
+  readonly name: string;
+  /**
+   * Frames `msg` and hands it on; resolves once the channel can take more. A message with no JSON form
+   * rejects with FrameError(NOT_SERIALIZABLE) before anything is written, and the channel goes on.
+   */
+  send(msg: unknown): Promise<void>;
+  /** Ends the channel; resolves once its peer is gone. */
+  close(): Promise<ExitStatus>;
+  /** Why the channel cannot carry a message now, as an error for a request that waited for one. */
+  endError(what: string): ConnectionError;
+  /** The process id, for a channel to a child process. */
+  readonly pid?: number | undefined;
+  /** The peer's last stderr lines, for a channel to a child process. */
+  readonly stderrTail?: string[];
+}
+
+export interface StreamChannelOptions {
+  /** A name for the peer in error messages. @defaultValue 'peer' */
+  name?: string;
+  /** @defaultValue 'ndjson' */
+  framing?: FramingName;
+  /** @defaultValue 64 MiB */
+  maxMessageBytes?: number;
+  /**
+   * Bytes of frames waiting for the output to take them before send() rejects with SEND_QUEUE_FULL. While
+   * anything waits, the input is not read: a peer that does not read what it is sent is not read either, so
+   * answers to its requests cannot pile up.
+   * @defaultValue 64 MiB
+   */
+  maxQueuedBytes?: number;
+}
+
+/** Above this many waiting messages or bytes, the input stops being read until the output drains. */
+const PAUSE_MESSAGES = 256;
+const PAUSE_BYTES = 1024 * 1024;
+
+interface Queued {
+  /** The frame still to write; empty once written, while it waits for 'drain' to resolve. */
+  text: string;
+  bytes: number;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+/**
+ * A channel over a pair of byte streams: frames are read from `input` by a FrameDecoder (stray output is
+ * reported on 'invalid' and skipped, batches arrive as their elements) and written to `output`. Sends wait
+ * in one queue with one 'drain' listener, so that a thousand waiting sends cost what one does.
+ */
+export class StreamChannel extends EventEmitter implements Channel {
+  readonly name: string;
+  readonly #output: Writable;
+  readonly #decoder: FrameDecoder;
+  readonly #encoder: FrameEncoderCore;
+  readonly #maxQueued: number;
+  readonly #queue: Queued[] = [];
+  #queuedBytes = 0;
+  #waitingForDrain = false;
+  #paused = false;
+  #ended: ConnectionError | undefined;
+  #outputError: ConnectionError | undefined;
+  #closed = false;
+
+  constructor(input: Readable, output: Writable, options: StreamChannelOptions = {}) {
+    super();
+    this.name = options.name ?? 'peer';
+    this.#output = output;
+    this.#maxQueued = options.maxQueuedBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.#encoder = framingByName(options.framing).createEncoder();
+    this.#decoder = new FrameDecoder({
+      framing: options.framing ?? 'ndjson',
+      onInvalid: 'skip',
+      batch: 'split',
+      ...(options.maxMessageBytes === undefined ? {} : { maxMessageBytes: options.maxMessageBytes }),
+    });
+    this.#decoder.on('data', (msg: unknown) => this.emit('message', msg));
+    this.#decoder.on('invalid', (err: FrameError) => this.emit('invalid', err));
+    // A decoder in skip mode fails only when its input does; that is the end of the channel.
+    this.#decoder.on('error', () => this.#end());
+    this.#decoder.on('end', () => this.#end());
+    this.#decoder.on('close', () => this.#end());
+    forwardWhenListened(this, 'wire', () => this.#decoder.on('frame', (text: string) => this.emit('wire', 'receive', text)));
+    output.on('drain', () => this.#drained());
+    // A peer that goes away while we write (EPIPE) makes further sends fail; the error must not be uncaught.
+    output.on('error', (err) => {
+      this.#outputError ??= new ConnectionError('ENDED', `"${this.name}" stopped reading its input`, { cause: err });
+      this.#failQueue(this.#outputError);
+    });
+    input.pipe(this.#decoder);
+  }
+
+  send(msg: unknown): Promise<void> {
+    if (this.#ended !== undefined || this.#closed || this.#outputError !== undefined) return Promise.reject(this.endError('cannot send'));
+    let text: string;
+    try {
+      text = this.#encoder.encode(msg);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (this.listenerCount('wire') > 0) this.emit('wire', 'send', text);
+    if (this.#queue.length === 0 && !this.#waitingForDrain) {
+      if (this.#output.write(text)) return Promise.resolve();
+      this.#waitForDrain();
+      return new Promise((resolve, reject) => this.#queue.unshift({ text: '', bytes: 0, resolve, reject }));
+    }
+    const bytes = Buffer.byteLength(text);
+    if (this.#queuedBytes + bytes > this.#maxQueued) {
+      return Promise.reject(new ConnectionError('SEND_QUEUE_FULL', `cannot send: "${this.name}" has not read the last ${this.#queuedBytes} bytes sent to it`));
+    }
+    this.#queuedBytes += bytes;
+    const sent = new Promise<void>((resolve, reject) => this.#queue.push({ text, bytes, resolve, reject }));
+    this.#throttle();
+    return sent;
+  }
+
+  /** Ends the output and stops reading; resolves at once, as there is no process to wait for. */
+  close(): Promise<ExitStatus> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#failQueue(new ConnectionError('CLOSED', `cannot send: the connection to "${this.name}" is closing`));
+      this.#output.end();
+      this.#decoder.destroy();
+      this.emit('close', { code: null, signal: null } satisfies ExitStatus);
+    }
+    return Promise.resolve({ code: null, signal: null });
+  }
+
+  endError(what: string): ConnectionError {
+    if (this.#closed) return new ConnectionError('CLOSED', `${what}: the connection to "${this.name}" is closing`);
+    const cause = this.#ended ?? this.#outputError;
+    return new ConnectionError('ENDED', `${what}: ${cause === undefined ? `"${this.name}" is not connected` : cause.message}`);
+  }
+
+  /** Ends the output without closing the channel: the peer sees the end of its input. */
+  endOutput(): void {
+    this.#failQueue(new ConnectionError('CLOSED', `cannot send: the connection to "${this.name}" is closing`));
+    this.#output.end();
+  }
+
+  /** No more input: nothing waiting can be answered. */
+  #end(): void {
+    if (this.#ended !== undefined) return;
+    this.#ended = new ConnectionError('ENDED', `"${this.name}" closed its output`);
+    this.#failQueue(this.#ended);
+    this.emit('end');
+  }
+
+  #waitForDrain(): void {
+    this.#waitingForDrain = true;
+    this.#throttle();
+  }
+
+  /**
+   * Stops reading what the peer sends while it leaves much of what we send unread (backpressure both ways),
+   * so that answers to a flood of its requests cannot pile up. A little is let wait without stopping, so that
+   * a peer that writes while we write does not deadlock with us.
+   */
+  #throttle(): void {
+    const full = this.#queue.length > PAUSE_MESSAGES || this.#queuedBytes > PAUSE_BYTES;
+    if (full && !this.#paused) this.#decoder.pause();
+    else if (!full && this.#paused && !this.#closed) this.#decoder.resume();
+    this.#paused = full;
+  }
+
+  #drained(): void {
+    if (!this.#waitingForDrain) return;
+    this.#waitingForDrain = false;
+    while (this.#queue.length > 0) {
+      const item = this.#queue.shift()!;
+      if (item.text !== '') {
+        this.#queuedBytes -= item.bytes;
+        if (!this.#output.write(item.text)) {
+          // Handed on, but the output is full again: it resolves at the next drain.
+          this.#queue.unshift({ text: '', bytes: 0, resolve: item.resolve, reject: item.reject });
+          return this.#waitForDrain();
+        }
+      }
+      item.resolve();
+    }
+    this.#throttle();
+  }
+
+  #failQueue(error: Error): void {
+    for (const item of this.#queue.splice(0)) item.reject(error);
+    this.#queuedBytes = 0;
+  }
+}
+
+/** Calls `attach` once, the first time a listener for `event` is added to `emitter`. */
+export function forwardWhenListened(emitter: EventEmitter, event: string, attach: () => void): void {
+  const onNew = (name: string | symbol): void => {
+    if (name !== event) return;
+    emitter.off('newListener', onNew);
+    attach();
+  };
+  emitter.on('newListener', onNew);
+}

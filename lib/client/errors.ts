@@ -1,0 +1,52 @@
+/*
+ * The client's errors: ConnectionError, thrown by connect(), Connection and the channels under it.
+ */
+
+/** Why a connection to a server failed or ended. Branch on `code`. */
+export type ConnectionErrorCode =
+  /** The command could not be started (not found, not executable, bad cwd). */
+  | 'SPAWN_FAILED'
+  /** The server process exited (before answering, or while a request was pending). */
+  | 'EXITED'
+  /** The server closed its output (a process its stdout) while a request was pending; no answer can come. */
+  | 'ENDED'
+  /** A request (or the handshake) took longer than its timeout. */
+  | 'TIMEOUT'
+  /** A request was aborted through its AbortSignal. */
+  | 'ABORTED'
+  /** The connection was closed by this side. */
+  | 'CLOSED'
+  /** The server did not read what was sent to it, and the send queue is full. */
+  | 'SEND_QUEUE_FULL'
+  /** A response that is not JSON-RPC 2.0 (an `error` that is not an error object, neither result nor error). */
+  | 'INVALID_RESPONSE'
+  /** The config entry is not a stdio server. */
+  | 'NOT_STDIO';
+
+export class ConnectionError extends Error {
+  override readonly name = 'ConnectionError';
+  readonly code: ConnectionErrorCode;
+  /** The server's exit code and signal, for EXITED. */
+  readonly exitCode: number | null | undefined;
+  readonly signal: NodeJS.Signals | null | undefined;
+  /** The last lines the server wrote to stderr. */
+  readonly stderr: string[];
+
+  constructor(
+    code: ConnectionErrorCode,
+    message: string,
+    details: { exitCode?: number | null; signal?: NodeJS.Signals | null; stderr?: string[]; cause?: unknown } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    this.exitCode = details.exitCode;
+    this.signal = details.signal;
+    this.stderr = details.stderr ?? [];
+  }
+}
+
+/** How a channel ended: a process's exit code and signal; both null for a channel that is not a process. */
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}

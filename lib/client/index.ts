@@ -1,0 +1,27 @@
+/*
+ * mcp-frame/client: config files, connect(), Connection, and the channels that carry a connection.
+ */
+export {
+  loadConfig,
+  parseConfig,
+  isStdioServer,
+  ConfigError,
+  type McpConfig,
+  type ServerConfig,
+  type StdioServerConfig,
+  type RemoteServerConfig,
+  type LoadConfigOptions,
+} from './config.js';
+export { ConnectionError, type ConnectionErrorCode, type ExitStatus } from './errors.js';
+export { StreamChannel, type Channel, type Direction, type StreamChannelOptions } from './channel.js';
+export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.js';
+export {
+  connect,
+  connectOver,
+  Connection,
+  RpcError,
+  LATEST_PROTOCOL_VERSION,
+  type ConnectOptions,
+  type RequestOptions,
+  type FrameTrace,
+} from './connection.js';

@@ -1,0 +1,57 @@
+/*
+ * What the three decoders share: byte constants, the BOM, line ends, the one size rule and the error it gives.
+ * Each framing file keeps only what differs between framings.
+ */
+import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
+
+export const LF = 0x0a;
+export const CR = 0x0d;
+export const COLON = 0x3a;
+
+/** The chunk as a Buffer over the same memory (no copy). */
+export function asBuffer(chunk: Uint8Array): Buffer {
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+}
+
+/** `buf[start, end)` starts with the UTF-8 byte order mark. */
+export function startsWithBom(buf: Uint8Array, start: number, end: number): boolean {
+  return end - start >= 3 && buf[start] === 0xef && buf[start + 1] === 0xbb && buf[start + 2] === 0xbf;
+}
+
+/** Where a line's content ends: before its CR when it ends in CR (the CR of a CRLF whose LF was cut off). */
+export function withoutCR(buf: Uint8Array, start: number, end: number): number {
+  return end > start && buf[end - 1] === CR ? end - 1 : end;
+}
+
+/**
+ * The size rule, the same for every framing: a message's body may hold `max` bytes; one byte more is
+ * MESSAGE_TOO_LARGE. While a frame is still arriving its bytes also hold framing that is not message (a BOM,
+ * a CR, a field name), known only when the frame ends; so an unfinished frame is rejected early only once it
+ * passes `max + slack`, and the exact check runs when it ends. `slack` is the most framing bytes a framing
+ * holds beside a message.
+ */
+export class SizeLimit {
+  constructor(
+    readonly max: number,
+    readonly slack: number,
+  ) {}
+
+  /** Bytes of an unfinished frame (framing included) that can no longer hold a message within the limit. */
+  heldTooLong(bytes: number): boolean {
+    return bytes > this.max + this.slack;
+  }
+
+  /** A complete message body of `bytes` is over the limit. */
+  over(bytes: number): boolean {
+    return bytes > this.max;
+  }
+
+  /** The most bytes a decoder ever holds for one frame. */
+  get holdCap(): number {
+    return this.max + this.slack;
+  }
+
+  error(what: string, position: FrameErrorPosition, head: string | Uint8Array): FrameError {
+    return new FrameError('MESSAGE_TOO_LARGE', `${what} is larger than maxMessageBytes (${this.max})`, position, preview(head));
+  }
+}
