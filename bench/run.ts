@@ -96,7 +96,7 @@ function table(timings: Timing[], ours: string): string {
     const note = t.skipped ?? (t.runs === 1 ? 'one run (too slow to repeat)' : '');
     return `| ${t.name} | ${fmtMs(t.median)} | ${fmtX(t.median / floor)} | ${t.name === ours ? '' : fmtX(t.median / mine)} | ${note} |`;
   });
-  return ['| implementation | median ms | vs floor | vs ' + ours + ' | note |', '| --- | ---: | ---: | ---: | --- |', ...rows].join('\n');
+  return [`| implementation | median ms | vs floor | vs ${ours} | note |`, '| --- | ---: | ---: | ---: | --- |', ...rows].join('\n');
 }
 
 const report: string[] = [];

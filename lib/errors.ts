@@ -91,7 +91,7 @@ export function preview(input: string | Uint8Array): string {
     cut = input.length > PREVIEW_SCAN_BYTES;
     text = Buffer.from(input.buffer, input.byteOffset, Math.min(input.length, PREVIEW_SCAN_BYTES)).toString('utf8');
   }
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.
   text = redact(text.trim()).replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, escapeControl);
   if (text.length > PREVIEW_CHARS) {
     text = text.slice(0, PREVIEW_CHARS);

@@ -39,7 +39,7 @@ export type JsonRpcBatch = JsonRpcMessage[];
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
-const has = (o: Obj, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
+const has = (o: Obj, key: string): boolean => Object.hasOwn(o, key);
 const isId = (v: unknown): v is JsonRpcId => typeof v === 'string' || typeof v === 'number';
 
 /**

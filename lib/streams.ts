@@ -95,8 +95,7 @@ class FailAfterOutput extends Transform {
     return this.#failure !== undefined;
   }
 
-  // `any`, as in Readable itself: the object side yields messages, the byte side Buffers.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: as in Readable itself; the object side yields messages, the byte side Buffers.
   override read(size?: number): any {
     const chunk: unknown = super.read(size);
     if (this.#failure !== undefined && this.readableLength === 0 && !this.destroyed) this.destroy(this.#failure);

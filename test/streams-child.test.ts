@@ -23,7 +23,9 @@ describe('FrameDecoder and FrameEncoder on real child processes', () => {
       expect(code).to.equal(0);
       expect(reads).to.be.greaterThan(10);
       expect(got).to.have.length(count);
-      got.forEach((msg, i) => expect(msg).to.deep.equal(numberedMessage(i)));
+      got.forEach((msg, i) => {
+        expect(msg).to.deep.equal(numberedMessage(i));
+      });
     });
   }
 

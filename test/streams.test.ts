@@ -418,7 +418,10 @@ describe('FrameConverter', () => {
         const input = await encodeAll(msgs, from);
         const converter = new FrameConverter({ framing: from, to });
         const out: Buffer[] = [];
-        await pipeline(Readable.from(randomChunks(input, rng(7), 50)), converter, new Writable({ write: (c: Buffer, _e, cb) => (out.push(c), cb()) }));
+        await pipeline(Readable.from(randomChunks(input, rng(7), 50)), converter, new Writable({ write: (c: Buffer, _e, cb) => {
+              out.push(c);
+              cb();
+            } }));
         expect(Buffer.concat(out).equals(await encodeAll(msgs, to))).to.equal(true);
       });
     }
@@ -428,7 +431,7 @@ describe('FrameConverter', () => {
 describe('FrameEncoder', () => {
   it('writes frame(msg) for each message, byte for byte', async () => {
     const msgs = [{ jsonrpc: '2.0', id: 1, method: 'x', params: { t: 'a\nb\u2028😀' } }, [{ a: 1 }, { b: 2 }], { r: null }];
-    expect((await encodeAll(msgs)).toString('utf8')).to.equal(msgs.map((m) => JSON.stringify(m) + '\n').join(''));
+    expect((await encodeAll(msgs)).toString('utf8')).to.equal(msgs.map((m) => `${JSON.stringify(m)}\n`).join(''));
   });
 
   it('fails with NOT_SERIALIZABLE on a message that cannot be framed, after the ones before it', async () => {

@@ -24,8 +24,8 @@ commands:
                              report on a captured stream: counts, errors with positions, unmatched ids
   help                       this text`;
 
-/** Each command resolves with its exit code, or nothing for 0; failures throw CliError. */
-const COMMANDS: Record<string, (args: string[]) => Promise<number | void>> = {
+/** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
+const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   frame: frameCommand,
   call: callCommand,
   convert: convertCommand,
@@ -46,7 +46,8 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    return (await run(args)) ?? 0;
+    const code = await run(args);
+    return typeof code === "number" ? code : 0;
   } catch (err) {
     if (err instanceof CliError) {
       process.stderr.write(`mcp-frame ${command}: ${err.message}\n`);

@@ -225,7 +225,8 @@ export class StdioChannel extends EventEmitter implements Channel {
     const stdoutDone = new Promise<void>((resolve) => this.#stream.once('end', resolve));
     return new Promise<ExitStatus>((resolve) => {
       child.once('exit', (code, signal) => {
-        const status = (this.#status = { code, signal });
+        const status: ExitStatus = { code, signal };
+        this.#status = status;
         if (child.pid !== undefined) liveGroups.delete(child.pid);
         // Deliver what the server wrote before it died; a grandchild holding stdout open must not hold us.
         const cap = setTimeout(resolve, STDOUT_AFTER_EXIT_MS, status);

@@ -31,7 +31,7 @@ function headerEnd(buf: Buffer, pos: number): number {
   return -1;
 }
 
-const enum State {
+enum State {
   /** Between frames, or inside a header block. */
   Header,
   /** Inside a body of known length. */

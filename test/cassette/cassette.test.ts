@@ -106,7 +106,10 @@ describe('Cassette', () => {
     await pipeline(
       new PassThrough().end(input),
       new RecordingTap('server', cassette),
-      new Writable({ write: (chunk: Buffer, _e, cb) => (passed.push(chunk), cb()) }),
+      new Writable({ write: (chunk: Buffer, _e, cb) => {
+        passed.push(chunk);
+        cb();
+      } }),
     );
     expect(Buffer.concat(passed).equals(input)).to.equal(true);
     expect(cassette.events.map((e) => ('msg' in e ? e.msg : { code: e.code, invalid: e.invalid }))).to.deep.equal([

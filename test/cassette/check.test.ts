@@ -54,11 +54,11 @@ describe('check', () => {
   });
 
   it('reads Content-Length and SSE captures, with frame numbers', async () => {
-    const cl = Buffer.from(frameContentLength(req(1)) + 'Content-Length: x\r\n\r\n{}' + frameContentLength(res(1)));
+    const cl = Buffer.from(`${frameContentLength(req(1))}Content-Length: x\r\n\r\n{}${frameContentLength(res(1))}`);
     const r = await checkStream(chunksOf([cl]), 'content-length');
     expect(r.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([['INVALID_HEADER', 2, Buffer.byteLength(frameContentLength(req(1)))]]);
     expect(r.messages).to.equal(2);
-    const sse = Buffer.from(frameSse(req(1)) + 'data: {oops\n\n' + frameSse(res(1)));
+    const sse = Buffer.from(`${frameSse(req(1))}data: {oops\n\n${frameSse(res(1))}`);
     const rs = await checkStream(chunksOf(byteByByte(sse)), 'sse');
     expect(rs.problems.map((p) => [p.code, p.message, p.line, p.offset])).to.deep.equal([['INVALID_JSON', 2, 4, Buffer.byteLength(frameSse(req(1)))]]);
   });

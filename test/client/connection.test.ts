@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect, Connection, RpcError } from '../../lib/client/connection.js';
+import { connect, type Connection, RpcError } from '../../lib/client/connection.js';
 import type { FrameError } from '../../lib/errors.js';
 import { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
@@ -54,7 +54,10 @@ describe('connect and Connection', () => {
   afterEach(async () => {
     await Promise.all(open.splice(0).map((c) => c.close()));
   });
-  const track = (c: Connection): Connection => (open.push(c), c);
+  const track = (c: Connection): Connection => {
+    open.push(c);
+    return c;
+  };
 
   describe('with the example server', () => {
     it('performs the handshake and keeps the initialize result', async () => {

@@ -86,7 +86,10 @@ describe('content-length framing', () => {
     it('rejects a declared length over the limit at once, before any of the body is buffered', () => {
       const decoder = new ContentLengthDecoder({ maxMessageBytes: 1000 });
       const seen: string[] = [];
-      const sink: DecodeSink = { message: () => seen.push('message'), invalid: (e: FrameError) => (seen.push(e.code), true) };
+      const sink: DecodeSink = { message: () => seen.push('message'), invalid: (e: FrameError) => {
+          seen.push(e.code);
+          return true;
+        } };
       decoder.write(Buffer.from('Content-Length: 5000000\r\n\r\n'), sink);
       expect(seen).to.deep.equal(['MESSAGE_TOO_LARGE']);
       for (let i = 0; i < 100; i++) {

@@ -165,7 +165,10 @@ describe('NdjsonDecoder (pure core)', () => {
     it('rejects an oversized line before its end arrives and holds none of it after', () => {
       const decoder = new NdjsonDecoder({ maxMessageBytes: 1000 });
       const reported: string[] = [];
-      const sink: DecodeSink = { message: () => reported.push('message'), invalid: (e) => (reported.push(e.code), true) };
+      const sink: DecodeSink = { message: () => reported.push('message'), invalid: (e) => {
+          reported.push(e.code);
+          return true;
+        } };
       const chunk = Buffer.alloc(256, 0x61);
       let peak = 0;
       for (let i = 0; i < 4096; i++) {

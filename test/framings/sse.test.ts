@@ -107,7 +107,10 @@ describe('sse framing', () => {
       ]);
       const decoder = new SseDecoder({ maxMessageBytes: 1000 });
       const codes: string[] = [];
-      const sink: DecodeSink = { message: () => codes.push('message'), invalid: (e: FrameError) => (codes.push(e.code), true) };
+      const sink: DecodeSink = { message: () => codes.push('message'), invalid: (e: FrameError) => {
+          codes.push(e.code);
+          return true;
+        } };
       decoder.write(Buffer.from('data: '), sink);
       for (let i = 0; i < 200; i++) {
         decoder.write(Buffer.alloc(1000, 0x61), sink);

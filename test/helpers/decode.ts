@@ -1,4 +1,4 @@
-import { FrameError } from '../../lib/errors.js';
+import type { FrameError } from '../../lib/errors.js';
 import type { FramedEvent, FrameDecoderCore } from '../../lib/framings/codec.js';
 import { FrameDecoder, type FrameDecoderOptions } from '../../lib/streams.js';
 
@@ -22,7 +22,10 @@ export function decodeWithCore(core: FrameDecoderCore, chunks: readonly Uint8Arr
   const events: DecodeEvent[] = [];
   const sink = {
     message: (message: unknown) => void events.push({ message }),
-    invalid: (err: FrameError) => (events.push(invalidEvent(err)), true),
+    invalid: (err: FrameError) => {
+      events.push(invalidEvent(err));
+      return true;
+    },
     event: (event: FramedEvent) => void events.push({ event }),
   };
   for (const chunk of chunks) core.write(chunk, sink);

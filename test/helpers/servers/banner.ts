@@ -1,7 +1,7 @@
 // Prints a banner on stdout before its first message and a log line among its answers, as real servers do.
 import { serve, write } from './mini.js';
 
-process.stdout.write('Booting banner-server v1.0 (pid ' + process.pid + ')...\n');
+process.stdout.write(`Booting banner-server v1.0 (pid ${process.pid})...\n`);
 serve('banner', (msg) => {
   if (msg.method === 'tools/list') {
     process.stdout.write('[info] listing tools\n');
