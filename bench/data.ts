@@ -15,7 +15,11 @@ export function smallMessages(count: number, seed = 1): object[] {
         jsonrpc: '2.0',
         id: i,
         method: 'tools/call',
-        params: { name: 'search_files', arguments: { query: text(4), path: `/srv/project/src/module-${i % 97}`, limit: 20 }, _meta: { progressToken: `p-${i}` } },
+        params: {
+          name: 'search_files',
+          arguments: { query: text(4), path: `/srv/project/src/module-${i % 97}`, limit: 20 },
+          _meta: { progressToken: `p-${i}` },
+        },
       });
     } else if (kind === 1) {
       out.push({
@@ -24,7 +28,11 @@ export function smallMessages(count: number, seed = 1): object[] {
         result: { content: [{ type: 'text', text: text(10 + Math.floor(random() * 120)) }], isError: false },
       });
     } else {
-      out.push({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: `p-${i - 2}`, progress: i % 100, total: 100, message: text(3) } });
+      out.push({
+        jsonrpc: '2.0',
+        method: 'notifications/progress',
+        params: { progressToken: `p-${i - 2}`, progress: i % 100, total: 100, message: text(3) },
+      });
     }
   }
   return out;
@@ -34,7 +42,9 @@ export function smallMessages(count: number, seed = 1): object[] {
 export function imageResult(bytes: number, id = 1): object {
   const shell = { jsonrpc: '2.0', id, result: { content: [{ type: 'image', mimeType: 'image/png', data: '' }] } };
   const overhead = Buffer.byteLength(JSON.stringify(shell));
-  const data = Buffer.alloc(Math.ceil(((bytes - overhead) * 3) / 4) + 3, 0x5a).toString('base64').slice(0, bytes - overhead);
+  const data = Buffer.alloc(Math.ceil(((bytes - overhead) * 3) / 4) + 3, 0x5a)
+    .toString('base64')
+    .slice(0, bytes - overhead);
   shell.result.content[0]!.data = data;
   return shell;
 }

@@ -59,7 +59,10 @@ async function compare<P extends { name: string }>(
   const once = new Set<string>();
   const active = peers.filter((p) => skip(p) === undefined);
   for (const p of active) {
-    const ms = await timeOnce(() => run(p), (r) => check(p, r));
+    const ms = await timeOnce(
+      () => run(p),
+      (r) => check(p, r),
+    );
     if (ms > REPEAT_LIMIT_MS) {
       once.add(p.name);
       times.get(p.name)!.push(ms);
@@ -69,7 +72,12 @@ async function compare<P extends { name: string }>(
     for (let i = 0; i < active.length; i++) {
       const p = active[(i + r) % active.length]!;
       if (once.has(p.name)) continue;
-      times.get(p.name)!.push(await timeOnce(() => run(p), (res) => check(p, res)));
+      times.get(p.name)!.push(
+        await timeOnce(
+          () => run(p),
+          (res) => check(p, res),
+        ),
+      );
     }
   }
   return peers.map((p) => {
@@ -129,18 +137,29 @@ async function decodeCase(c: DecodeCase): Promise<Timing[]> {
     expectCount(c.count),
     (p) => (quick && c.longLines && p.slowOnLongLines ? 'skipped with --quick' : undefined),
   );
-  section(`Decode: ${c.title}`, `${(c.bytes.length / MiB).toFixed(1)} MiB in ${c.chunkSize / 1024} KiB chunks, ${c.count} message${c.count === 1 ? '' : 's'}.\n\n${table(timings, 'FrameDecoder')}`);
+  section(
+    `Decode: ${c.title}`,
+    `${(c.bytes.length / MiB).toFixed(1)} MiB in ${c.chunkSize / 1024} KiB chunks, ${c.count} message${c.count === 1 ? '' : 's'}.\n\n${table(timings, 'FrameDecoder')}`,
+  );
   return timings;
 }
 
 const ratio = (ts: Timing[], a: string, b: string): number => ts.find((t) => t.name === a)!.median / ts.find((t) => t.name === b)!.median;
 
 // ---------------------------------------------------------------------------------------------------------
-process.stdout.write(`mcp-frame benchmark${quick ? ' (quick)' : ''}: Node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}\n`);
+process.stdout.write(
+  `mcp-frame benchmark${quick ? ' (quick)' : ''}: Node ${process.version}, ${cpus()[0]?.model ?? 'unknown CPU'} x${cpus().length}\n`,
+);
 
 const small = smallMessages(90_000);
 const smallBytes = ndjsonBytes(small);
-const smallTimings = await decodeCase({ title: '90,000 small MCP messages', bytes: smallBytes, chunkSize: 64 * 1024, count: small.length, longLines: false });
+const smallTimings = await decodeCase({
+  title: '90,000 small MCP messages',
+  bytes: smallBytes,
+  chunkSize: 64 * 1024,
+  count: small.length,
+  longLines: false,
+});
 const smallVsFloor = ratio(smallTimings, 'FrameDecoder', 'floor');
 const smallVsSplit2 = ratio(smallTimings, 'FrameDecoder', 'split2(JSON.parse)');
 verdict('decode small messages: at most 1.25x the floor', smallVsFloor <= 1.25, fmtX(smallVsFloor));
@@ -158,10 +177,23 @@ for (const size of [8, 32]) {
 }
 
 const mixed = mixedMessages();
-await decodeCase({ title: 'mixed: small messages with a few 2-4 MiB ones', bytes: ndjsonBytes(mixed), chunkSize: 64 * 1024, count: mixed.length, longLines: true });
+await decodeCase({
+  title: 'mixed: small messages with a few 2-4 MiB ones',
+  bytes: ndjsonBytes(mixed),
+  chunkSize: 64 * 1024,
+  count: mixed.length,
+  longLines: true,
+});
 
 // Validation, and the other framings ------------------------------------------------------------------------
-const validated = await decodeCase({ title: '90,000 small MCP messages, with and without validate: true', bytes: smallBytes, chunkSize: 64 * 1024, count: small.length, longLines: false, peers: validationPeers });
+const validated = await decodeCase({
+  title: '90,000 small MCP messages, with and without validate: true',
+  bytes: smallBytes,
+  chunkSize: 64 * 1024,
+  count: small.length,
+  longLines: false,
+  peers: validationPeers,
+});
 const validateCost = ratio(validated, 'FrameDecoder, validate: true', 'FrameDecoder');
 process.stdout.write(`validation costs ${fmtX(validateCost)} of decoding without it\n`);
 
@@ -170,8 +202,22 @@ for (const [label, encode, peers] of [
   ['Content-Length', frameContentLength, contentLengthDecoders],
   ['SSE', (m: unknown) => frameSse(m), sseDecoders],
 ] as const) {
-  const smallTimings = await decodeCase({ title: `${label}: 90,000 small MCP messages`, bytes: framed(encode, small), chunkSize: 64 * 1024, count: small.length, longLines: false, peers: [...peers] });
-  const big = await decodeCase({ title: `${label}: one 32 MiB message, 16 KiB chunks`, bytes: framed(encode, [imageResult(32 * MiB)]), chunkSize: 16 * 1024, count: 1, longLines: true, peers: [...peers] });
+  const smallTimings = await decodeCase({
+    title: `${label}: 90,000 small MCP messages`,
+    bytes: framed(encode, small),
+    chunkSize: 64 * 1024,
+    count: small.length,
+    longLines: false,
+    peers: [...peers],
+  });
+  const big = await decodeCase({
+    title: `${label}: one 32 MiB message, 16 KiB chunks`,
+    bytes: framed(encode, [imageResult(32 * MiB)]),
+    chunkSize: 16 * 1024,
+    count: 1,
+    longLines: true,
+    peers: [...peers],
+  });
   const r = ratio(smallTimings, 'FrameDecoder', 'floor');
   verdict(`decode ${label}, small messages: at most 1.25x the floor`, r <= 1.25, fmtX(r));
   const b = ratio(big, 'FrameDecoder', 'floor');
@@ -179,9 +225,13 @@ for (const [label, encode, peers] of [
 }
 
 // Encoders ---------------------------------------------------------------------------------------------------
-const encodeTimings = await compare<EncoderPeer>(encoders, (p) => p.run(small), (p, r) => {
-  if (typeof r !== 'number' || r < smallBytes.length) throw new Error(`${p.name} wrote ${String(r)} bytes`);
-});
+const encodeTimings = await compare<EncoderPeer>(
+  encoders,
+  (p) => p.run(small),
+  (p, r) => {
+    if (typeof r !== 'number' || r < smallBytes.length) throw new Error(`${p.name} wrote ${String(r)} bytes`);
+  },
+);
 section('Encode: 90,000 small MCP messages', table(encodeTimings, 'FrameEncoder'));
 const encVsFloor = ratio(encodeTimings, 'FrameEncoder', 'floor');
 verdict('encode: at most 1.2x the floor', encVsFloor <= 1.2, fmtX(encVsFloor));
@@ -208,7 +258,9 @@ for (const [label, messages] of [
   const bytes = ndjsonBytes(messages as object[]).length;
   await endToEnd(messages as object[]);
   const ms = median([await endToEnd(messages as object[]), await endToEnd(messages as object[]), await endToEnd(messages as object[])]);
-  e2eRows.push(`| ${label} | ${fmtMs(ms)} | ${Math.round((messages.length / ms) * 1000).toLocaleString('en')} | ${((bytes / MiB / ms) * 1000).toFixed(0)} |`);
+  e2eRows.push(
+    `| ${label} | ${fmtMs(ms)} | ${Math.round((messages.length / ms) * 1000).toLocaleString('en')} | ${((bytes / MiB / ms) * 1000).toFixed(0)} |`,
+  );
 }
 section(
   'End to end: FrameEncoder → node child (stdin piped to stdout) → FrameDecoder',
@@ -237,7 +289,11 @@ section(
   'Memory: peak RSS over baseline, decoding one 32 MiB message read from a file in 64 KiB chunks',
   `N = ${(bigBytes.length / MiB).toFixed(1)} MiB. The floor reads the whole file into one buffer first. Each row is a fresh process.\n\n| decoder | MiB | × N |\n| --- | ---: | ---: |\n${memRows.join('\n')}`,
 );
-verdict('peak RSS decoding one N-byte message: at most 3N over baseline', ourPeak <= 3 * bigBytes.length, `${(ourPeak / bigBytes.length).toFixed(2)}N`);
+verdict(
+  'peak RSS decoding one N-byte message: at most 3N over baseline',
+  ourPeak <= 3 * bigBytes.length,
+  `${(ourPeak / bigBytes.length).toFixed(2)}N`,
+);
 
 const slowRows: string[] = [];
 for (const d of ['FrameDecoder', 'split2(JSON.parse)']) {

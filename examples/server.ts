@@ -10,7 +10,10 @@ const SUPPORTED_VERSIONS = ['2025-06-18', '2025-03-26', '2024-11-05'];
 type Json = Record<string, unknown>;
 class ToolError extends Error {}
 class RpcFailure extends Error {
-  constructor(readonly code: number, message: string) {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -56,13 +59,17 @@ function callTool(name: unknown, args: Json): Json {
       return { content: [{ type: 'text', text: String(args.a + args.b) }], structuredContent: { sum: args.a + args.b } };
     case 'blob': {
       const size = args.bytes === undefined ? 1024 * 1024 : args.bytes;
-      if (!Number.isSafeInteger(size) || (size as number) < 0 || (size as number) > 64 * 1024 * 1024) throw new ToolError('blob needs "bytes" from 0 to 67108864');
+      if (!Number.isSafeInteger(size) || (size as number) < 0 || (size as number) > 64 * 1024 * 1024)
+        throw new ToolError('blob needs "bytes" from 0 to 67108864');
       const bytes = blobBytes(size as number);
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       return {
         content: [
           { type: 'text', text: `${bytes.length} bytes, sha256 ${sha256}` },
-          { type: 'resource', resource: { uri: `blob://demo/${bytes.length}`, mimeType: 'application/octet-stream', blob: bytes.toString('base64') } },
+          {
+            type: 'resource',
+            resource: { uri: `blob://demo/${bytes.length}`, mimeType: 'application/octet-stream', blob: bytes.toString('base64') },
+          },
         ],
         structuredContent: { bytes: bytes.length, sha256 },
       };

@@ -66,10 +66,7 @@ const PREVIEW_SCAN_BYTES = 4096;
 
 const SECRET_KEY = String.raw`[^"\\]*(?:authorization|token|password|passwd|secret|api[_-]?key|cookie|credential)[^"\\]*`;
 /** A JSON member whose key looks secret; the value is a string (possibly cut off) or a bare scalar. */
-const SECRET_MEMBER = new RegExp(
-  String.raw`("${SECRET_KEY}"\s*:\s*)(?:"(?:[^"\\]|\\.)*(?:"|\\?$)|[^\s,}\]]+)`,
-  'gi',
-);
+const SECRET_MEMBER = new RegExp(String.raw`("${SECRET_KEY}"\s*:\s*)(?:"(?:[^"\\]|\\.)*(?:"|\\?$)|[^\s,}\]]+)`, 'gi');
 const BEARER = /\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi;
 
 /** Hides the values of keys that look secret (tokens, passwords, API keys, cookies) and bearer credentials. */

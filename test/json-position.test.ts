@@ -4,9 +4,11 @@ import { jsonErrorPosition } from '../lib/json-position.js';
 
 describe('jsonErrorPosition', () => {
   it('finds nothing wrong in any JSON text', () => {
-    fc.assert(fc.property(fc.jsonValue(), fc.boolean(), (v, pretty) => {
-      expect(jsonErrorPosition(JSON.stringify(v, null, pretty ? 2 : undefined))).to.equal(undefined);
-    }));
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.boolean(), (v, pretty) => {
+        expect(jsonErrorPosition(JSON.stringify(v, null, pretty ? 2 : undefined))).to.equal(undefined);
+      }),
+    );
   });
 
   const cases: Array<[string, number, number]> = [

@@ -51,7 +51,12 @@ describe('JSON-RPC validation', () => {
   }
 
   it('checks every element of a batch, and rejects an empty batch', () => {
-    expect(frameProblem([{ jsonrpc: '2.0', method: 'a' }, { jsonrpc: '2.0', id: 1, result: 1 }])).to.equal(undefined);
+    expect(
+      frameProblem([
+        { jsonrpc: '2.0', method: 'a' },
+        { jsonrpc: '2.0', id: 1, result: 1 },
+      ]),
+    ).to.equal(undefined);
     expect(frameProblem([])).to.equal('an empty batch');
     expect(frameProblem([{ jsonrpc: '2.0', method: 'a' }, { id: 1 }])).to.match(/^batch element 1: /);
     expect(frameProblem([[{ jsonrpc: '2.0', method: 'a' }]])).to.match(/batch inside a batch/);

@@ -106,7 +106,7 @@ describe('FrameDecoder', () => {
     const ok = await decodeWithStream([...fixedChunks(atLimit, 1 << 20), Buffer.from('\n')]);
     expect(ok.error).to.equal(undefined);
     expect(ok.events).to.have.length(1);
-    expect(((ok.events[0] as { message: { d: string } }).message.d).length).to.equal(DEFAULT_MAX_MESSAGE_BYTES - 8);
+    expect((ok.events[0] as { message: { d: string } }).message.d.length).to.equal(DEFAULT_MAX_MESSAGE_BYTES - 8);
 
     const over = body(DEFAULT_MAX_MESSAGE_BYTES + 1);
     const bad = await decodeWithStream([...fixedChunks(over, 1 << 20), Buffer.from('\n')]);
@@ -150,7 +150,7 @@ describe('FrameDecoder', () => {
     expect((outcome.error as FrameError).offset).to.equal(8);
   });
 
-  it("reports a JSON null line as INVALID_MESSAGE instead of ending the stream", async () => {
+  it('reports a JSON null line as INVALID_MESSAGE instead of ending the stream', async () => {
     const outcome = await decodeWithStream([Buffer.from('null\n{"a":1}\n')], { onInvalid: 'skip' });
     expect(outcome.events).to.deep.equal([{ invalid: { code: 'INVALID_MESSAGE', line: 1, offset: 0 } }, { message: { a: 1 } }]);
   });
@@ -269,9 +269,23 @@ describe('FrameDecoder options', () => {
   });
 
   it('with validate, reports what is not JSON-RPC 2.0 as INVALID_MESSAGE, at its position, and keeps the rest', async () => {
-    const lines = [request, { id: 2 }, note, [], [reply, { jsonrpc: '2.0', id: 3 }], { jsonrpc: '2.0', id: 4, error: { code: 'x', message: 'm' } }, reply];
+    const lines = [
+      request,
+      { id: 2 },
+      note,
+      [],
+      [reply, { jsonrpc: '2.0', id: 3 }],
+      { jsonrpc: '2.0', id: 4, error: { code: 'x', message: 'm' } },
+      reply,
+    ];
     const bytes = Buffer.from(lines.map((m) => frame(m)).join(''));
-    const offsetOf = (i: number): number => Buffer.byteLength(lines.slice(0, i).map((m) => frame(m)).join(''));
+    const offsetOf = (i: number): number =>
+      Buffer.byteLength(
+        lines
+          .slice(0, i)
+          .map((m) => frame(m))
+          .join(''),
+      );
     const expected = [
       { message: request },
       { invalid: { code: 'INVALID_MESSAGE', line: 2, offset: offsetOf(1) } },
@@ -371,7 +385,7 @@ describe('FrameDecoder options', () => {
         "import { FrameDecoder } from './dist/lib/index.js';",
         'const d = new FrameDecoder({ partialTimeoutMs: 60000 });',
         'd.resume();',
-        "d.write('{\"partial\":');",
+        'd.write(\'{"partial":\');',
         "process.stdout.write('wrote');",
       ].join('\n');
       const started = Date.now();
@@ -418,10 +432,16 @@ describe('FrameConverter', () => {
         const input = await encodeAll(msgs, from);
         const converter = new FrameConverter({ framing: from, to });
         const out: Buffer[] = [];
-        await pipeline(Readable.from(randomChunks(input, rng(7), 50)), converter, new Writable({ write: (c: Buffer, _e, cb) => {
+        await pipeline(
+          Readable.from(randomChunks(input, rng(7), 50)),
+          converter,
+          new Writable({
+            write: (c: Buffer, _e, cb) => {
               out.push(c);
               cb();
-            } }));
+            },
+          }),
+        );
         expect(Buffer.concat(out).equals(await encodeAll(msgs, to))).to.equal(true);
       });
     }

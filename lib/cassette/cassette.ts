@@ -11,9 +11,7 @@ import { jsonErrorPosition } from '../json-position.js';
 export type Side = 'client' | 'server';
 
 /** One line of a cassette: a message, or a line that was not a valid frame. `t` is ms since the start. */
-export type CassetteEvent =
-  | { from: Side; t: number; msg: unknown }
-  | { from: Side; t: number; invalid: string; code: FrameErrorCode };
+export type CassetteEvent = { from: Side; t: number; msg: unknown } | { from: Side; t: number; invalid: string; code: FrameErrorCode };
 
 /** A cassette that cannot be read: says which file and which line. */
 export class CassetteError extends Error {
@@ -106,7 +104,11 @@ export class CassetteWriter implements EventRecorder {
 function isEvent(v: unknown): v is CassetteEvent {
   if (typeof v !== 'object' || v === null) return false;
   const e = v as Record<string, unknown>;
-  return (e.from === 'client' || e.from === 'server') && typeof e.t === 'number' && ('msg' in e || (typeof e.invalid === 'string' && typeof e.code === 'string'));
+  return (
+    (e.from === 'client' || e.from === 'server') &&
+    typeof e.t === 'number' &&
+    ('msg' in e || (typeof e.invalid === 'string' && typeof e.code === 'string'))
+  );
 }
 
 /** Parses a cassette's text; every problem names the file and line. */
@@ -123,7 +125,8 @@ export function parseCassette(text: string, file = 'cassette'): CassetteEvent[] 
       const at = jsonErrorPosition(line);
       throw new CassetteError(file, i + 1, `not JSON${at ? ` (column ${at.column})` : ''}`);
     }
-    if (!isEvent(value)) throw new CassetteError(file, i + 1, 'not a cassette event: expected {"from": "client" | "server", "t": ms, "msg": message}');
+    if (!isEvent(value))
+      throw new CassetteError(file, i + 1, 'not a cassette event: expected {"from": "client" | "server", "t": ms, "msg": message}');
     events.push(value);
   });
   return events;
@@ -253,9 +256,14 @@ export class Replayer {
         {
           jsonrpc: '2.0',
           id: msg.id,
-          error: known || this.#strict
-            ? { code: REPLAY_NOT_RECORDED, message: `not in the cassette: ${msg.method}: ${reason}`, data: { method: msg.method, params: msg.params } }
-            : { code: -32601, message: `Method not found: ${msg.method} (not in the cassette)` },
+          error:
+            known || this.#strict
+              ? {
+                  code: REPLAY_NOT_RECORDED,
+                  message: `not in the cassette: ${msg.method}: ${reason}`,
+                  data: { method: msg.method, params: msg.params },
+                }
+              : { code: -32601, message: `Method not found: ${msg.method} (not in the cassette)` },
         },
       ];
     }

@@ -193,13 +193,19 @@ function where(p: CapturePosition): string {
 /** The report as text for a person, one finding a line. */
 export function formatReport(r: CheckReport): string {
   const out: string[] = [];
-  out.push(`${r.format}, ${r.bytes} bytes: ${r.messages} messages (${r.requests} requests, ${r.notifications} notifications, ${r.responses} responses, ${r.errors} error responses${r.batches > 0 ? `; ${r.batches} batches` : ''})`);
+  out.push(
+    `${r.format}, ${r.bytes} bytes: ${r.messages} messages (${r.requests} requests, ${r.notifications} notifications, ${r.responses} responses, ${r.errors} error responses${r.batches > 0 ? `; ${r.batches} batches` : ''})`,
+  );
   if (r.largest) out.push(`largest message: ${r.largest.bytes} bytes (${where(r.largest)})`);
   if (r.crlf) out.push('note: CRLF line ends seen');
   if (r.bom) out.push('note: the stream starts with a UTF-8 BOM');
   for (const p of r.problems) out.push(`error: ${p.code} at ${where(p)}: ${p.text}${p.preview ? `: ${p.preview}` : ''}`);
   for (const u of r.unmatchedResponses) out.push(`error: response with id ${JSON.stringify(u.id)} matches no request (${where(u)})`);
   for (const u of r.unansweredRequests) out.push(`error: request ${u.method} with id ${JSON.stringify(u.id)} was never answered (${where(u)})`);
-  out.push(r.ok ? 'ok' : `not ok: ${r.problems.length} errors, ${r.unmatchedResponses.length} unmatched responses, ${r.unansweredRequests.length} unanswered requests`);
+  out.push(
+    r.ok
+      ? 'ok'
+      : `not ok: ${r.problems.length} errors, ${r.unmatchedResponses.length} unmatched responses, ${r.unansweredRequests.length} unanswered requests`,
+  );
   return `${out.join('\n')}\n`;
 }

@@ -98,7 +98,8 @@ export async function callCommand(args: string[]): Promise<void> {
       await writeStdout(`${JSON.stringify(result, null, 2)}\n`);
     }
   } catch (err) {
-    if (err instanceof RpcError) throw new CliError(`server "${opts.server}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${err.message}`);
+    if (err instanceof RpcError)
+      throw new CliError(`server "${opts.server}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${err.message}`);
     if (err instanceof ConnectionError) throw new CliError(err.message);
     throw err;
   } finally {

@@ -47,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     const code = await run(args);
-    return typeof code === "number" ? code : 0;
+    return typeof code === 'number' ? code : 0;
   } catch (err) {
     if (err instanceof CliError) {
       process.stderr.write(`mcp-frame ${command}: ${err.message}\n`);

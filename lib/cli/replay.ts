@@ -17,9 +17,12 @@ export async function replayCommand(args: string[]): Promise<void> {
   });
   const server = cassette.replay({
     strictOrder: values['strict-order'] === true,
-    onMiss: ({ method, id, reason }) => process.stderr.write(`mcp-frame replay: no recorded answer for ${method} (id ${JSON.stringify(id)}): ${reason}\n`),
+    onMiss: ({ method, id, reason }) =>
+      process.stderr.write(`mcp-frame replay: no recorded answer for ${method} (id ${JSON.stringify(id)}): ${reason}\n`),
   });
-  server.on('invalid', (err: { code: string; message: string }) => process.stderr.write(`mcp-frame replay: skipped a line that is not a message: ${err.code}: ${err.message}\n`));
+  server.on('invalid', (err: { code: string; message: string }) =>
+    process.stderr.write(`mcp-frame replay: skipped a line that is not a message: ${err.code}: ${err.message}\n`),
+  );
   await pipeline(process.stdin, server, process.stdout).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'EPIPE') throw err;
   });

@@ -130,7 +130,9 @@ export class StreamChannel extends EventEmitter implements Channel {
     }
     const bytes = Buffer.byteLength(text);
     if (this.#queuedBytes + bytes > this.#maxQueued) {
-      return Promise.reject(new ConnectionError('SEND_QUEUE_FULL', `cannot send: "${this.name}" has not read the last ${this.#queuedBytes} bytes sent to it`));
+      return Promise.reject(
+        new ConnectionError('SEND_QUEUE_FULL', `cannot send: "${this.name}" has not read the last ${this.#queuedBytes} bytes sent to it`),
+      );
     }
     this.#queuedBytes += bytes;
     const sent = new Promise<void>((resolve, reject) => this.#queue.push({ text, bytes, resolve, reject }));

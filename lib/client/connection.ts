@@ -159,7 +159,8 @@ export class Connection extends EventEmitter {
     const signal = options.signal;
     return new Promise<unknown>((resolve, reject) => {
       const delay = timerDelay(timeoutMs, 'timeoutMs');
-      if (signal?.aborted) return reject(new ConnectionError('ABORTED', `request ${method} was aborted before it was sent`, { cause: signal.reason }));
+      if (signal?.aborted)
+        return reject(new ConnectionError('ABORTED', `request ${method} was aborted before it was sent`, { cause: signal.reason }));
       let timer: NodeJS.Timeout | undefined;
       const cancel = (error: ConnectionError, reason: string): void => {
         if (!this.#pending.has(id)) return;
@@ -168,7 +169,8 @@ export class Connection extends EventEmitter {
         // The server may still be working on it; tell it to stop. It may be gone already: that is fine.
         this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }).catch(() => undefined);
       };
-      const onAbort = (): void => cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client');
+      const onAbort = (): void =>
+        cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client');
       const done = (): void => {
         this.#pending.delete(id);
         if (timer !== undefined) clearTimeout(timer);
@@ -186,7 +188,10 @@ export class Connection extends EventEmitter {
         },
       });
       if (delay !== undefined) {
-        timer = setTimeout(() => cancel(new ConnectionError('TIMEOUT', `request ${method} timed out after ${timeoutMs} ms`), `timed out after ${timeoutMs} ms`), delay);
+        timer = setTimeout(
+          () => cancel(new ConnectionError('TIMEOUT', `request ${method} timed out after ${timeoutMs} ms`), `timed out after ${timeoutMs} ms`),
+          delay,
+        );
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       const msg: Json = { jsonrpc: '2.0', id, method };
@@ -238,7 +243,10 @@ export class Connection extends EventEmitter {
       { timeoutMs: options.timeoutMs ?? 30_000 },
     );
     if (!isObject(result) || typeof result.protocolVersion !== 'string') {
-      throw new ConnectionError('INVALID_RESPONSE', `server "${this.#channel.name}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`);
+      throw new ConnectionError(
+        'INVALID_RESPONSE',
+        `server "${this.#channel.name}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`,
+      );
     }
     this.#initializeResult = result;
     await this.notify('notifications/initialized');
@@ -272,7 +280,12 @@ export class Connection extends EventEmitter {
       // `{"error": "boom"}` or no result at all is no answer: the request fails, and the frame is reported.
       const text = preview(JSON.stringify(msg));
       this.emit('invalid', new FrameError('INVALID_MESSAGE', `not a JSON-RPC 2.0 response: ${problem}`, {}, text));
-      pending.reject(new ConnectionError('INVALID_RESPONSE', `server "${this.#channel.name}" answered ${pending.method} with a response that is not JSON-RPC 2.0 (${problem}): ${text}`));
+      pending.reject(
+        new ConnectionError(
+          'INVALID_RESPONSE',
+          `server "${this.#channel.name}" answered ${pending.method} with a response that is not JSON-RPC 2.0 (${problem}): ${text}`,
+        ),
+      );
       return;
     }
     if (isObject(msg.error)) {
@@ -336,7 +349,10 @@ export async function connect(server: ServerConfig, options: ConnectOptions = {}
 async function openChannel(server: ServerConfig, options: ConnectOptions): Promise<Channel> {
   if (!isStdioServer(server)) {
     const name = options.name === undefined ? '' : ` "${options.name}"`;
-    throw new ConnectionError('NOT_STDIO', `not a stdio server: server${name} is an ${server.type} server, and only stdio servers can be connected to for now`);
+    throw new ConnectionError(
+      'NOT_STDIO',
+      `not a stdio server: server${name} is an ${server.type} server, and only stdio servers can be connected to for now`,
+    );
   }
   const channel = new StdioChannel(server, options);
   await channel.started;

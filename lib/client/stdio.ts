@@ -10,7 +10,20 @@ import { ConnectionError, type ExitStatus } from './errors.js';
 /** The environment a server gets by default: what it needs to run, and no secrets of the host's (as the MCP SDK does). */
 export const DEFAULT_INHERITED_ENV =
   process.platform === 'win32'
-    ? ['APPDATA', 'HOMEDRIVE', 'HOMEPATH', 'LOCALAPPDATA', 'PATH', 'PROCESSOR_ARCHITECTURE', 'SYSTEMDRIVE', 'SYSTEMROOT', 'TEMP', 'USERNAME', 'USERPROFILE', 'PROGRAMFILES']
+    ? [
+        'APPDATA',
+        'HOMEDRIVE',
+        'HOMEPATH',
+        'LOCALAPPDATA',
+        'PATH',
+        'PROCESSOR_ARCHITECTURE',
+        'SYSTEMDRIVE',
+        'SYSTEMROOT',
+        'TEMP',
+        'USERNAME',
+        'USERPROFILE',
+        'PROGRAMFILES',
+      ]
     : ['HOME', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'USER'];
 
 export interface StdioOptions {

@@ -157,7 +157,9 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     if (this.#state === State.Header && this.#head.length > 0) {
       sink.invalid(new FrameError('TRUNCATED', 'input ended inside a header block', this.#position(), preview(this.#head.bytes())));
     } else if (this.#state === State.Body) {
-      sink.invalid(new FrameError('TRUNCATED', `input ended inside a body of ${this.#bodyLength} bytes`, this.#position(), preview(this.#body.bytes())));
+      sink.invalid(
+        new FrameError('TRUNCATED', `input ended inside a body of ${this.#bodyLength} bytes`, this.#position(), preview(this.#body.bytes())),
+      );
     }
     this.#head.clear();
     this.#body.clear();

@@ -19,7 +19,7 @@ export const FRAMINGS: Readonly<Record<FramingName, Framing>> = {
 export const FRAMING_NAMES = Object.keys(FRAMINGS) as FramingName[];
 
 export function isFramingName(name: string): name is FramingName {
-  return  Object.hasOwn(FRAMINGS, name);
+  return Object.hasOwn(FRAMINGS, name);
 }
 
 /** The framing called `name` (ndjson when undefined); a TypeError listing the names for anything else. */

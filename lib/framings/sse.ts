@@ -4,7 +4,6 @@ import { asBuffer, COLON, CR, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
 import { NULL_MESSAGE, parseBody, serialize } from './json.js';
 
-
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
   const is = (word: string): boolean => {

@@ -2,7 +2,16 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { PassThrough, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Cassette, CassetteError, exchanges, parseCassette, RecordingTap, REPLAY_NOT_RECORDED, Replayer, type CassetteEvent } from '../../lib/cassette/cassette.js';
+import {
+  Cassette,
+  CassetteError,
+  exchanges,
+  parseCassette,
+  RecordingTap,
+  REPLAY_NOT_RECORDED,
+  Replayer,
+  type CassetteEvent,
+} from '../../lib/cassette/cassette.js';
 import { frame } from '../../lib/framings/ndjson.js';
 import { byteByByte } from '../helpers/chunkers.js';
 import { ROOT } from '../helpers/fixtures.js';
@@ -57,7 +66,12 @@ describe('Cassette', () => {
 
     it('replays the notifications recorded on the way, with the live progress token', () => {
       const r = new Replayer(session);
-      const live = { jsonrpc: '2.0', id: 99, method: 'tools/call', params: { arguments: { b: 2, a: 1 }, name: 'add', _meta: { progressToken: 'p-new' } } };
+      const live = {
+        jsonrpc: '2.0',
+        id: 99,
+        method: 'tools/call',
+        params: { arguments: { b: 2, a: 1 }, name: 'add', _meta: { progressToken: 'p-new' } },
+      };
       expect(r.answer(live)).to.deep.equal([
         { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 'p-new', progress: 1, total: 2 } },
         { jsonrpc: '2.0', id: 99, result: { content: [{ type: 'text', text: '3' }] } },
@@ -65,22 +79,33 @@ describe('Cassette', () => {
       // The same request again takes the next recording of it, then the last one again.
       const again = { jsonrpc: '2.0', id: 100, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } };
       expect(r.answer(again).at(-1)).to.deep.equal({ jsonrpc: '2.0', id: 100, result: { content: [{ type: 'text', text: 'three' }] } });
-      expect(r.answer({ ...again, id: 101 }).at(-1)).to.deep.equal({ jsonrpc: '2.0', id: 101, result: { content: [{ type: 'text', text: 'three' }] } });
+      expect(r.answer({ ...again, id: 101 }).at(-1)).to.deep.equal({
+        jsonrpc: '2.0',
+        id: 101,
+        result: { content: [{ type: 'text', text: 'three' }] },
+      });
     });
 
     it('answers what it never saw with an error at once, and says so', () => {
       const misses: string[] = [];
       const r = new Replayer(session, { onMiss: (m) => misses.push(`${m.method}: ${m.reason}`) });
       const unknown = r.answer({ jsonrpc: '2.0', id: 5, method: 'resources/list' });
-      expect(unknown).to.deep.equal([{ jsonrpc: '2.0', id: 5, error: { code: -32601, message: 'Method not found: resources/list (not in the cassette)' } }]);
+      expect(unknown).to.deep.equal([
+        { jsonrpc: '2.0', id: 5, error: { code: -32601, message: 'Method not found: resources/list (not in the cassette)' } },
+      ]);
       const other = r.answer({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'add', arguments: { a: 5, b: 5 } } });
       expect((other[0] as { error: { code: number } }).error.code).to.equal(REPLAY_NOT_RECORDED);
-      expect(misses).to.deep.equal(['resources/list: the cassette never saw this method', 'tools/call: the cassette has this method, but not with these params']);
+      expect(misses).to.deep.equal([
+        'resources/list: the cassette never saw this method',
+        'tools/call: the cassette has this method, but not with these params',
+      ]);
     });
 
     it('with strictOrder, answers only the next recorded request', () => {
       const r = new Replayer(session, { strictOrder: true });
-      expect((r.answer({ jsonrpc: '2.0', id: 1, method: 'tools/list' })[0] as { error?: { code: number } }).error?.code).to.equal(REPLAY_NOT_RECORDED);
+      expect((r.answer({ jsonrpc: '2.0', id: 1, method: 'tools/list' })[0] as { error?: { code: number } }).error?.code).to.equal(
+        REPLAY_NOT_RECORDED,
+      );
       expect(r.answer({ jsonrpc: '2.0', id: 1, method: 'initialize' })[0]).to.have.property('result');
     });
   });
@@ -90,26 +115,38 @@ describe('Cassette', () => {
     const out: Buffer[] = [];
     server.on('data', (chunk: Buffer) => out.push(chunk));
     const ended = new Promise((resolve) => server.on('end', resolve));
-    const input = Buffer.from([{ jsonrpc: '2.0', id: 7, method: 'tools/list' }, { jsonrpc: '2.0', id: 8, method: 'initialize' }].map((m) => frame(m)).join(''));
+    const input = Buffer.from(
+      [
+        { jsonrpc: '2.0', id: 7, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 8, method: 'initialize' },
+      ]
+        .map((m) => frame(m))
+        .join(''),
+    );
     for (const b of byteByByte(input)) server.write(b);
     server.end();
     await ended;
     expect(Buffer.concat(out).toString()).to.equal(
-      frame({ jsonrpc: '2.0', id: 7, result: { tools: [] } }) + frame({ jsonrpc: '2.0', id: 8, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'srv' } } }),
+      frame({ jsonrpc: '2.0', id: 7, result: { tools: [] } }) +
+        frame({ jsonrpc: '2.0', id: 8, result: { protocolVersion: '2025-06-18', serverInfo: { name: 'srv' } } }),
     );
   });
 
   it('records in process with taps that pass every byte through unchanged, bad lines included', async () => {
     const cassette = new Cassette();
-    const input = Buffer.from(`${frame({ jsonrpc: '2.0', id: 1, method: 'ping' })}Starting up, token="sk-123"...\r\n${frame({ jsonrpc: '2.0', method: 'x' })}`);
+    const input = Buffer.from(
+      `${frame({ jsonrpc: '2.0', id: 1, method: 'ping' })}Starting up, token="sk-123"...\r\n${frame({ jsonrpc: '2.0', method: 'x' })}`,
+    );
     const passed: Buffer[] = [];
     await pipeline(
       new PassThrough().end(input),
       new RecordingTap('server', cassette),
-      new Writable({ write: (chunk: Buffer, _e, cb) => {
-        passed.push(chunk);
-        cb();
-      } }),
+      new Writable({
+        write: (chunk: Buffer, _e, cb) => {
+          passed.push(chunk);
+          cb();
+        },
+      }),
     );
     expect(Buffer.concat(passed).equals(input)).to.equal(true);
     expect(cassette.events.map((e) => ('msg' in e ? e.msg : { code: e.code, invalid: e.invalid }))).to.deep.equal([
@@ -132,8 +169,15 @@ describe('Cassette', () => {
     await new Promise((resolve) => child.on('close', resolve));
     expect(cassette.events.filter((e) => e.from === 'server')).to.have.length(2);
 
-    const replayed = new Replayer(cassette.events).answer({ jsonrpc: '2.0', id: 'live', method: 'tools/call', params: { name: 'add', arguments: { a: 20, b: 22 } } });
-    expect(replayed).to.deep.equal([{ jsonrpc: '2.0', id: 'live', result: { content: [{ type: 'text', text: '42' }], structuredContent: { sum: 42 } } }]);
+    const replayed = new Replayer(cassette.events).answer({
+      jsonrpc: '2.0',
+      id: 'live',
+      method: 'tools/call',
+      params: { name: 'add', arguments: { a: 20, b: 22 } },
+    });
+    expect(replayed).to.deep.equal([
+      { jsonrpc: '2.0', id: 'live', result: { content: [{ type: 'text', text: '42' }], structuredContent: { sum: 42 } } },
+    ]);
     expect(replies.join('')).to.include('"sum":42');
   });
 });

@@ -20,14 +20,35 @@ describe('check', () => {
     const msgs = [req(1), note, res(1), req(2, 'tools/call'), err(2), [req(3), note], [res(3)]];
     const bytes = Buffer.from(msgs.map((m) => frame(m)).join(''));
     const r = await checkStream(chunksOf(byteByByte(bytes)));
-    expect(r).to.deep.include({ format: 'ndjson', bytes: bytes.length, messages: 7, requests: 3, notifications: 2, responses: 2, errors: 1, batches: 2, crlf: false, bom: false, ok: true });
+    expect(r).to.deep.include({
+      format: 'ndjson',
+      bytes: bytes.length,
+      messages: 7,
+      requests: 3,
+      notifications: 2,
+      responses: 2,
+      errors: 1,
+      batches: 2,
+      crlf: false,
+      bom: false,
+      ok: true,
+    });
     expect(r.problems).to.deep.equal([]);
     expect(r.largest).to.deep.include({ message: 6, bytes: JSON.stringify([req(3), note]).length });
     expect(formatReport(r).trimEnd().split('\n').at(-1)).to.equal('ok');
   });
 
   it('finds every error in a corrupted ndjson capture at its message number and byte offset', async () => {
-    const parts = [frame(req(1)), 'garbage {\n', frame(res(1)), frame({ id: 9 }), '{"jsonrpc":"2.0","id":2,"method":"x"\n', frame(res(7)), frame(req(3)), '{"cut'];
+    const parts = [
+      frame(req(1)),
+      'garbage {\n',
+      frame(res(1)),
+      frame({ id: 9 }),
+      '{"jsonrpc":"2.0","id":2,"method":"x"\n',
+      frame(res(7)),
+      frame(req(3)),
+      '{"cut',
+    ];
     const bytes = Buffer.from(parts.join(''));
     const offset = (i: number): number => Buffer.byteLength(parts.slice(0, i).join(''));
     const r = await checkStream(chunksOf(fixedChunks(bytes, 7)));
@@ -56,14 +77,18 @@ describe('check', () => {
   it('reads Content-Length and SSE captures, with frame numbers', async () => {
     const cl = Buffer.from(`${frameContentLength(req(1))}Content-Length: x\r\n\r\n{}${frameContentLength(res(1))}`);
     const r = await checkStream(chunksOf([cl]), 'content-length');
-    expect(r.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([['INVALID_HEADER', 2, Buffer.byteLength(frameContentLength(req(1)))]]);
+    expect(r.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([
+      ['INVALID_HEADER', 2, Buffer.byteLength(frameContentLength(req(1)))],
+    ]);
     expect(r.messages).to.equal(2);
     const sse = Buffer.from(`${frameSse(req(1))}data: {oops\n\n${frameSse(res(1))}`);
     const rs = await checkStream(chunksOf(byteByByte(sse)), 'sse');
-    expect(rs.problems.map((p) => [p.code, p.message, p.line, p.offset])).to.deep.equal([['INVALID_JSON', 2, 4, Buffer.byteLength(frameSse(req(1)))]]);
+    expect(rs.problems.map((p) => [p.code, p.message, p.line, p.offset])).to.deep.equal([
+      ['INVALID_JSON', 2, 4, Buffer.byteLength(frameSse(req(1)))],
+    ]);
   });
 
-  it('pairs requests with the other side\'s responses in a cassette', () => {
+  it("pairs requests with the other side's responses in a cassette", () => {
     const events: CassetteEvent[] = [
       { from: 'client', t: 0, msg: req(1) },
       { from: 'server', t: 1, msg: req(1, 'roots/list') },

@@ -15,7 +15,10 @@ const testServer = (name: string): { command: string; args: string[] } => ({
 describe('mcp-frame call', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-call-'));
   const config = join(dir, 'servers.json');
-  writeFileSync(config, JSON.stringify({ mcpServers: { crash: testServer('crash'), banner: testServer('banner'), remote: { type: 'http', url: 'http://localhost:1' } } }));
+  writeFileSync(
+    config,
+    JSON.stringify({ mcpServers: { crash: testServer('crash'), banner: testServer('banner'), remote: { type: 'http', url: 'http://localhost:1' } } }),
+  );
 
   it('lists the tools of a server in ./.mcp.json, one line each, after the handshake', async () => {
     const r = await cli(['call', 'demo']);
@@ -65,7 +68,10 @@ describe('mcp-frame call', () => {
       const r = await cli(args);
       expect(r.code).to.equal(code);
       expect(r.stdout).to.equal('');
-      const lines = r.stderr.trimEnd().split('\n').filter((l) => !l.startsWith('connected to'));
+      const lines = r.stderr
+        .trimEnd()
+        .split('\n')
+        .filter((l) => !l.startsWith('connected to'));
       expect(lines[0]).to.match(pattern);
       if (code === 1) expect(lines).to.have.length(1);
     });

@@ -8,7 +8,11 @@ import { frameSse } from '../../lib/framings/sse.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { cli } from '../helpers/run.js';
 
-const msgs = [{ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { text: 'é😀\n\u2028' } }, [{ a: 1 }, { b: 2 }], { jsonrpc: '2.0', id: 1, result: {} }];
+const msgs = [
+  { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { text: 'é😀\n\u2028' } },
+  [{ a: 1 }, { b: 2 }],
+  { jsonrpc: '2.0', id: 1, result: {} },
+];
 const wire = {
   ndjson: msgs.map((m) => frame(m)).join(''),
   'content-length': msgs.map((m) => frameContentLength(m)).join(''),
@@ -49,7 +53,9 @@ describe('mcp-frame convert', () => {
   });
 
   it('checks JSON-RPC with --validate and caps messages with --max-bytes', async () => {
-    const bad = await cli(['convert', '--from', 'ndjson', '--to', 'ndjson', '--validate'], { stdin: `${frame({ jsonrpc: '2.0', method: 'a' })}${frame({ x: 1 })}` });
+    const bad = await cli(['convert', '--from', 'ndjson', '--to', 'ndjson', '--validate'], {
+      stdin: `${frame({ jsonrpc: '2.0', method: 'a' })}${frame({ x: 1 })}`,
+    });
     expect(bad.code).to.equal(1);
     expect(bad.stderr).to.match(/INVALID_MESSAGE: not a JSON-RPC 2\.0 message/);
     const big = await cli(['convert', '--from', 'ndjson', '--to', 'ndjson', '--max-bytes', '10'], { stdin: frame({ long: 'x'.repeat(20) }) });
@@ -58,7 +64,12 @@ describe('mcp-frame convert', () => {
   });
 
   it('exits 2 on usage errors', async () => {
-    for (const args of [['--from', 'ndjson'], ['--from', 'xml', '--to', 'ndjson'], ['--from', 'sse', '--to', 'sse', '--bogus'], ['--from', 'sse', '--to', 'sse', '--max-bytes', '0']]) {
+    for (const args of [
+      ['--from', 'ndjson'],
+      ['--from', 'xml', '--to', 'ndjson'],
+      ['--from', 'sse', '--to', 'sse', '--bogus'],
+      ['--from', 'sse', '--to', 'sse', '--max-bytes', '0'],
+    ]) {
       const r = await cli(['convert', ...args]);
       expect(r.code, args.join(' ')).to.equal(2);
       expect(r.stderr).to.match(/mcp-frame convert: .*\nusage: mcp-frame convert/);
@@ -74,7 +85,9 @@ describe('mcp-frame convert', () => {
 
   it('streams 64 MiB through in bounded memory', async function () {
     this.timeout(60_000);
-    const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'convert', '--from', 'ndjson', '--to', 'content-length'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'convert', '--from', 'ndjson', '--to', 'content-length'], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     let peak = 0;
     const sample = setInterval(() => {
       try {

@@ -30,7 +30,10 @@ describe('mcp-frame record and replay', function () {
   ];
 
   it('records a real session with server-everything through the proxy, then replays it in another order', async () => {
-    const recording = await connect({ command: process.execPath, args: [main, 'record', '--out', cassette, '--', process.execPath, ...everything] }, { name: 'recorded' });
+    const recording = await connect(
+      { command: process.execPath, args: [main, 'record', '--out', cassette, '--', process.execPath, ...everything] },
+      { name: 'recorded' },
+    );
     open.push(recording);
     const live: unknown[] = [];
     for (const [method, params] of calls) live.push(await recording.request(method, params));
@@ -44,10 +47,13 @@ describe('mcp-frame record and replay', function () {
     expect(events.every((e, i) => i === 0 || e.t >= events[i - 1]!.t)).to.equal(true);
 
     const misses: string[] = [];
-    const replaying = await connect({ command: process.execPath, args: [main, 'replay', cassette] }, {
-      name: 'replayed',
-      onSpawn: (c) => c.on('stderr', (line: string) => misses.push(line)),
-    });
+    const replaying = await connect(
+      { command: process.execPath, args: [main, 'replay', cassette] },
+      {
+        name: 'replayed',
+        onSpawn: (c) => c.on('stderr', (line: string) => misses.push(line)),
+      },
+    );
     open.push(replaying);
     expect(replaying.initializeResult).to.deep.equal(recording.initializeResult);
     const order = [2, 0, 1];
@@ -70,9 +76,12 @@ describe('mcp-frame record and replay', function () {
     const out = join(dir, 'banner.cassette');
     const banner = fileURLToPath(new URL('../helpers/servers/banner.js', import.meta.url));
     const invalid: FrameError[] = [];
-    const c = await connect({ command: process.execPath, args: [main, 'record', '--out', out, '--', process.execPath, banner] }, {
-      onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)),
-    });
+    const c = await connect(
+      { command: process.execPath, args: [main, 'record', '--out', out, '--', process.execPath, banner] },
+      {
+        onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)),
+      },
+    );
     await c.request('tools/list');
     await c.close();
     // The client saw the banner and the log line: the proxy passed them on.
@@ -122,15 +131,24 @@ describe('mcp-frame check', () => {
     const input = `${frame({ jsonrpc: '2.0', id: 1, method: 'ping' })}{"broken": \n${frame({ jsonrpc: '2.0', id: 2, result: {} })}`;
     const r = await cli(['check', '-', '--json'], { stdin: input });
     expect(r.code).to.equal(1);
-    const report = JSON.parse(r.stdout) as { problems: Array<{ code: string; message: number; offset: number }>; unmatchedResponses: unknown[]; unansweredRequests: unknown[] };
-    expect(report.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([['INVALID_JSON', 2, Buffer.byteLength(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }))]]);
+    const report = JSON.parse(r.stdout) as {
+      problems: Array<{ code: string; message: number; offset: number }>;
+      unmatchedResponses: unknown[];
+      unansweredRequests: unknown[];
+    };
+    expect(report.problems.map((p) => [p.code, p.message, p.offset])).to.deep.equal([
+      ['INVALID_JSON', 2, Buffer.byteLength(frame({ jsonrpc: '2.0', id: 1, method: 'ping' }))],
+    ]);
     expect(report.unmatchedResponses).to.have.length(1);
     expect(report.unansweredRequests).to.have.length(1);
   });
 
   it('recognises a cassette, reads other framings with --framing, and rejects unknown ones', async () => {
     const path = join(dir, 'session.cassette');
-    writeFileSync(path, `${JSON.stringify({ from: 'client', t: 0, msg: { jsonrpc: '2.0', id: 1, method: 'ping' } })}\n${JSON.stringify({ from: 'server', t: 1, msg: { jsonrpc: '2.0', id: 1, result: {} } })}\n`);
+    writeFileSync(
+      path,
+      `${JSON.stringify({ from: 'client', t: 0, msg: { jsonrpc: '2.0', id: 1, method: 'ping' } })}\n${JSON.stringify({ from: 'server', t: 1, msg: { jsonrpc: '2.0', id: 1, result: {} } })}\n`,
+    );
     const r = await cli(['check', path]);
     expect(r.code).to.equal(0);
     expect(r.stdout).to.match(/^cassette, /);

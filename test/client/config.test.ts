@@ -75,7 +75,12 @@ describe('loadConfig', () => {
     const config = parse(
       {
         mcpServers: {
-          a: { command: '${BIN}/server', args: ['--root', '${ROOT_DIR}/x', '${MISSING:-fallback}', '${EMPTY:-was empty}', 'a${EMPTY}b'], env: { API_TOKEN: '${TOKEN}' }, cwd: '${ROOT_DIR}' },
+          a: {
+            command: '${BIN}/server',
+            args: ['--root', '${ROOT_DIR}/x', '${MISSING:-fallback}', '${EMPTY:-was empty}', 'a${EMPTY}b'],
+            env: { API_TOKEN: '${TOKEN}' },
+            cwd: '${ROOT_DIR}',
+          },
           b: { type: 'http', url: 'https://${HOST:-localhost}:8443/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } },
         },
       },

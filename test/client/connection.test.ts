@@ -188,7 +188,11 @@ describe('connect and Connection', () => {
 
     it('times out a request, and tells the server with notifications/cancelled', async () => {
       const c = track(await connect(server('banner')));
-      const cancelled = waitFor<{ method: string; params: { method?: string } }>(c, 'notification', (n) => n.params.method === 'notifications/cancelled');
+      const cancelled = waitFor<{ method: string; params: { method?: string } }>(
+        c,
+        'notification',
+        (n) => n.params.method === 'notifications/cancelled',
+      );
       const err = await rejection(c.request('slow', {}, { timeoutMs: 200 }));
       expect(err.code).to.equal('TIMEOUT');
       const seen = (await cancelled).params as { params: { requestId: number; reason: string } };
@@ -276,7 +280,10 @@ describe('connect and Connection', () => {
 
     it("ends the server's whole process group, grandchildren included", async () => {
       const lines: string[] = [];
-      const c = await connect(server('stubborn', 'spawn-child'), { shutdownGraceMs: 200, onSpawn: (conn) => conn.on('stderr', (l: string) => lines.push(l)) });
+      const c = await connect(server('stubborn', 'spawn-child'), {
+        shutdownGraceMs: 200,
+        onSpawn: (conn) => conn.on('stderr', (l: string) => lines.push(l)),
+      });
       for (let i = 0; i < 50 && !lines.some((l) => l.startsWith('grandchild pid')); i++) await new Promise((r) => setTimeout(r, 20));
       const grandchild = Number(/grandchild pid (\d+)/.exec(lines.join('\n'))?.[1]);
       expect(isAlive(grandchild)).to.equal(true);

@@ -20,10 +20,13 @@ describe('real MCP servers from npm', function () {
   describe('@modelcontextprotocol/server-everything', () => {
     it('initializes, lists its tools, and echoes text with newlines, U+2028 and emoji exactly', async () => {
       const invalid: FrameError[] = [];
-      const c = await connect({ command: process.execPath, args: [pkg('server-everything'), 'stdio'] }, {
-        name: 'everything',
-        onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)),
-      });
+      const c = await connect(
+        { command: process.execPath, args: [pkg('server-everything'), 'stdio'] },
+        {
+          name: 'everything',
+          onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)),
+        },
+      );
       open.push(c);
       expect(c.initializeResult).to.have.property('protocolVersion', '2025-06-18');
       expect((c.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.be.a('string');
@@ -45,10 +48,13 @@ describe('real MCP servers from npm', function () {
       const file = join(dir, 'random.bin');
       writeFileSync(file, bytes);
       const frames: Array<{ direction: string; bytes: number }> = [];
-      const c = await connect({ command: process.execPath, args: [pkg('server-filesystem'), dir] }, {
-        name: 'filesystem',
-        onSpawn: (conn) => conn.on('frame', (f: { direction: string; bytes: number }) => frames.push(f)),
-      });
+      const c = await connect(
+        { command: process.execPath, args: [pkg('server-filesystem'), dir] },
+        {
+          name: 'filesystem',
+          onSpawn: (conn) => conn.on('frame', (f: { direction: string; bytes: number }) => frames.push(f)),
+        },
+      );
       open.push(c);
       const result = (await c.request('tools/call', { name: 'read_media_file', arguments: { path: file } })) as {
         content: Array<{ type: string; data?: string; resource?: { blob?: string } }>;

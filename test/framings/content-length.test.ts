@@ -40,13 +40,31 @@ describe('content-length framing', () => {
 
   describe('headers', () => {
     const codeOf = (header: string): string[] =>
-      decode([Buffer.from(`${header}\r\n\r\n{}Content-Length: 2\r\n\r\n[]`)]).map((e) => ('invalid' in e ? e.invalid.code : JSON.stringify('message' in e ? e.message : e)));
-    for (const bad of ['Content-Length: 12x', 'Content-Length: -1', 'Content-Length: +2', 'Content-Length: 1e3', 'Content-Length: 0x10', 'Content-Length:', 'Content-Type: application/json', 'Content-Length 2', 'Content-Length: 2\r\nContent-Length: 3']) {
+      decode([Buffer.from(`${header}\r\n\r\n{}Content-Length: 2\r\n\r\n[]`)]).map((e) =>
+        'invalid' in e ? e.invalid.code : JSON.stringify('message' in e ? e.message : e),
+      );
+    for (const bad of [
+      'Content-Length: 12x',
+      'Content-Length: -1',
+      'Content-Length: +2',
+      'Content-Length: 1e3',
+      'Content-Length: 0x10',
+      'Content-Length:',
+      'Content-Type: application/json',
+      'Content-Length 2',
+      'Content-Length: 2\r\nContent-Length: 3',
+    ]) {
       it(`rejects ${JSON.stringify(bad)} as INVALID_HEADER and resyncs at the next header`, () => {
         expect(codeOf(bad)).to.deep.equal(['INVALID_HEADER', '[]']);
       });
     }
-    for (const good of ['Content-Length: 2', 'content-length:2', 'CONTENT-LENGTH:   2  ', 'Content-Type: x\r\nContent-Length: 2', 'Content-Length: 2\r\nContent-Length: 2']) {
+    for (const good of [
+      'Content-Length: 2',
+      'content-length:2',
+      'CONTENT-LENGTH:   2  ',
+      'Content-Type: x\r\nContent-Length: 2',
+      'Content-Length: 2\r\nContent-Length: 2',
+    ]) {
       it(`accepts ${JSON.stringify(good)}`, () => {
         expect(codeOf(good)).to.deep.equal(['{}', '[]']);
       });
@@ -79,17 +97,23 @@ describe('content-length framing', () => {
       const bad = Buffer.from(frameContentLength(JSON.parse(body(65))) + frameContentLength([1]));
       for (let at = 0; at <= good.length; at++) {
         expect(decode(splitAt(good, at), 64), `split at ${at}`).to.deep.equal([{ message: JSON.parse(body(64)) }, { message: [1] }]);
-        expect(decode(splitAt(bad, at), 64), `split at ${at}`).to.deep.equal([{ invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, offset: 0 } }, { message: [1] }]);
+        expect(decode(splitAt(bad, at), 64), `split at ${at}`).to.deep.equal([
+          { invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, offset: 0 } },
+          { message: [1] },
+        ]);
       }
     });
 
     it('rejects a declared length over the limit at once, before any of the body is buffered', () => {
       const decoder = new ContentLengthDecoder({ maxMessageBytes: 1000 });
       const seen: string[] = [];
-      const sink: DecodeSink = { message: () => seen.push('message'), invalid: (e: FrameError) => {
+      const sink: DecodeSink = {
+        message: () => seen.push('message'),
+        invalid: (e: FrameError) => {
           seen.push(e.code);
           return true;
-        } };
+        },
+      };
       decoder.write(Buffer.from('Content-Length: 5000000\r\n\r\n'), sink);
       expect(seen).to.deep.equal(['MESSAGE_TOO_LARGE']);
       for (let i = 0; i < 100; i++) {
@@ -155,7 +179,11 @@ describe('content-length framing', () => {
     it('resyncs after a bad header block where StreamMessageReader loses the messages that follow', async () => {
       const wire = Buffer.from(`Content-Length: 1x\r\n\r\n{"lost":1}${frameContentLength({ kept: 1 })}${frameContentLength({ next: 2 })}`);
       const outcome = await decodeWithStream(byteByByte(wire), { framing: 'content-length', onInvalid: 'skip' });
-      expect(outcome.events).to.deep.equal([{ invalid: { code: 'INVALID_HEADER', index: 1, offset: 0 } }, { message: { kept: 1 } }, { message: { next: 2 } }]);
+      expect(outcome.events).to.deep.equal([
+        { invalid: { code: 'INVALID_HEADER', index: 1, offset: 0 } },
+        { message: { kept: 1 } },
+        { message: { next: 2 } },
+      ]);
 
       const pipe = new PassThrough();
       const reader = new rpc.StreamMessageReader(pipe);

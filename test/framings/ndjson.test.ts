@@ -82,7 +82,10 @@ describe('parseFrame', () => {
 
   it('throws INVALID_JSON for what is not one JSON value on one line', () => {
     for (const bad of ['', '   \n', '{', 'abc', '{"a":1} x', '{"a":1}\n{"b":2}\n', '{"a":\n1}', '\n{"a":1}']) {
-      expect(codeOf(() => parseFrame(bad)), JSON.stringify(bad)).to.equal('INVALID_JSON');
+      expect(
+        codeOf(() => parseFrame(bad)),
+        JSON.stringify(bad),
+      ).to.equal('INVALID_JSON');
     }
   });
 
@@ -165,10 +168,13 @@ describe('NdjsonDecoder (pure core)', () => {
     it('rejects an oversized line before its end arrives and holds none of it after', () => {
       const decoder = new NdjsonDecoder({ maxMessageBytes: 1000 });
       const reported: string[] = [];
-      const sink: DecodeSink = { message: () => reported.push('message'), invalid: (e) => {
+      const sink: DecodeSink = {
+        message: () => reported.push('message'),
+        invalid: (e) => {
           reported.push(e.code);
           return true;
-        } };
+        },
+      };
       const chunk = Buffer.alloc(256, 0x61);
       let peak = 0;
       for (let i = 0; i < 4096; i++) {

@@ -29,7 +29,9 @@ describe('sse framing', () => {
     const msg = { jsonrpc: '2.0', id: 1, result: { text: 'a\nb\r\nc' } };
     expect(frameSse(msg)).to.equal(`event: message\ndata: ${JSON.stringify(msg)}\n\n`);
     expect(frameSse(msg, 42)).to.equal(`id: 42\nevent: message\ndata: ${JSON.stringify(msg)}\n\n`);
-    expect(formatEvent({ event: 'endpoint', data: 'line one\nline two', retry: 1500 })).to.equal('event: endpoint\nretry: 1500\ndata: line one\ndata: line two\n\n');
+    expect(formatEvent({ event: 'endpoint', data: 'line one\nline two', retry: 1500 })).to.equal(
+      'event: endpoint\nretry: 1500\ndata: line one\ndata: line two\n\n',
+    );
     expect(() => formatEvent({ data: 'x', id: 'a\nb' })).to.throw(TypeError);
   });
 
@@ -107,10 +109,13 @@ describe('sse framing', () => {
       ]);
       const decoder = new SseDecoder({ maxMessageBytes: 1000 });
       const codes: string[] = [];
-      const sink: DecodeSink = { message: () => codes.push('message'), invalid: (e: FrameError) => {
+      const sink: DecodeSink = {
+        message: () => codes.push('message'),
+        invalid: (e: FrameError) => {
           codes.push(e.code);
           return true;
-        } };
+        },
+      };
       decoder.write(Buffer.from('data: '), sink);
       for (let i = 0; i < 200; i++) {
         decoder.write(Buffer.alloc(1000, 0x61), sink);

@@ -19,11 +19,7 @@ export const initializeResult = (name: string): Json => ({
  * Answers initialize and ping, and passes every other request to `handle`, whose return value (if not
  * undefined) is sent as the result. Notifications and responses go to `onOther`.
  */
-export function serve(
-  name: string,
-  handle: Handler = () => undefined,
-  options: { onEnd?: () => void; onOther?: (msg: Json) => void } = {},
-): void {
+export function serve(name: string, handle: Handler = () => undefined, options: { onEnd?: () => void; onOther?: (msg: Json) => void } = {}): void {
   const rl = createInterface({ input: process.stdin });
   rl.on('line', (line) => {
     if (line.trim() === '') return;
