@@ -1,6 +1,8 @@
-/**
- * The one error type for bad input and unframeable messages. Callers branch on `code`, never on the text.
+/*
+ * FrameError, the one error type for bad input and unframeable messages, and the redacted previews it carries.
  */
+
+/** What is wrong with a frame. Callers branch on the code, never on the text. */
 export type FrameErrorCode =
   /** A frame's bytes are not one JSON value. */
   | 'INVALID_JSON'
@@ -26,6 +28,19 @@ export interface FrameErrorPosition {
   index?: number;
 }
 
+/**
+ * A bad frame, or a message that cannot be framed: a `code` to branch on, where it was (byte offset, line,
+ * frame number) and a short redacted preview of it.
+ *
+ * @example
+ * ```ts
+ * const decoder = new FrameDecoder({ onInvalid: 'skip' });
+ * decoder.on('invalid', (err: FrameError) => {
+ *   if (err.code === 'MESSAGE_TOO_LARGE') metrics.oversized++;
+ *   console.warn(`${err.code} at line ${err.line}, byte ${err.offset}: ${err.preview}`);
+ * });
+ * ```
+ */
 export class FrameError extends Error {
   override readonly name = 'FrameError';
   readonly code: FrameErrorCode;

@@ -1,4 +1,6 @@
-/** JSON-RPC 2.0 message types, type guards and the validation FrameDecoder runs with `validate: true`. */
+/* JSON-RPC 2.0 message types, type guards and the validation FrameDecoder runs with `validate: true`. */
+
+/** A request's id. */
 
 export type JsonRpcId = string | number;
 

@@ -264,7 +264,14 @@ abstract class DecodingTransform extends FailAfterOutput {
 }
 
 /**
- * Bytes in, messages out. Events: `'data'` (a message), `'invalid'` (a FrameError, with `onInvalid: 'skip'`),
+ * Bytes in, messages out, in any framing, linear in time for any chunking.
+ *
+ * @example
+ * ```ts
+ * for await (const msg of child.stdout.pipe(new FrameDecoder())) handle(msg);
+ * ```
+ *
+ * Events: `'data'` (a message), `'invalid'` (a FrameError, with `onInvalid: 'skip'`),
  * `'event'` (an SSE event of another type than `message`: `{ event, data, id }`), `'error'`.
  */
 export class FrameDecoder extends DecodingTransform {
@@ -297,6 +304,12 @@ export interface FrameConverterOptions extends DecodeOptions {
  * Bytes in one framing to bytes in another (`framing` is the input's), with the decoding policy of
  * FrameDecoder. It composes the two framings' pure codecs, not two streams; the frames decoded from one chunk go
  * out as one chunk.
+ *
+ * @example
+ * ```ts
+ * // Content-Length frames on stdin, ndjson lines on stdout.
+ * await pipeline(process.stdin, new FrameConverter({ framing: 'content-length', to: 'ndjson' }), process.stdout);
+ * ```
  */
 export class FrameConverter extends DecodingTransform {
   readonly #encoder: FrameEncoderCore;
@@ -338,7 +351,17 @@ export interface FrameEncoderOptions {
   readableHighWaterMark?: number;
 }
 
-/** Messages in, bytes out. A message that cannot be framed fails the stream with a FrameError. */
+/**
+ * Messages in, bytes out. A message that cannot be framed fails the stream with a FrameError, after the bytes
+ * of the messages before it.
+ *
+ * @example
+ * ```ts
+ * const encoder = new FrameEncoder();
+ * encoder.pipe(child.stdin);
+ * encoder.write({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+ * ```
+ */
 export class FrameEncoder extends FailAfterOutput {
   readonly #core: FrameEncoderCore;
 

@@ -1,4 +1,4 @@
-import { loadConfig } from '../client/config.js';
+import { listNames, loadConfig, serverNamed } from '../client/config.js';
 import { connect, RpcError, type Connection, type FrameTrace } from '../client/connection.js';
 import type { FrameError } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
@@ -64,11 +64,8 @@ export async function callCommand(args: string[]): Promise<void> {
   const config = await loadConfig(opts.config).catch((err: Error) => {
     throw new CliError(err.message);
   });
-  const entry = config.mcpServers[opts.server];
-  if (entry === undefined) {
-    const names = Object.keys(config.mcpServers);
-    throw new CliError(`no server "${opts.server}" in ${opts.config}; it has: ${names.length > 0 ? names.join(', ') : 'none'}`);
-  }
+  const entry = serverNamed(config, opts.server);
+  if (entry === undefined) throw new CliError(`no server "${opts.server}" in ${opts.config}; it has: ${listNames(config)}`);
   let connection: Connection | undefined;
   try {
     const listen = (c: Connection): void => {

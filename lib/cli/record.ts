@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { CassetteWriter } from '../cassette/cassette.js';
-import { isStdioServer, loadConfig } from '../client/config.js';
+import { isStdioServer, loadConfig, serverNamed } from '../client/config.js';
 import { CliError, parseOptions } from './io.js';
 
 const USAGE = `usage: mcp-frame record --out <cassette> -- <command> [args...]
@@ -33,7 +33,7 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
   const loaded = await loadConfig(config).catch((err: Error) => {
     throw new CliError(err.message);
   });
-  const server = loaded.mcpServers[name];
+  const server = serverNamed(loaded, name);
   if (server === undefined) throw new CliError(`no server "${name}" in ${config}`);
   if (!isStdioServer(server)) throw new CliError(`server "${name}" in ${config} is not a stdio server`);
   return { out, command: server.command, args: server.args ?? [], env: server.env, cwd: server.cwd };

@@ -83,59 +83,117 @@ export async function loadConfig(path = '.mcp.json', options: LoadConfigOptions 
 
 /** As loadConfig, from the text of a config file; `path` names it in errors and anchors a relative cwd. */
 export function parseConfig(text: string, path: string, { env = process.env }: LoadConfigOptions = {}): McpConfig {
-  let raw: Json;
-  try {
-    raw = JSON.parse(text.replace(/^\uFEFF/, ''));
-  } catch {
-    const at = jsonErrorPosition(text.replace(/^\uFEFF/, ''));
-    throw new ConfigError(path, at ? `not valid JSON at line ${at.line}, column ${at.column}` : 'not valid JSON');
-  }
-  const fail = (jsonPath: string, message: string, server?: string): never => {
-    throw new ConfigError(path, message, server === undefined ? { jsonPath } : { jsonPath, server });
-  };
-  if (!isObject(raw)) fail('(top level)', `expected an object with "mcpServers", got ${kind(raw)}`);
-  const servers = (raw as Record<string, Json>).mcpServers;
-  if (!isObject(servers)) fail('mcpServers', servers === undefined ? 'missing' : `expected an object, got ${kind(servers)}`);
-
+  const servers = serversOf(parseJson(text, path), path);
   const out: Record<string, ServerConfig> = {};
-  for (const [name, entry] of Object.entries(servers as Record<string, Json>)) {
-    const at = keyPath('mcpServers', name);
-    const expand = (value: string, fieldPath: string): string =>
-      value.replace(VARIABLE, (_m, variable: string, fallback: string | undefined) => {
-        const v = env[variable];
-        if (v !== undefined && v !== '') return v;
-        if (fallback !== undefined) return fallback;
-        if (v !== undefined) return v;
-        throw new ConfigError(path, `variable ${variable} is not set (server "${name}")`, { jsonPath: fieldPath, server: name, variable });
-      });
-    const str = (v: Json, p: string): string => (typeof v === 'string' ? expand(v, p) : fail(p, `expected a string, got ${kind(v)}`, name));
-    const strings = (v: Json, p: string): string[] =>
-      Array.isArray(v) ? v.map((x, i) => str(x, `${p}[${i}]`)) : fail(p, `expected an array of strings, got ${kind(v)}`, name);
-    const stringMap = (v: Json, p: string): Record<string, string> => {
-      if (!isObject(v)) return fail(p, `expected an object of strings, got ${kind(v)}`, name);
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, str(x, keyPath(p, k))]));
-    };
-
-    if (!isObject(entry)) fail(at, `expected an object, got ${kind(entry)}`, name);
-    const e = entry as Record<string, Json>;
-    const type = e.type;
-    if (type === undefined || type === 'stdio') {
-      if (e.command === undefined) fail(`${at}.command`, 'missing (a stdio server needs a command)', name);
-      const command = str(e.command, `${at}.command`);
-      if (command.trim() === '') fail(`${at}.command`, 'is empty', name);
-      const server: StdioServerConfig = { ...(type === undefined ? {} : { type }), command };
-      if (e.args !== undefined) server.args = strings(e.args, `${at}.args`);
-      if (e.env !== undefined) server.env = stringMap(e.env, `${at}.env`);
-      if (e.cwd !== undefined) server.cwd = resolve(dirname(resolve(path)), str(e.cwd, `${at}.cwd`));
-      out[name] = server;
-    } else if (type === 'http' || type === 'sse') {
-      if (e.url === undefined) fail(`${at}.url`, `missing (an ${type} server needs a url)`, name);
-      const server: RemoteServerConfig = { type, url: str(e.url, `${at}.url`) };
-      if (e.headers !== undefined) server.headers = stringMap(e.headers, `${at}.headers`);
-      out[name] = server;
-    } else {
-      fail(`${at}.type`, `expected "stdio", "http" or "sse", got ${JSON.stringify(type)}`, name);
-    }
+  for (const [name, entry] of Object.entries(servers)) {
+    // defineProperty, so that a server named `__proto__` is an ordinary name.
+    Object.defineProperty(out, name, { value: new EntryReader(path, name, env).read(entry), enumerable: true, writable: true, configurable: true });
   }
   return { mcpServers: out };
+}
+
+function parseJson(text: string, path: string): Json {
+  const body = text.replace(/^\uFEFF/, '');
+  try {
+    return JSON.parse(body);
+  } catch {
+    const at = jsonErrorPosition(body);
+    throw new ConfigError(path, at ? `not valid JSON at line ${at.line}, column ${at.column}` : 'not valid JSON');
+  }
+}
+
+function serversOf(raw: Json, path: string): Record<string, Json> {
+  if (!isObject(raw)) throw new ConfigError(path, `expected an object with "mcpServers", got ${kind(raw)}`, { jsonPath: '(top level)' });
+  const servers = raw.mcpServers;
+  if (!isObject(servers)) {
+    throw new ConfigError(path, servers === undefined ? 'missing' : `expected an object, got ${kind(servers)}`, { jsonPath: 'mcpServers' });
+  }
+  return servers;
+}
+
+/** Reads one server entry: checks each field's type and expands variables, naming the file, path and server. */
+class EntryReader {
+  readonly #at: string;
+
+  constructor(
+    readonly file: string,
+    readonly name: string,
+    readonly env: NodeJS.ProcessEnv,
+  ) {
+    this.#at = keyPath('mcpServers', name);
+  }
+
+  read(entry: Json): ServerConfig {
+    if (!isObject(entry)) return this.#fail(this.#at, `expected an object, got ${kind(entry)}`);
+    const type = entry.type;
+    if (type === undefined || type === 'stdio') return this.#stdio(entry, type);
+    if (type === 'http' || type === 'sse') return this.#remote(entry, type);
+    return this.#fail(`${this.#at}.type`, `expected "stdio", "http" or "sse", got ${JSON.stringify(type)}`);
+  }
+
+  #stdio(e: Record<string, Json>, type: 'stdio' | undefined): StdioServerConfig {
+    const at = this.#at;
+    if (e.command === undefined) this.#fail(`${at}.command`, 'missing (a stdio server needs a command)');
+    const command = this.#string(e.command, `${at}.command`);
+    if (command.trim() === '') this.#fail(`${at}.command`, 'is empty');
+    const server: StdioServerConfig = { ...(type === undefined ? {} : { type }), command };
+    if (e.args !== undefined) server.args = this.#strings(e.args, `${at}.args`);
+    if (e.env !== undefined) server.env = this.#stringMap(e.env, `${at}.env`);
+    if (e.cwd !== undefined) server.cwd = resolve(dirname(resolve(this.file)), this.#string(e.cwd, `${at}.cwd`));
+    return server;
+  }
+
+  #remote(e: Record<string, Json>, type: 'http' | 'sse'): RemoteServerConfig {
+    const at = this.#at;
+    if (e.url === undefined) this.#fail(`${at}.url`, `missing (an ${type} server needs a url)`);
+    const server: RemoteServerConfig = { type, url: this.#string(e.url, `${at}.url`) };
+    if (e.headers !== undefined) server.headers = this.#stringMap(e.headers, `${at}.headers`);
+    return server;
+  }
+
+  #fail(jsonPath: string, message: string): never {
+    throw new ConfigError(this.file, message, { jsonPath, server: this.name });
+  }
+
+  #expand(value: string, jsonPath: string): string {
+    return value.replace(VARIABLE, (_m, variable: string, fallback: string | undefined) => {
+      // Own properties only: `${constructor}` is a variable like any other, and not set.
+      const v = Object.hasOwn(this.env, variable) ? this.env[variable] : undefined;
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      if (v !== undefined) return v;
+      throw new ConfigError(this.file, `variable ${variable} is not set (server "${this.name}")`, { jsonPath, server: this.name, variable });
+    });
+  }
+
+  #string(v: Json, p: string): string {
+    return typeof v === 'string' ? this.#expand(v, p) : this.#fail(p, `expected a string, got ${kind(v)}`);
+  }
+
+  #strings(v: Json, p: string): string[] {
+    if (!Array.isArray(v)) return this.#fail(p, `expected an array of strings, got ${kind(v)}`);
+    return v.map((x, i) => this.#string(x, `${p}[${i}]`));
+  }
+
+  #stringMap(v: Json, p: string): Record<string, string> {
+    if (!isObject(v)) return this.#fail(p, `expected an object of strings, got ${kind(v)}`);
+    const out: Record<string, string> = {};
+    for (const [k, x] of Object.entries(v))
+      Object.defineProperty(out, k, { value: this.#string(x, keyPath(p, k)), enumerable: true, writable: true, configurable: true });
+    return out;
+  }
+}
+
+/** The entry called `name`, or undefined: only the config's own names count (`constructor` is not one). */
+export function serverNamed(config: McpConfig, name: string): ServerConfig | undefined {
+  return Object.hasOwn(config.mcpServers, name) ? config.mcpServers[name] : undefined;
+}
+
+/** The config's server names for an error message, the first `max` of them and how many more. */
+export function listNames(config: McpConfig, max = 20): string {
+  const names = Object.keys(config.mcpServers);
+  if (names.length === 0) return 'none';
+  // A name with characters that are not plain is shown as a JSON string.
+  const shown = names.slice(0, max).map((n) => (/^[\w.@-]{1,60}$/.test(n) ? n : JSON.stringify(n.slice(0, 60))));
+  return names.length > max ? `${shown.join(', ')} and ${names.length - max} more` : shown.join(', ');
 }

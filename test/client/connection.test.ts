@@ -8,21 +8,15 @@ import { connect, type Connection, RpcError } from '../../lib/client/connection.
 import type { FrameError } from '../../lib/errors.js';
 import { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { rejection as rejectionOf } from '../helpers/rejection.js';
+
+const rejection = (promise: Promise<unknown>): Promise<ConnectionError> => rejectionOf<ConnectionError>(promise);
 
 const server = (name: string, ...args: string[]) => ({
   command: process.execPath,
   args: [fileURLToPath(new URL(`../helpers/servers/${name}.js`, import.meta.url)), ...args],
 });
 const demo = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
-
-async function rejection(promise: Promise<unknown>): Promise<ConnectionError> {
-  try {
-    await promise;
-  } catch (err) {
-    return err as ConnectionError;
-  }
-  throw new Error('expected a rejection, but it resolved');
-}
 
 /** Alive and not a zombie waiting to be reaped. */
 function isAlive(pid: number): boolean {

@@ -1,0 +1,198 @@
+import { expect } from 'chai';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { ROOT } from './helpers/fixtures.js';
+
+/** Every name an entry point's source exports, types included, sorted. */
+function exportedNames(entry: string): string[] {
+  const text = readFileSync(`${ROOT}lib/${entry}`, 'utf8');
+  const names: string[] = [];
+  for (const block of text.matchAll(/export (?:type )?\{([^}]*)\}/g)) {
+    for (const item of block[1]!.split(',')) {
+      const name = item.trim().replace(/^type /, '');
+      if (name !== '') names.push(name);
+    }
+  }
+  return names.sort();
+}
+
+// A change to the public API shows up here as a diff.
+const ENTRY_POINTS = {
+  'mcp-frame': {
+    file: 'index.ts',
+    names: [
+      'ContentLengthDecoder',
+      'DEFAULT_MAX_MESSAGE_BYTES',
+      'DecodeOptions',
+      'DecodeSink',
+      'DecoderLimits',
+      'EncoderSettings',
+      'FRAMINGS',
+      'FRAMING_NAMES',
+      'FrameConverter',
+      'FrameConverterOptions',
+      'FrameDecoder',
+      'FrameDecoderCore',
+      'FrameDecoderOptions',
+      'FrameEncoder',
+      'FrameEncoderCore',
+      'FrameEncoderOptions',
+      'FrameError',
+      'FrameErrorCode',
+      'FrameErrorPosition',
+      'FramedEvent',
+      'Framing',
+      'FramingName',
+      'JsonRpcBatch',
+      'JsonRpcErrorObject',
+      'JsonRpcErrorResponse',
+      'JsonRpcId',
+      'JsonRpcMessage',
+      'JsonRpcNotification',
+      'JsonRpcRequest',
+      'JsonRpcResponse',
+      'JsonRpcSuccess',
+      'NdjsonDecoder',
+      'SseDecoder',
+      'SseEventFields',
+      'VERSION',
+      'contentLengthFraming',
+      'formatEvent',
+      'frame',
+      'frameContentLength',
+      'frameProblem',
+      'frameSse',
+      'framingByName',
+      'isErrorResponse',
+      'isJsonRpcMessage',
+      'isNotification',
+      'isRequest',
+      'isResponse',
+      'jsonRpcProblem',
+      'ndjson',
+      'parseFrame',
+      'preview',
+      'redact',
+      'sseFraming',
+    ],
+  },
+  'mcp-frame/client': {
+    file: 'client/index.ts',
+    names: [
+      'Channel',
+      'ConfigError',
+      'ConnectOptions',
+      'Connection',
+      'ConnectionError',
+      'ConnectionErrorCode',
+      'DEFAULT_INHERITED_ENV',
+      'Direction',
+      'ExitStatus',
+      'FrameTrace',
+      'LATEST_PROTOCOL_VERSION',
+      'LoadConfigOptions',
+      'McpConfig',
+      'RemoteServerConfig',
+      'RequestOptions',
+      'RpcError',
+      'ServerConfig',
+      'StdioChannel',
+      'StdioOptions',
+      'StdioServerConfig',
+      'StreamChannel',
+      'StreamChannelOptions',
+      'connect',
+      'connectOver',
+      'isStdioServer',
+      'loadConfig',
+      'parseConfig',
+    ],
+  },
+  'mcp-frame/cassette': {
+    file: 'cassette/index.ts',
+    names: [
+      'CapturePosition',
+      'Cassette',
+      'CassetteError',
+      'CassetteEvent',
+      'CassetteWriter',
+      'CheckProblem',
+      'CheckReport',
+      'EventRecorder',
+      'REPLAY_NOT_RECORDED',
+      'RecordingTap',
+      'ReplayOptions',
+      'Replayer',
+      'Side',
+      'checkCassette',
+      'checkStream',
+      'formatReport',
+      'parseCassette',
+      'replayStream',
+    ],
+  },
+} as const;
+
+describe('the package', () => {
+  for (const [specifier, { file, names }] of Object.entries(ENTRY_POINTS)) {
+    it(`exports exactly the pinned names from ${specifier}`, async () => {
+      expect(exportedNames(file)).to.deep.equal([...names].sort());
+      // The package's own name resolves through package.json's exports, as it will for a user.
+      const module = (await import(specifier)) as Record<string, unknown>;
+      const runtime = Object.keys(module).sort();
+      expect(runtime.length).to.be.greaterThan(5);
+      for (const name of runtime) expect(names as readonly string[]).to.include(name);
+    });
+  }
+
+  it('keeps @internal declarations out of the typings', () => {
+    const typings = readFileSync(`${ROOT}dist/lib/client/connection.d.ts`, 'utf8');
+    expect(readFileSync(`${ROOT}lib/client/connection.ts`, 'utf8')).to.include('@internal');
+    expect(typings).to.not.include('@internal');
+    expect(typings).to.not.match(/\binitialize\(options/);
+  });
+
+  it('has imports that point down the layers only', () => {
+    // Lower number, lower layer. A file may import its own layer and the ones below.
+    const layerOf = (path: string): number => {
+      if (path.startsWith('cli/')) return 5;
+      if (path.startsWith('cassette/')) return 4;
+      if (path.startsWith('client/')) return 3;
+      if (path === 'streams.ts' || path === 'index.ts') return 2;
+      if (path.startsWith('framings/')) return 1;
+      return 0; // errors, jsonrpc, json-position, version
+    };
+    const files = (readdirSync(`${ROOT}lib`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
+    const upward: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(`${ROOT}lib/${file}`, 'utf8');
+      for (const [, spec] of text.matchAll(/from '(\.{1,2}\/[^']+)'/g)) {
+        const target = relative(`${ROOT}lib`, join(dirname(`${ROOT}lib/${file}`), spec!)).replace(/\.js$/, '.ts');
+        if (layerOf(target) > layerOf(file) || (target === 'index.ts' && file !== 'index.ts')) upward.push(`${file} -> ${target}`);
+      }
+    }
+    expect(files.length).to.be.greaterThan(20);
+    expect(upward).to.deep.equal([]);
+  });
+
+  it('fails the lint on a file that breaks its rules, and passes a clean one', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-lint-'));
+    try {
+      copyFileSync(`${ROOT}biome.jsonc`, join(dir, 'biome.jsonc'));
+      mkdirSync(join(dir, 'lib'));
+      writeFileSync(join(dir, 'lib/bad.ts'), 'export function f(a: any) {\n  if (a == 1) debugger;\n  return a;\n}\n');
+      writeFileSync(join(dir, 'lib/good.ts'), 'export const answer = 42;\n');
+      const biome = `${ROOT}node_modules/.bin/biome`;
+      const bad = spawnSync(biome, ['ci', 'lib/bad.ts'], { cwd: dir, encoding: 'utf8' });
+      expect(bad.status).to.equal(1);
+      expect(bad.stdout + bad.stderr)
+        .to.include('noDebugger')
+        .and.to.include('noDoubleEquals');
+      expect(() => execFileSync(biome, ['ci', 'lib/good.ts'], { cwd: dir, stdio: 'pipe' })).to.not.throw();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
