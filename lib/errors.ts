@@ -10,8 +10,10 @@ export type FrameErrorCode =
   | 'MESSAGE_TOO_LARGE'
   /** The input ended inside a frame. */
   | 'TRUNCATED'
-  /** A frame parsed but is not a message: JSON `null`, or (with validation) not JSON-RPC 2.0. */
+  /** A frame parsed but is not a message: JSON `null`, nested past maxDepth, or (with validation) not JSON-RPC 2.0. */
   | 'INVALID_MESSAGE'
+  /** A frame's bytes are not valid UTF-8 (MCP messages must be). */
+  | 'INVALID_UTF8'
   /** A Content-Length header block is malformed (missing, non-numeric or partly numeric length, over 8 KiB). */
   | 'INVALID_HEADER'
   /** Part of a message sat buffered with no new bytes for longer than partialTimeoutMs. */

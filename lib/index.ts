@@ -7,7 +7,7 @@ export { FrameError, redact, preview, type FrameErrorCode, type FrameErrorPositi
 export { frame, parseFrame, ndjson, NdjsonDecoder } from './framings/ndjson.js';
 export { frameContentLength, ContentLengthDecoder, contentLengthFraming } from './framings/content-length.js';
 export { frameSse, formatEvent, SseDecoder, sseFraming, type SseEventFields } from './framings/sse.js';
-export { FRAMINGS, FRAMING_NAMES, framingByName, DEFAULT_MAX_MESSAGE_BYTES, type FramingName } from './framings/index.js';
+export { FRAMINGS, FRAMING_NAMES, framingByName, DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, type FramingName } from './framings/index.js';
 export type {
   DecodeSink,
   DecoderLimits,

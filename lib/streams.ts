@@ -1,7 +1,7 @@
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import { FrameError, preview } from './errors.js';
 import type { DecodeSink, EncoderSettings, FramedEvent, FrameDecoderCore, FrameEncoderCore } from './framings/codec.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from './framings/index.js';
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from './framings/index.js';
 import { frameProblem, jsonRpcProblem } from './jsonrpc.js';
 
 /** How bytes become messages; the same options for every framing. */
@@ -17,6 +17,13 @@ export interface DecodeOptions {
    * @defaultValue 64 MiB
    */
   maxMessageBytes?: number;
+  /**
+   * Deepest nesting of objects and arrays a message may have; a message nested deeper is INVALID_MESSAGE,
+   * reported and skipped like any bad frame, so that no recursive walk (JSON.stringify among them) overflows
+   * the stack on what a peer sends.
+   * @defaultValue 1000
+   */
+  maxDepth?: number;
   /**
    * What a bad frame does. `'error'`: the stream fails with the FrameError, after every message before it.
    * `'skip'`: the frame is dropped, the FrameError is emitted as `'invalid'`, and decoding goes on.
@@ -134,9 +141,11 @@ abstract class DecodingTransform extends FailAfterOutput {
     if (timeout !== undefined && !(Number.isFinite(timeout) && timeout > 0)) {
       throw new RangeError(`partialTimeoutMs must be a positive number of milliseconds, got ${String(timeout)}`);
     }
+    const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+    if (!Number.isSafeInteger(maxDepth) || maxDepth < 1) throw new RangeError(`maxDepth must be a positive integer, got ${String(options.maxDepth)}`);
     const framing = framingByName(options.framing);
     super(streamOptions);
-    this.#core = framing.createDecoder({ maxMessageBytes });
+    this.#core = framing.createDecoder({ maxMessageBytes, maxDepth });
     this.#skip = onInvalid === 'skip';
     this.#split = batch === 'split';
     this.#validate = options.validate === true;
@@ -287,9 +296,14 @@ export class FrameDecoder extends DecodingTransform {
     this.push(msg);
   }
 
-  /** With `framing: 'sse'`: the last event id seen, for a reconnection's Last-Event-ID header. */
+  /** With `framing: 'sse'`: the id of the last event dispatched, for a reconnection's Last-Event-ID header. */
   get lastEventId(): string | undefined {
     return (this.core as { lastEventId?: string }).lastEventId;
+  }
+
+  /** With `framing: 'sse'`: the reconnection time the server asked for with `retry:`, in milliseconds. */
+  get retry(): number | undefined {
+    return (this.core as { retry?: number }).retry;
   }
 }
 

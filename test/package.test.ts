@@ -24,6 +24,7 @@ const ENTRY_POINTS = {
     file: 'index.ts',
     names: [
       'ContentLengthDecoder',
+      'DEFAULT_MAX_DEPTH',
       'DEFAULT_MAX_MESSAGE_BYTES',
       'DecodeOptions',
       'DecodeSink',

@@ -51,6 +51,8 @@ export interface FrameEncoderCore {
 export interface DecoderLimits {
   /** Largest frame body, in bytes, that decodes. */
   maxMessageBytes: number;
+  /** Deepest nesting of objects and arrays a message may have. @defaultValue DEFAULT_MAX_DEPTH (1000) */
+  maxDepth?: number;
 }
 
 export interface EncoderSettings {

@@ -1,12 +1,14 @@
+import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, LF, SizeLimit } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
-import { NULL_MESSAGE, parseBody, serialize } from './json.js';
+import { DEFAULT_MAX_DEPTH, parseBody, serialize } from './json.js';
 
 /** A header block longer than this is INVALID_HEADER. */
 export const MAX_HEADER_BYTES = 8 * 1024;
 const HEADER_NAME = Buffer.from('content-length');
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const NAME_AND_COLON = Buffer.from('content-length:');
 
 /** `Content-Length: <UTF-8 byte length>\r\n\r\n<compact JSON>`, as LSP frames its messages. */
@@ -16,16 +18,17 @@ export function frameContentLength(msg: unknown): string {
 }
 
 /**
- * Just past the blank line that ends a header block starting at `pos` (a line end, then LF or CR LF), or -1
- * when it is not within MAX_HEADER_BYTES of this chunk. Hops from line end to line end, so that it reads only
- * the header's own bytes.
+ * Just past the blank line that ends a header block starting at `pos` (a line end, then a line of nothing but
+ * CRs and its LF), or -1 when it is not within MAX_HEADER_BYTES of this chunk. Hops from line end to line end,
+ * so that it reads only the header's own bytes. The byte-by-byte reader takes the same lines as blank.
  */
 function headerEnd(buf: Buffer, pos: number): number {
   const limit = Math.min(buf.length, pos + MAX_HEADER_BYTES);
   let lf = buf.indexOf(LF, pos);
   while (lf !== -1 && lf < limit) {
-    if (buf[lf + 1] === LF) return lf + 2 <= limit ? lf + 2 : -1;
-    if (buf[lf + 1] === CR && buf[lf + 2] === LF) return lf + 3 <= limit ? lf + 3 : -1;
+    let next = lf + 1;
+    while (buf[next] === CR) next++;
+    if (buf[next] === LF) return next + 1 <= limit ? next + 1 : -1;
     lf = buf.indexOf(LF, lf + 1);
   }
   return -1;
@@ -45,7 +48,9 @@ enum State {
 /** Headers as text, one line each; the length when it is a plain decimal number, otherwise why not. */
 function contentLength(block: string): { length: number } | { problem: string } {
   let length: number | undefined;
-  for (const line of block.split(/\r?\n/)) {
+  for (const raw of block.split('\n')) {
+    // A line's CRs at its end are part of its line end: a line of only CRs is blank.
+    const line = raw.replace(/\r+$/, '');
     if (line === '') continue;
     const colon = line.indexOf(':');
     if (colon <= 0) return { problem: `a header line without a name and colon` };
@@ -71,6 +76,9 @@ function contentLength(block: string): { length: number } | { problem: string } 
 export class ContentLengthDecoder implements FrameDecoderCore {
   /** A body's length is known before it arrives, so the check is exact and nothing else is held beside it. */
   readonly #limit: SizeLimit;
+  readonly #maxDepth: number;
+  /** How many bytes of a BOM the stream has started with; -1 once past the start. */
+  #bom = 0;
   #state = State.Header;
   readonly #head = new ByteAccumulator(MAX_HEADER_BYTES);
   /** In a header block: the current line has had a byte other than CR. */
@@ -91,7 +99,8 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   #lastIndex = 0;
   #lastOffset = 0;
 
-  constructor({ maxMessageBytes }: DecoderLimits) {
+  constructor({ maxMessageBytes, maxDepth = DEFAULT_MAX_DEPTH }: DecoderLimits) {
+    this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, 0);
     this.#body = new ByteAccumulator(this.#limit.holdCap);
   }
@@ -128,7 +137,7 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     const buf = asBuffer(chunk);
     this.#base = this.#offset;
     this.#offset += buf.length;
-    let pos = 0;
+    let pos = this.#bom >= 0 ? this.#skipBom(buf) : 0;
     while (pos < buf.length) {
       switch (this.#state) {
         case State.Header:
@@ -154,6 +163,8 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   }
 
   end(sink: DecodeSink): void {
+    if (this.#bom > 0) this.#head.append(BOM, 0, this.#bom);
+    this.#bom = -1;
     if (this.#state === State.Header && this.#head.length > 0) {
       sink.invalid(new FrameError('TRUNCATED', 'input ended inside a header block', this.#position(), preview(this.#head.bytes())));
     } else if (this.#state === State.Body) {
@@ -164,6 +175,30 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     this.#head.clear();
     this.#body.clear();
     this.#state = State.Header;
+  }
+
+  /**
+   * A UTF-8 BOM at the very start of the stream is not part of the first header; its bytes may come in more
+   * than one chunk. Returns how many bytes of `buf` it took. Bytes that began like a BOM but were not one are
+   * given back to the header.
+   */
+  #skipBom(buf: Buffer): number {
+    let pos = 0;
+    while (pos < buf.length && this.#bom < 3 && buf[pos] === BOM[this.#bom]) {
+      this.#bom++;
+      pos++;
+    }
+    if (this.#bom === 3) {
+      this.#bom = -1;
+      this.#frameOffset = 3;
+    } else if (pos < buf.length) {
+      if (this.#bom > 0) {
+        this.#head.append(BOM, 0, this.#bom);
+        this.#lineHasContent = true;
+      }
+      this.#bom = -1;
+    }
+    return pos;
   }
 
   #position(): FrameErrorPosition {
@@ -285,17 +320,19 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   /** A complete body in `buf[start, end)`; `next` is the stream offset just past it. */
   #finishBody(buf: Buffer, start: number, end: number, sink: DecodeSink, next: number): boolean {
     const at = this.#position();
-    const text = buf.toString('utf8', start, end);
     this.#nextFrame(next);
     this.#state = State.Header;
-    const parsed = parseBody(text);
+    if (!isUtf8(buf.subarray(start, end)))
+      return sink.invalid(new FrameError('INVALID_UTF8', 'body is not valid UTF-8', at, preview(buf.subarray(start, end))));
+    const text = buf.toString('utf8', start, end);
+    const parsed = parseBody(text, this.#maxDepth);
     if (parsed.ok) {
       this.#lastIndex = at.index!;
       this.#lastOffset = at.offset!;
       sink.message(parsed.msg, text);
       return true;
     }
-    const what = parsed.code === 'INVALID_JSON' ? 'body is not valid JSON' : NULL_MESSAGE;
+    const what = parsed.code === 'INVALID_JSON' ? `body ${parsed.reason}` : parsed.reason;
     return sink.invalid(new FrameError(parsed.code, what, at, preview(text)));
   }
 

@@ -31,5 +31,7 @@ export function framingByName(name: string | undefined): Framing {
   return FRAMINGS[key];
 }
 
+export { DEFAULT_MAX_DEPTH } from './json.js';
+
 /** The largest message, in bytes, when no maxMessageBytes is given. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

@@ -1,8 +1,9 @@
+import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
-import { NULL_MESSAGE, serialize } from './json.js';
+import { DEFAULT_MAX_DEPTH, isJsonBlank, type ParsedFrame, parseBody, serialize } from './json.js';
 
 /** Framing bytes a line holds beside its message: a BOM (3) on the first line and the CR of a CRLF (1). */
 const LINE_SLACK = 4;
@@ -20,21 +21,20 @@ export function frame(msg: unknown): string {
  * exactly one JSON value on one line is FrameError(INVALID_JSON).
  */
 export function parseFrame(line: string | Uint8Array): unknown {
-  const text = typeof line === 'string' ? line : Buffer.from(line.buffer, line.byteOffset, line.length).toString('utf8');
-  const body = text.trimEnd();
+  if (typeof line !== 'string' && !isUtf8(line)) throw new FrameError('INVALID_UTF8', 'frame is not valid UTF-8', {}, preview(line));
+  const text = typeof line === 'string' ? line : asBuffer(line).toString('utf8');
+  // One trailing LF ends the frame (the CR of a CRLF is JSON whitespace); any other LF starts a second line.
+  const body = text.endsWith('\n') ? text.slice(0, -1) : text;
   if (body.includes('\n')) {
     throw new FrameError('INVALID_JSON', 'a frame must be one line, but this one has more', {}, preview(text));
   }
   try {
+    // JSON.parse allows JSON whitespace around the value (space, tab, CR, LF), and nothing else.
     return JSON.parse(body);
   } catch {
     // The engine's SyntaxError quotes the input, secrets and all; say where instead of what.
     throw new FrameError('INVALID_JSON', 'frame is not valid JSON', {}, preview(text));
   }
-}
-
-function isBlank(text: string): boolean {
-  return text.trim().length === 0;
 }
 
 /**
@@ -55,6 +55,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
   /** 1-based number of the current line. */
   #line = 1;
   readonly #limit: SizeLimit;
+  readonly #maxDepth: number;
   /**
    * Where the line last delivered to the sink came from, for lastPosition(). A line from a block of complete
    * lines has its byte offset worked out only when asked: it is `#lastOffset` plus the bytes of
@@ -66,7 +67,8 @@ export class NdjsonDecoder implements FrameDecoderCore {
   #lastFrom = 0;
   #lastChar = 0;
 
-  constructor({ maxMessageBytes }: DecoderLimits) {
+  constructor({ maxMessageBytes, maxDepth = DEFAULT_MAX_DEPTH }: DecoderLimits) {
+    this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, LINE_SLACK);
     this.#held = new ByteAccumulator(this.#limit.holdCap);
   }
@@ -169,27 +171,26 @@ export class NdjsonDecoder implements FrameDecoderCore {
     const offset = this.#offset;
     this.#line++;
     this.#offset += end + 1;
-    let start = 0;
-    if (line === 1 && startsWithBom(buf, 0, end)) start = 3;
+    const start = line === 1 && startsWithBom(buf, 0, end) ? 3 : 0;
     if (this.#limit.over(withoutCR(buf, start, end) - start)) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start)));
-    const text = buf.toString('utf8', start, end);
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      if (isBlank(text)) return true;
-      return sink.invalid(
-        atEnd
-          ? new FrameError('TRUNCATED', 'input ended inside a message', { line, offset }, preview(text))
-          : new FrameError('INVALID_JSON', 'line is not valid JSON', { line, offset }, preview(text)),
-      );
+    if (!isUtf8(buf.subarray(start, end))) {
+      return sink.invalid(new FrameError('INVALID_UTF8', 'line is not valid UTF-8', { line, offset }, preview(buf.subarray(start))));
     }
-    if (msg === null) return sink.invalid(nullMessage(line, offset));
+    const text = buf.toString('utf8', start, end);
+    const parsed = this.#parse(text);
+    if (parsed === undefined) return true;
+    if (!parsed.ok) return sink.invalid(lineError(parsed, atEnd, { line, offset }, text));
     this.#lastLine = line;
     this.#lastOffset = offset;
     this.#lastBlock = undefined;
-    sink.message(msg, text);
+    sink.message(parsed.msg, text);
     return true;
+  }
+
+  /** A line's text parsed: the message, what is wrong with it, or undefined for a blank line. */
+  #parse(text: string): ParsedFrame | undefined {
+    const parsed = parseBody(text, this.#maxDepth);
+    return !parsed.ok && parsed.code === 'INVALID_JSON' && isJsonBlank(text) ? undefined : parsed;
   }
 
   /**
@@ -198,6 +199,9 @@ export class NdjsonDecoder implements FrameDecoderCore {
    * are worked out only when a line is bad.
    */
   #decodeLines(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+    // Invalid UTF-8 would be replaced in the decode, changing the text's byte length and every offset after it:
+    // such a block goes line by line, each line checked on its own bytes.
+    if (!isUtf8(buf.subarray(start, end))) return this.#decodeEachLine(buf, start, end, sink);
     const text = buf.toString('utf8', start, end);
     // No line in the block can be over the limit when the whole block is not.
     const checkSize = this.#limit.over(end - start);
@@ -205,6 +209,11 @@ export class NdjsonDecoder implements FrameDecoderCore {
     // Byte offset of the character at index `charMark`; advanced only when an error needs a position.
     let charMark = 0;
     let byteMark = this.#offset;
+    const here = (pos: number): FrameErrorPosition => {
+      byteMark += Buffer.byteLength(text.slice(charMark, pos));
+      charMark = pos;
+      return { line, offset: byteMark };
+    };
     let pos = 0;
     while (pos < text.length) {
       const nl = text.indexOf('\n', pos);
@@ -212,35 +221,19 @@ export class NdjsonDecoder implements FrameDecoderCore {
       if (line === 1 && pos === 0 && text.charCodeAt(0) === 0xfeff) from = 1;
       const lineText = text.slice(from, nl);
       let error: FrameError | undefined;
-      if (checkSize) {
-        const bodyEnd = nl > from && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-        if (this.#limit.over(Buffer.byteLength(text.slice(from, bodyEnd)))) {
-          byteMark += Buffer.byteLength(text.slice(charMark, pos));
-          charMark = pos;
-          error = this.#tooLarge(line, byteMark, lineText);
-        }
-      }
-      if (error === undefined) {
-        let msg: unknown;
-        let parsed = true;
-        try {
-          msg = JSON.parse(lineText);
-        } catch {
-          parsed = false;
-        }
-        if (parsed && msg !== null) {
+      if (checkSize && this.#limit.over(Buffer.byteLength(text.slice(from, nl > from && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl)))) {
+        error = this.#tooLarge(line, here(pos).offset!, lineText);
+      } else {
+        const parsed = this.#parse(lineText);
+        if (parsed?.ok) {
           this.#lastLine = line;
           this.#lastOffset = byteMark;
           this.#lastBlock = text;
           this.#lastFrom = charMark;
           this.#lastChar = pos;
-          sink.message(msg, lineText);
-        } else if (parsed || !isBlank(lineText)) {
-          byteMark += Buffer.byteLength(text.slice(charMark, pos));
-          charMark = pos;
-          error = parsed
-            ? nullMessage(line, byteMark)
-            : new FrameError('INVALID_JSON', 'line is not valid JSON', { line, offset: byteMark }, preview(lineText));
+          sink.message(parsed.msg, lineText);
+        } else if (parsed !== undefined) {
+          error = lineError(parsed, false, here(pos), lineText);
         }
       }
       line++;
@@ -252,13 +245,30 @@ export class NdjsonDecoder implements FrameDecoderCore {
     return true;
   }
 
+  /** Complete lines `buf[start, end)`, one at a time, each checked as bytes before it is decoded. */
+  #decodeEachLine(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
+    let pos = start;
+    while (pos < end) {
+      const nl = buf.indexOf(LF, pos);
+      if (!this.#decodeLine(buf.subarray(pos, nl), false, sink)) return false;
+      pos = nl + 1;
+    }
+    return true;
+  }
+
   #tooLarge(line: number, offset: number, head: string | Uint8Array): FrameError {
     return this.#limit.error('message', { line, offset }, head);
   }
 }
 
-function nullMessage(line: number, offset: number): FrameError {
-  return new FrameError('INVALID_MESSAGE', NULL_MESSAGE, { line, offset }, 'null');
+/** The error for a line that did not parse to a message; at the end of the input, a line cut off is TRUNCATED. */
+function lineError(parsed: ParsedFrame & { ok: false }, atEnd: boolean, at: FrameErrorPosition, text: string): FrameError {
+  if (parsed.code === 'INVALID_JSON') {
+    return atEnd
+      ? new FrameError('TRUNCATED', 'input ended inside a message', at, preview(text))
+      : new FrameError('INVALID_JSON', `line ${parsed.reason}`, at, preview(text));
+  }
+  return new FrameError(parsed.code, parsed.reason, at, preview(text));
 }
 
 /** Newline-delimited JSON, the framing of MCP's stdio transport. */

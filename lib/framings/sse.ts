@@ -1,8 +1,9 @@
+import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
-import { NULL_MESSAGE, parseBody, serialize } from './json.js';
+import { DEFAULT_MAX_DEPTH, parseBody, serialize } from './json.js';
 
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
@@ -20,6 +21,13 @@ function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 
     default:
       return undefined;
   }
+}
+
+/** The line (or the start of it) is a `data` field: `data` then a colon, or `data` alone. */
+function isDataLine(head: Buffer): boolean {
+  let colon = 0;
+  while (colon < head.length && colon < 5 && head[colon] !== COLON) colon++;
+  return fieldName(head, 0, colon) === 'data';
 }
 
 /** Framing bytes a line holds beside its data: its field name and blank (`data: `), and a BOM on the first line. */
@@ -66,6 +74,7 @@ export function frameSse(msg: unknown, id?: string | number): string {
  */
 export class SseDecoder implements FrameDecoderCore {
   readonly #limit: SizeLimit;
+  readonly #maxDepth: number;
   /** Bytes of a line that spans chunks. */
   readonly #line: ByteAccumulator;
   /** The current line is over the limit: its bytes are dropped up to its end. */
@@ -76,7 +85,9 @@ export class SseDecoder implements FrameDecoderCore {
   #data: string[] = [];
   #dataBytes = 0;
   #eventType = '';
+  /** The id of the last event dispatched; `#idBuffer` the last `id:` line read, which becomes it at dispatch. */
   #lastEventId = '';
+  #idBuffer = '';
   #retry: number | undefined;
   /** The current event was reported (too large, abandoned): its lines are dropped up to its blank line. */
   #dropping = false;
@@ -91,12 +102,17 @@ export class SseDecoder implements FrameDecoderCore {
   #lineNo = 1;
   #lastPos: FrameErrorPosition = {};
 
-  constructor({ maxMessageBytes }: DecoderLimits) {
+  constructor({ maxMessageBytes, maxDepth = DEFAULT_MAX_DEPTH }: DecoderLimits) {
+    this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, FIELD_SLACK);
     this.#line = new ByteAccumulator(this.#limit.holdCap);
   }
 
-  /** The last event id seen, for a reconnection's Last-Event-ID header. */
+  /**
+   * The id of the last event dispatched, for a reconnection's Last-Event-ID header. An `id:` line counts once
+   * its event ends (an event cut off by the end of the stream does not move it), even when the event carries
+   * no data (a priming event).
+   */
   get lastEventId(): string {
     return this.#lastEventId;
   }
@@ -196,6 +212,13 @@ export class SseDecoder implements FrameDecoderCore {
       this.#line.append(buf, start, end);
       return true;
     }
+    const head = this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start, end);
+    if (!isDataLine(head)) {
+      // A comment or another field this long carries no message: it is dropped, as it is when it comes whole.
+      this.#line.clear();
+      this.#lineTooLong = true;
+      return true;
+    }
     if (!this.#eventStarted) this.#startEvent();
     const error = this.#limit.error('event data', this.#position(), this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start));
     this.#line.clear();
@@ -236,8 +259,10 @@ export class SseDecoder implements FrameDecoderCore {
       if (startsWithBom(buf, start, end)) start += 3;
     }
     if (start === end) return this.#dispatch(sink);
-    // Comments (keep-alives among them) are not part of any event.
+    // Comments (keep-alives among them) are not part of any event; nor is a line of another field too long to
+    // hold (see #hold).
     if (this.#dropping || buf[start] === COLON) return true;
+    if (this.#limit.heldTooLong(end - start) && !isDataLine(buf.subarray(start, end))) return true;
     if (!this.#eventStarted) this.#startEvent();
     // The colon is looked for within this line only: a search on into the chunk would make many lines without
     // one quadratic.
@@ -252,20 +277,24 @@ export class SseDecoder implements FrameDecoderCore {
       case 'data': {
         // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
         this.#dataBytes += end - valueStart + 1;
+        let error: FrameError | undefined;
         if (this.#limit.over(this.#dataBytes - 1)) {
-          const error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
-          this.#dropEvent();
-          return sink.invalid(error);
+          error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
+        } else if (!isUtf8(buf.subarray(valueStart, end))) {
+          error = new FrameError('INVALID_UTF8', 'event data is not valid UTF-8', this.#position(), preview(buf.subarray(valueStart, end)));
+        } else {
+          this.#data.push(buf.toString('utf8', valueStart, end));
+          return true;
         }
-        this.#data.push(buf.toString('utf8', valueStart, end));
-        return true;
+        this.#dropEvent();
+        return sink.invalid(error);
       }
       case 'event':
         this.#eventType = buf.toString('utf8', valueStart, end);
         return true;
       case 'id': {
         const id = buf.toString('utf8', valueStart, end);
-        if (!id.includes('\0')) this.#lastEventId = id;
+        if (!id.includes('\0')) this.#idBuffer = id;
         return true;
       }
       case 'retry': {
@@ -280,6 +309,7 @@ export class SseDecoder implements FrameDecoderCore {
 
   /** A blank line: the event ends. */
   #dispatch(sink: DecodeSink): boolean {
+    this.#lastEventId = this.#idBuffer;
     if (this.#dropping) {
       this.#dropping = false;
       this.#eventIndex++;
@@ -298,13 +328,16 @@ export class SseDecoder implements FrameDecoderCore {
       sink.event?.(this.#lastEventId === '' ? { event: type, data } : { event: type, data, id: this.#lastEventId });
       return true;
     }
-    const parsed = parseBody(data);
+    // A message event with empty data carries no message: it is the priming event MCP servers send to give a
+    // stream its first id (`id: 1`, `data:`), neither a message nor an error.
+    if (data === '') return true;
+    const parsed = parseBody(data, this.#maxDepth);
     if (parsed.ok) {
       this.#lastPos = at;
       sink.message(parsed.msg, data);
       return true;
     }
-    const what = parsed.code === 'INVALID_JSON' ? 'event data is not valid JSON' : NULL_MESSAGE;
+    const what = parsed.code === 'INVALID_JSON' ? `event data ${parsed.reason}` : parsed.reason;
     return sink.invalid(new FrameError(parsed.code, what, at, preview(data)));
   }
 }

@@ -88,6 +88,30 @@ describe('sse framing', () => {
     expect(decoder.partialBytes).to.be.greaterThan(0);
   });
 
+  it('moves lastEventId when an event ends, priming events included, and not for an event cut off by the end', () => {
+    const bytes = Buffer.from('id: 1\nretry: 500\ndata: \n\nid: 2\ndata: {"a":1}\n\nid: 3\ndata: {"b"');
+    for (const [how, chunks] of chunkings(bytes)) {
+      const decoder = new SseDecoder({ maxMessageBytes: 1000 });
+      const seen: string[] = [];
+      const sink: DecodeSink = {
+        message: () => void seen.push(`message after id ${decoder.lastEventId}`),
+        invalid: (e: FrameError) => {
+          seen.push(e.code);
+          return true;
+        },
+      };
+      chunks.forEach((c, i) => {
+        decoder.write(c, sink);
+        // The priming event (id 1, empty data) is neither a message nor an error, but its id counts.
+        if (i === chunks.length - 1) expect(decoder.lastEventId, how).to.equal('2');
+      });
+      decoder.end(sink);
+      expect(seen, how).to.deep.equal(['message after id 2', 'TRUNCATED']);
+      expect(decoder.lastEventId, how).to.equal('2');
+      expect(decoder.retry, how).to.equal(500);
+    }
+  });
+
   describe('maxMessageBytes', () => {
     const body = (n: number): string => `{"t":"${'x'.repeat(n - 8)}"}`;
     it('passes data of exactly the limit and rejects one byte more, then goes on after the event', () => {
@@ -99,6 +123,14 @@ describe('sse framing', () => {
           { invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } },
           { message: [1] },
         ]);
+      }
+    });
+
+    it('drops a comment or another field longer than the limit, keeping its event, however the bytes are split', () => {
+      const long = 'x'.repeat(300);
+      const bytes = Buffer.from(`id: 5\n: ${long}\nevent: message\nunknown-${long}: y\ndata: {"ok":1}\n\ndata: [2]\n\n`);
+      for (const [how, chunks] of chunkings(bytes)) {
+        expect(decode(chunks, 64), how).to.deep.equal([{ message: { ok: 1 } }, { message: [2] }]);
       }
     });
 
