@@ -81,14 +81,68 @@ export const PREVIEW_CHARS = 80;
  */
 const PREVIEW_SCAN_BYTES = 4096;
 
-const SECRET_KEY = String.raw`[^"\\]*(?:authorization|token|password|passwd|secret|api[_-]?key|cookie|credential)[^"\\]*`;
-/** A JSON member whose key looks secret; the value is a string (possibly cut off) or a bare scalar. */
-const SECRET_MEMBER = new RegExp(String.raw`("${SECRET_KEY}"\s*:\s*)(?:"(?:[^"\\]|\\.)*(?:"|\\?$)|[^\s,}\]]+)`, 'gi');
+/** Words that make a key's value secret: authorization, tokens, passwords, API and private keys, cookies. */
+const SECRET_WORD = '(?:auth|token|passw(?:or)?d|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|cookie|credential|signature)';
+/** A JSON (or single-quoted) member whose key looks secret; the value is a string (possibly cut off) or a bare scalar. */
+const SECRET_MEMBER = new RegExp(
+  String.raw`((["'])[^"'\\]*${SECRET_WORD}[^"'\\]*\2\s*:\s*)(?:"(?:[^"\\]|\\.)*(?:"|\\?$)|'(?:[^'\\]|\\.)*(?:'|\\?$)|[^\s,}\]]+)`,
+  'gi',
+);
+/** `password=... token=...`, `?api_key=...&`, `API_KEY=...` in an environment dump. */
+const SECRET_ASSIGNMENT = new RegExp(String.raw`([\w.-]*${SECRET_WORD}[\w.-]*=)[^\s&,;'"]+`, 'gi');
+/** `api_key: value`, as YAML or a log line writes it (a value after "Bearer " is left to BEARER). */
+const SECRET_FIELD = new RegExp(String.raw`(^|[\s{,])([\w.-]*${SECRET_WORD}[\w.-]*\s*:\s+)(?!(?:bearer|basic)\s)(?!\[REDACTED\])[^\s,}]+`, 'gim');
 const BEARER = /\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+/** The password in `scheme://user:password@host`. */
+const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)[^\s/@]+@/gi;
+/** Tokens whose form gives them away wherever they stand. */
+const KNOWN_TOKEN =
+  /\b(?:sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})/g;
+/** `\u0074oken`: a JSON escape of a plain letter, digit, `_` or `-`, which a key may use to hide from the patterns. */
+const ESCAPED_PLAIN = /\\u00(2[dD]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])/g;
 
-/** Hides the values of keys that look secret (tokens, passwords, API keys, cookies) and bearer credentials. */
+/**
+ * Hides secrets in text from a peer or a config before it is shown: the values of keys that look secret (in
+ * JSON, single-quoted dicts, `key=value` and `key: value` text, keys spelled with `\u` escapes), bearer and
+ * basic credentials, URL passwords, and tokens of well-known forms.
+ */
 export function redact(text: string): string {
-  return text.replace(SECRET_MEMBER, '$1"[REDACTED]"').replace(BEARER, '$1 [REDACTED]');
+  return text
+    .replace(ESCAPED_PLAIN, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    .replace(BEARER, '$1 [REDACTED]')
+    .replace(SECRET_MEMBER, (_m, key: string, quote: string) => `${key}${quote}[REDACTED]${quote}`)
+    .replace(SECRET_ASSIGNMENT, '$1[REDACTED]')
+    .replace(SECRET_FIELD, '$1$2[REDACTED]')
+    .replace(URL_PASSWORD, '$1[REDACTED]@')
+    .replace(KNOWN_TOKEN, '[REDACTED]');
+}
+
+/**
+ * Characters that must not reach a terminal raw: C0 and C1 controls (escape sequences retitle the terminal or
+ * clear the screen), DEL, line and paragraph separators, and the bidirectional controls that reorder text.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Text from a peer made safe to print: every unprintable character escaped as `\n`, `\t` or `\uXXXX`. */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, escapeControl);
+}
+
+/**
+ * JSON text made safe for a terminal and still the same JSON: JSON.stringify escapes C0 controls already, and
+ * DEL, C1 controls, line separators and bidirectional controls inside strings become `\uXXXX` escapes too.
+ */
+export function printableJson(value: unknown, indent?: number): string {
+  return (JSON.stringify(value, null, indent) ?? 'null').replace(
+    /[\u007f-\u009f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    escapeControl,
+  );
+}
+
+/** A line from a peer (a server's stderr, say) as it may be shown: redacted, then made printable. */
+export function safeLine(text: string): string {
+  return printable(redact(text));
 }
 
 /**
@@ -105,8 +159,7 @@ export function preview(input: string | Uint8Array): string {
     cut = input.length > PREVIEW_SCAN_BYTES;
     text = Buffer.from(input.buffer, input.byteOffset, Math.min(input.length, PREVIEW_SCAN_BYTES)).toString('utf8');
   }
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes.
-  text = redact(text.trim()).replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, escapeControl);
+  text = printable(redact(text.trim()));
   if (text.length > PREVIEW_CHARS) {
     text = text.slice(0, PREVIEW_CHARS);
     cut = true;
@@ -125,4 +178,24 @@ function escapeControl(ch: string): string {
     default:
       return `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`;
   }
+}
+
+const SECRET_KEY_NAME = new RegExp(SECRET_WORD, 'i');
+
+/**
+ * A copy of a parsed message with its secrets hidden, for what keeps messages (cassettes): the value of every
+ * member whose key looks secret becomes "[REDACTED]", and every string goes through redact(). Decoded
+ * messages nest at most maxDepth levels, so the walk is bounded; deeper data is cut off as "[TOO DEEP]".
+ */
+export function redactMessage(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth >= 1000) return '[TOO DEEP]';
+  if (Array.isArray(value)) return value.map((v) => redactMessage(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const clean = SECRET_KEY_NAME.test(key) && v !== null && typeof v !== 'object' ? '[REDACTED]' : redactMessage(v, depth + 1);
+    Object.defineProperty(out, key, { value: clean, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
 }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { FrameError, PREVIEW_CHARS, preview, redact } from '../lib/errors.js';
+import { unprintable } from './helpers/unprintable.js';
+import { FrameError, PREVIEW_CHARS, preview, printable, printableJson, redact, redactMessage, safeLine } from '../lib/errors.js';
 
 describe('FrameError', () => {
   it('carries a code, a position and a preview, and says where in its message', () => {
@@ -30,10 +31,65 @@ describe('redact', () => {
     ['Authorization: Bearer abc.def-ghi', 'Authorization: Bearer [REDACTED]'],
     ['{"name":"token","tokens":3}', '{"name":"token","tokens":"[REDACTED]"}'],
     ['{"method":"tools/call","id":1}', '{"method":"tools/call","id":1}'],
+    ['{"auth":"abc","oauth_code":"x"}', '{"auth":"[REDACTED]","oauth_code":"[REDACTED]"}'],
+    ['password=hunter2 token=abc other=1', 'password=[REDACTED] token=[REDACTED] other=1'],
+    ["{'token': 'abc', 'x': 1}", "{'token': '[REDACTED]', 'x': 1}"],
+    ['{"\\u0074oken":"abc"}', '{"token":"[REDACTED]"}'],
+    ['fetching https://user:pa55@example.test/x', 'fetching https://user:[REDACTED]@example.test/x'],
+    ['api_key: abc123 rest', 'api_key: [REDACTED] rest'],
+    ['GET /v1?api_key=abc&page=2', 'GET /v1?api_key=[REDACTED]&page=2'],
+    ['API_KEY=sk-live-0123456789 started', 'API_KEY=[REDACTED] started'],
+    ['a key sk-proj-0123456789abcdef in plain text', 'a key [REDACTED] in plain text'],
+    ['time: 12:30, plain text: hello', 'time: 12:30, plain text: hello'],
   ];
   for (const [input, output] of cases) {
     it(`redacts ${input}`, () => expect(redact(input)).to.equal(output));
   }
+});
+
+describe('redactMessage', () => {
+  it('hides values under secret keys and secrets inside strings, at any depth, and keeps the rest', () => {
+    const msg = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'fetch', arguments: { url: 'https://u:pw@h/x', headers: { Authorization: 'Bearer abc' }, apiKey: 'k', count: 2 } },
+    };
+    expect(redactMessage(msg)).to.deep.equal({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: {
+        name: 'fetch',
+        arguments: { url: 'https://u:[REDACTED]@h/x', headers: { Authorization: '[REDACTED]' }, apiKey: '[REDACTED]', count: 2 },
+      },
+    });
+    expect(msg.params.arguments.apiKey).to.equal('k');
+  });
+
+  it('keeps __proto__ an ordinary key', () => {
+    const msg = JSON.parse('{"__proto__":{"token":"x"}}') as object;
+    const out = redactMessage(msg) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).to.equal(Object.prototype);
+    expect(Object.getOwnPropertyDescriptor(out, '__proto__')?.value).to.deep.equal({ token: '[REDACTED]' });
+  });
+});
+
+describe('terminal safety', () => {
+  const hostile = 'x\u001b]0;owned\u0007\u001b[2J\u009b31m\u202eevil\u2066\u200f\u007f';
+  it('escapes C0 and C1 controls, DEL and bidirectional controls', () => {
+    expect(printable(hostile)).to.equal('x\\u001b]0;owned\\u0007\\u001b[2J\\u009b31m\\u202eevil\\u2066\\u200f\\u007f');
+    expect(unprintable(hostile)).to.have.length(8);
+    expect(unprintable(preview(hostile))).to.deep.equal([]);
+    expect(safeLine('token=abc \u001b[2J')).to.equal('token=[REDACTED] \\u001b[2J');
+  });
+
+  it('keeps JSON valid and equal while escaping what JSON.stringify leaves raw', () => {
+    const value = { text: hostile, line: 'a\u2028b' };
+    const text = printableJson(value, 2);
+    expect(unprintable(text, '\n')).to.deep.equal([]);
+    expect(JSON.parse(text)).to.deep.equal(value);
+  });
 });
 
 describe('preview', () => {

@@ -1,9 +1,10 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Duplex, Transform, type TransformCallback } from 'node:stream';
-import type { FrameError, FrameErrorCode } from '../errors.js';
+import { type FrameError, type FrameErrorCode, redactMessage } from '../errors.js';
 import type { DecodeSink } from '../framings/codec.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
+import { checkParsed } from '../framings/json.js';
 import { NdjsonDecoder, frame } from '../framings/ndjson.js';
 import { jsonErrorPosition } from '../json-position.js';
 
@@ -33,12 +34,24 @@ export interface EventRecorder {
   /** Milliseconds since recording started. */
   now(): number;
   write(event: CassetteEvent): void;
+  /** Hide secrets in the messages recorded (see redactMessage). @defaultValue true */
+  readonly redact?: boolean;
+}
+
+export interface RecordOptions {
+  /**
+   * Hide secrets in what is recorded: values under keys that look secret become "[REDACTED]", and bearer
+   * tokens, URL passwords and `key=value` secrets in strings are hidden. `false` keeps every value as sent.
+   * @defaultValue true
+   */
+  redact?: boolean;
 }
 
 /** A decoder sink that records what one side sends. */
 function recordingSink(recorder: EventRecorder, from: Side): DecodeSink {
+  const clean = recorder.redact === false ? (msg: unknown) => msg : redactMessage;
   return {
-    message: (msg) => recorder.write({ from, t: recorder.now(), msg }),
+    message: (msg) => recorder.write({ from, t: recorder.now(), msg: clean(msg) }),
     invalid: (err: FrameError) => {
       recorder.write({ from, t: recorder.now(), invalid: err.preview, code: err.code });
       return true;
@@ -78,8 +91,13 @@ export class RecordingTap extends Transform {
 export class CassetteWriter implements EventRecorder {
   readonly #fd: number;
   readonly #start = performance.now();
+  readonly redact: boolean;
 
-  constructor(readonly path: string) {
+  constructor(
+    readonly path: string,
+    options: RecordOptions = {},
+  ) {
+    this.redact = options.redact !== false;
     this.#fd = openSync(path, 'w');
   }
 
@@ -101,7 +119,10 @@ export class CassetteWriter implements EventRecorder {
   }
 }
 
-function isEvent(v: unknown): v is CassetteEvent {
+export const NOT_AN_EVENT = 'not a cassette event: expected {"from": "client" | "server", "t": ms, "msg": message}';
+
+/** True when `v` has the shape of a cassette line. */
+export function isCassetteEvent(v: unknown): v is CassetteEvent {
   if (typeof v !== 'object' || v === null) return false;
   const e = v as Record<string, unknown>;
   return (
@@ -109,6 +130,12 @@ function isEvent(v: unknown): v is CassetteEvent {
     typeof e.t === 'number' &&
     ('msg' in e || (typeof e.invalid === 'string' && typeof e.code === 'string'))
   );
+}
+
+/** The error for a cassette line that is not JSON, with the column where it stops being JSON. */
+export function notJson(file: string, line: number, text: string): CassetteError {
+  const at = jsonErrorPosition(text);
+  return new CassetteError(file, line, `not JSON${at ? ` (column ${at.column})` : ''}`);
 }
 
 /** Parses a cassette's text; every problem names the file and line. */
@@ -122,11 +149,13 @@ export function parseCassette(text: string, file = 'cassette'): CassetteEvent[] 
     try {
       value = JSON.parse(line);
     } catch {
-      const at = jsonErrorPosition(line);
-      throw new CassetteError(file, i + 1, `not JSON${at ? ` (column ${at.column})` : ''}`);
+      throw notJson(file, i + 1, line);
     }
-    if (!isEvent(value))
-      throw new CassetteError(file, i + 1, 'not a cassette event: expected {"from": "client" | "server", "t": ms, "msg": message}');
+    if (!isCassetteEvent(value)) throw new CassetteError(file, i + 1, NOT_AN_EVENT);
+    // The event wraps its message in one more level.
+    if (!checkParsed(value, line.length, DEFAULT_MAX_DEPTH + 1).ok) {
+      throw new CassetteError(file, i + 1, `the message nests deeper than ${DEFAULT_MAX_DEPTH} levels`);
+    }
     events.push(value);
   });
   return events;
@@ -149,13 +178,14 @@ function canonical(value: unknown): string {
 }
 
 /**
- * What a request is matched by: its method and params, without `_meta` (progress tokens differ between runs).
+ * What a request is matched by: its method and params, without `_meta` (progress tokens differ between runs),
+ * and with secrets hidden as a recording hides them, so that a redacted cassette matches the live request.
  * `initialize` matches by method alone, since every client names itself differently.
  */
 export function requestKey(method: string, params: unknown): string {
   if (method === 'initialize') return method;
   const rest = isObject(params) ? Object.fromEntries(Object.entries(params).filter(([k]) => k !== '_meta')) : params;
-  return `${method} ${canonical(rest ?? null)}`;
+  return `${method} ${canonical(redactMessage(rest ?? null))}`;
 }
 
 /** A recorded client request and what the server sent for it: notifications on the way, then its response. */
@@ -228,13 +258,22 @@ export interface ReplayOptions {
  */
 export class Replayer {
   readonly #exchanges: Exchange[];
-  readonly #used = new Set<Exchange>();
+  /** The exchanges by request key, in order, and how many of each key have been used: a lookup, not a scan. */
+  readonly #byKey = new Map<string, Exchange[]>();
+  readonly #usedByKey = new Map<string, number>();
+  readonly #methods = new Set<unknown>();
   readonly #strict: boolean;
   readonly #onMiss: ReplayOptions['onMiss'];
   #next = 0;
 
   constructor(events: readonly CassetteEvent[], options: ReplayOptions = {}) {
     this.#exchanges = exchanges(events);
+    for (const exchange of this.#exchanges) {
+      const list = this.#byKey.get(exchange.key);
+      if (list === undefined) this.#byKey.set(exchange.key, [exchange]);
+      else list.push(exchange);
+      this.#methods.add(exchange.request.method);
+    }
     this.#strict = options.strictOrder === true;
     this.#onMiss = options.onMiss;
   }
@@ -245,7 +284,7 @@ export class Replayer {
     const key = requestKey(msg.method, msg.params);
     const found = this.#find(key);
     if (found === undefined) {
-      const known = this.#exchanges.some((e) => e.request.method === msg.method);
+      const known = this.#methods.has(msg.method);
       const reason = this.#strict
         ? `it is not the next recorded request (${this.#exchanges[this.#next]?.request.method ?? 'none left'})`
         : known
@@ -277,11 +316,11 @@ export class Replayer {
       this.#next++;
       return next;
     }
-    const candidates = this.#exchanges.filter((e) => e.key === key);
-    const fresh = candidates.find((e) => !this.#used.has(e));
-    const chosen = fresh ?? candidates[candidates.length - 1];
-    if (chosen !== undefined) this.#used.add(chosen);
-    return chosen;
+    const candidates = this.#byKey.get(key);
+    if (candidates === undefined) return undefined;
+    const used = this.#usedByKey.get(key) ?? 0;
+    this.#usedByKey.set(key, used + 1);
+    return candidates[Math.min(used, candidates.length - 1)];
   }
 }
 
@@ -323,8 +362,14 @@ export function replayStream(events: readonly CassetteEvent[], options: ReplayOp
  */
 export class Cassette implements EventRecorder {
   readonly #start = performance.now();
+  readonly redact: boolean;
 
-  constructor(readonly events: CassetteEvent[] = []) {}
+  constructor(
+    readonly events: CassetteEvent[] = [],
+    options: RecordOptions = {},
+  ) {
+    this.redact = options.redact !== false;
+  }
 
   now(): number {
     return Math.round((performance.now() - this.#start) * 1000) / 1000;

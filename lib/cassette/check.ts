@@ -1,8 +1,9 @@
-import { preview, type FrameError } from '../errors.js';
+import { type FrameError, preview, printable, printableJson } from '../errors.js';
 import type { DecodeSink } from '../framings/codec.js';
-import { DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from '../framings/index.js';
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from '../framings/index.js';
 import { jsonRpcProblem } from '../jsonrpc.js';
-import type { CassetteEvent, Side } from './cassette.js';
+import { NdjsonDecoder } from '../framings/ndjson.js';
+import { CassetteError, type CassetteEvent, isCassetteEvent, NOT_AN_EVENT, type Side } from './cassette.js';
 
 /** Where in a capture something is: the message's number (bad frames counted too) and its byte offset. */
 export interface CapturePosition {
@@ -174,11 +175,45 @@ export async function checkStream(source: AsyncIterable<Buffer | string>, framin
 export function checkCassette(events: readonly CassetteEvent[]): CheckReport {
   const tally = new Tally('cassette');
   events.forEach((event, i) => {
-    const at: CapturePosition = { message: i + 1, line: i + 1, from: event.from };
-    tally.report.bytes += Buffer.byteLength(JSON.stringify(event)) + 1;
-    if ('msg' in event) tally.frame(event.msg, at);
-    else tally.problem({ ...at, code: event.code, text: 'recorded as not a valid frame', preview: event.invalid });
+    tallyEvent(tally, event, i + 1, Buffer.byteLength(JSON.stringify(event)) + 1);
   });
+  return tally.finish();
+}
+
+function tallyEvent(tally: Tally, event: CassetteEvent, n: number, bytes: number): void {
+  const at: CapturePosition = { message: n, line: n, from: event.from };
+  tally.report.bytes += bytes;
+  if ('msg' in event) tally.frame(event.msg, at);
+  else tally.problem({ ...at, code: event.code, text: 'recorded as not a valid frame', preview: event.invalid });
+}
+
+/**
+ * As checkCassette, reading the cassette as it streams: memory is bounded by the largest line and the requests
+ * still unanswered, not by the file. A line that is not a cassette event is a CassetteError naming it.
+ */
+export async function checkCassetteStream(source: AsyncIterable<Buffer | string>, file = 'cassette'): Promise<CheckReport> {
+  const tally = new Tally('cassette');
+  // The event wraps its message in one more level.
+  const core = new NdjsonDecoder({ maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, maxDepth: DEFAULT_MAX_DEPTH + 1 });
+  let failure: CassetteError | undefined;
+  let n = 0;
+  const sink: DecodeSink = {
+    message: (value, text) => {
+      const line = core.lastPosition().line!;
+      if (!isCassetteEvent(value)) failure ??= new CassetteError(file, line, NOT_AN_EVENT);
+      else tallyEvent(tally, value, ++n, Buffer.byteLength(text) + 1);
+    },
+    invalid: (err) => {
+      failure ??= err.code === 'INVALID_JSON' ? new CassetteError(file, err.line, 'not JSON') : new CassetteError(file, err.line, err.reason);
+      return false;
+    },
+  };
+  for await (const piece of source) {
+    core.write(typeof piece === 'string' ? Buffer.from(piece) : piece, sink);
+    if (failure !== undefined) throw failure;
+  }
+  core.end(sink);
+  if (failure !== undefined) throw failure;
   return tally.finish();
 }
 
@@ -200,8 +235,10 @@ export function formatReport(r: CheckReport): string {
   if (r.crlf) out.push('note: CRLF line ends seen');
   if (r.bom) out.push('note: the stream starts with a UTF-8 BOM');
   for (const p of r.problems) out.push(`error: ${p.code} at ${where(p)}: ${p.text}${p.preview ? `: ${p.preview}` : ''}`);
-  for (const u of r.unmatchedResponses) out.push(`error: response with id ${JSON.stringify(u.id)} matches no request (${where(u)})`);
-  for (const u of r.unansweredRequests) out.push(`error: request ${u.method} with id ${JSON.stringify(u.id)} was never answered (${where(u)})`);
+  // Ids and methods come from the capture: escaped, so that they cannot drive the terminal.
+  for (const u of r.unmatchedResponses) out.push(`error: response with id ${printableJson(u.id)} matches no request (${where(u)})`);
+  for (const u of r.unansweredRequests)
+    out.push(`error: request ${printable(u.method)} with id ${printableJson(u.id)} was never answered (${where(u)})`);
   out.push(
     r.ok
       ? 'ok'

@@ -1,6 +1,6 @@
 import { listNames, loadConfig, serverNamed } from '../client/config.js';
 import { connect, RpcError, type Connection, type FrameTrace } from '../client/connection.js';
-import type { FrameError } from '../errors.js';
+import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { ConnectionError } from '../client/errors.js';
 import { CliError, parseOptions, positiveInteger, writeStdout } from './io.js';
@@ -67,6 +67,13 @@ export async function callCommand(args: string[]): Promise<void> {
   const entry = serverNamed(config, opts.server);
   if (entry === undefined) throw new CliError(`no server "${opts.server}" in ${opts.config}; it has: ${listNames(config)}`);
   let connection: Connection | undefined;
+  // Interrupted, the servers are closed first (stdin, SIGTERM, SIGKILL), so that none is left running.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    const code = signal === 'SIGINT' ? 130 : 143;
+    void (connection?.close() ?? Promise.resolve()).finally(() => process.exit(code));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     const listen = (c: Connection): void => {
       c.on('invalid', (err: FrameError) =>
@@ -74,32 +81,44 @@ export async function callCommand(args: string[]): Promise<void> {
       );
       if (opts.trace) {
         c.on('frame', (t: FrameTrace) => process.stderr.write(describeTrace(t)));
-        c.on('stderr', (line: string) => process.stderr.write(`[${opts.server} stderr] ${line}\n`));
+        c.on('stderr', (line: string) => process.stderr.write(`[${opts.server} stderr] ${safeLine(line)}\n`));
       }
     };
     const timeouts = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs, requestTimeoutMs: opts.timeoutMs };
-    connection = await connect(entry, { name: opts.server, onSpawn: listen, ...timeouts }).catch((err: unknown) => {
+    connection = await connect(entry, {
+      name: opts.server,
+      onSpawn: (c) => {
+        connection = c;
+        listen(c);
+      },
+      ...timeouts,
+    }).catch((err: unknown) => {
       throw err instanceof ConnectionError ? new CliError(err.message) : err;
     });
     const c = connection;
     const init = c.initializeResult as { protocolVersion: string; serverInfo?: { name?: string; version?: string } };
     const info = init.serverInfo;
-    process.stderr.write(`connected to ${info?.name ?? opts.server} ${info?.version ?? ''} (protocol ${init.protocolVersion}, pid ${c.pid})\n`);
+    process.stderr.write(
+      `connected to ${safeLine(`${info?.name ?? opts.server} ${info?.version ?? ''}`)} (protocol ${safeLine(String(init.protocolVersion))}, pid ${c.pid})\n`,
+    );
     if (opts.method === undefined) {
       const tools = await listTools(c);
-      const width = Math.max(0, ...tools.map((t) => t.name.length));
-      const lines = tools.map((t) => `${t.name.padEnd(width)}  ${(t.description ?? '').split('\n')[0]}`.trimEnd());
+      const names = tools.map((t) => printable(String(t.name)));
+      const width = Math.max(0, ...names.map((n) => n.length));
+      const lines = tools.map((t, i) => `${names[i]!.padEnd(width)}  ${printable(String(t.description ?? '').split('\n')[0]!)}`.trimEnd());
       await writeStdout(`${lines.join('\n')}${lines.length > 0 ? '\n' : ''}`);
     } else {
       const result = await c.request(opts.method, opts.params);
-      await writeStdout(`${JSON.stringify(result, null, 2)}\n`);
+      await writeStdout(`${printableJson(result, 2)}\n`);
     }
   } catch (err) {
     if (err instanceof RpcError)
-      throw new CliError(`server "${opts.server}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${err.message}`);
+      throw new CliError(`server "${opts.server}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${safeLine(err.message)}`);
     if (err instanceof ConnectionError) throw new CliError(err.message);
     throw err;
   } finally {
     await connection?.close();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
 }

@@ -1,9 +1,9 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { parseCassette, CassetteError } from '../cassette/cassette.js';
-import { checkCassette, checkStream, formatReport, type CheckReport } from '../cassette/check.js';
+import { CassetteError } from '../cassette/cassette.js';
+import { checkCassetteStream, checkStream, formatReport, type CheckReport } from '../cassette/check.js';
 import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/index.js';
-import { CliError, parseOptions, readInput, writeStdout } from './io.js';
+import { CliError, parseOptions, writeStdout } from './io.js';
 
 const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...FRAMING_NAMES, 'cassette'].join(' | ')}] [--json]`;
 
@@ -44,7 +44,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   let report: CheckReport;
   if (format === 'cassette') {
     try {
-      report = checkCassette(parseCassette(await readInput(path, 'cassette'), stdin ? 'stdin' : path));
+      report = await checkCassetteStream(stdin ? process.stdin : createReadStream(path), stdin ? 'stdin' : path);
     } catch (err) {
       throw err instanceof CassetteError ? new CliError(err.message) : err;
     }

@@ -3,29 +3,38 @@ import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { CassetteWriter } from '../cassette/cassette.js';
 import { isStdioServer, loadConfig, serverNamed } from '../client/config.js';
+import { serverEnv } from '../client/stdio.js';
 import { CliError, parseOptions } from './io.js';
 
-const USAGE = `usage: mcp-frame record --out <cassette> -- <command> [args...]
-       mcp-frame record --out <cassette> --config <path> <server>`;
+const USAGE = `usage: mcp-frame record --out <cassette> [--no-redact] -- <command> [args...]
+       mcp-frame record --out <cassette> [--no-redact] --config <path> <server>`;
 
 interface RecordArgs {
   out: string;
   command: string;
   args: string[];
-  env: Record<string, string> | undefined;
+  /** The server's whole environment. */
+  env: NodeJS.ProcessEnv;
   cwd: string | undefined;
+  redact: boolean;
 }
 
 async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
   const dash = args.indexOf('--');
   const own = dash === -1 ? args : args.slice(0, dash);
-  const { values, positionals } = parseOptions(own, { out: { type: 'string' }, config: { type: 'string' } }, USAGE);
+  const { values, positionals } = parseOptions(
+    own,
+    { out: { type: 'string' }, config: { type: 'string' }, 'no-redact': { type: 'boolean', default: false } },
+    USAGE,
+  );
   const out = values.out as string | undefined;
   if (out === undefined) throw new CliError(`--out is required\n${USAGE}`, 2);
+  const redact = values['no-redact'] !== true;
   if (dash !== -1) {
     const [command, ...rest] = args.slice(dash + 1);
     if (command === undefined || positionals.length > 0 || values.config !== undefined) throw new CliError(USAGE, 2);
-    return { out, command, args: rest, env: undefined, cwd: undefined };
+    // A host starts this in place of the server, with the environment it means the server to have.
+    return { out, command, args: rest, env: process.env, cwd: undefined, redact };
   }
   const config = values.config as string | undefined;
   const [name, ...extra] = positionals;
@@ -36,7 +45,8 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
   const server = serverNamed(loaded, name);
   if (server === undefined) throw new CliError(`no server "${name}" in ${config}`);
   if (!isStdioServer(server)) throw new CliError(`server "${name}" in ${config} is not a stdio server`);
-  return { out, command: server.command, args: server.args ?? [], env: server.env, cwd: server.cwd };
+  // As `call` and connect() start it: the safe default environment plus the entry's own.
+  return { out, command: server.command, args: server.args ?? [], env: serverEnv(server), cwd: server.cwd, redact };
 }
 
 /**
@@ -48,14 +58,14 @@ export async function recordCommand(argv: string[]): Promise<number> {
   const opts = await parseRecordArgs(argv);
   let writer: CassetteWriter;
   try {
-    writer = new CassetteWriter(opts.out);
+    writer = new CassetteWriter(opts.out, { redact: opts.redact });
   } catch (err) {
     throw new CliError(`cannot write cassette ${opts.out}: ${(err as Error).message}`);
   }
   const child = spawn(opts.command, opts.args, {
     stdio: ['pipe', 'pipe', 'inherit'],
     cwd: opts.cwd,
-    env: opts.env === undefined ? process.env : { ...process.env, ...opts.env },
+    env: opts.env,
   });
   const started = new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);

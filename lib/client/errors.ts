@@ -29,7 +29,7 @@ export class ConnectionError extends Error {
   /** The server's exit code and signal, for EXITED. */
   readonly exitCode: number | null | undefined;
   readonly signal: NodeJS.Signals | null | undefined;
-  /** The last lines the server wrote to stderr. */
+  /** The last lines the server wrote to stderr, redacted and escaped for a terminal. */
   readonly stderr: string[];
 
   constructor(

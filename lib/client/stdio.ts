@@ -5,6 +5,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { forwardWhenListened, StreamChannel, type Channel } from './channel.js';
 import type { StdioServerConfig } from './config.js';
+import { safeLine } from '../errors.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 
 /** The environment a server gets by default: what it needs to run, and no secrets of the host's (as the MCP SDK does). */
@@ -169,7 +170,8 @@ export class StdioChannel extends EventEmitter implements Channel {
 
   /** An error describing why the server cannot answer: closing, exited (with its status), or its stdout closed. */
   endError(what: string): ConnectionError {
-    const tail = this.stderrTail;
+    // The server's stderr goes into messages that get logged: redacted, and escaped for a terminal.
+    const tail = this.#stderrTail.map(safeLine);
     if (this.#closing !== undefined && this.#status === undefined) {
       return new ConnectionError('CLOSED', `${what}: the connection to server "${this.name}" is closing`, { stderr: tail });
     }

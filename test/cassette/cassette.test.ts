@@ -180,4 +180,55 @@ describe('Cassette', () => {
     ]);
     expect(replies.join('')).to.include('"sum":42');
   });
+
+  describe('secrets and hostile lines', () => {
+    const withSecret = {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'fetch', arguments: { url: 'https://u:pa55@h/x', apiKey: 'k-123' } },
+    };
+    const recordOne = (cassette: Cassette): void => {
+      const tap = cassette.tap('client');
+      tap.resume();
+      tap.end(frame(withSecret));
+    };
+
+    it('redacts what it records by default, and the live request still matches it', async () => {
+      const cassette = new Cassette();
+      recordOne(cassette);
+      await new Promise((resolve) => setImmediate(resolve));
+      const text = cassette.toString();
+      expect(text).to.not.include('pa55').and.to.not.include('k-123');
+      expect(text).to.include('[REDACTED]');
+      const events = [...parseCassette(text), s({ jsonrpc: '2.0', id: 7, result: { ok: true } })];
+      expect(new Replayer(events).answer(withSecret)).to.deep.equal([{ jsonrpc: '2.0', id: 7, result: { ok: true } }]);
+    });
+
+    it('keeps every value with redact: false', async () => {
+      const cassette = new Cassette([], { redact: false });
+      recordOne(cassette);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(cassette.events[0]).to.deep.include({ msg: withSecret });
+    });
+
+    it('names a line nested too deep instead of overflowing the stack', () => {
+      const deep = `{"from":"client","t":0,"msg":{"jsonrpc":"2.0","id":1,"method":"x","params":${'['.repeat(5000)}${']'.repeat(5000)}}}`;
+      expect(() => parseCassette(`${JSON.stringify(session[0])}\n${deep}\n`, 'deep.cassette'))
+        .to.throw(CassetteError)
+        .with.property('line', 2);
+    });
+
+    it('answers each of many recordings of one request in turn, then repeats the last', () => {
+      const events: CassetteEvent[] = [];
+      for (let i = 0; i < 5000; i++) {
+        events.push(c({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'n' } }));
+        events.push(s({ jsonrpc: '2.0', id: i, result: { n: i } }));
+      }
+      const replayer = new Replayer(events);
+      const live = (id: number) => replayer.answer({ jsonrpc: '2.0', id: `L${id}`, method: 'tools/call', params: { name: 'n' } });
+      for (let i = 0; i < 5000; i++) expect(live(i)).to.deep.equal([{ jsonrpc: '2.0', id: `L${i}`, result: { n: i } }]);
+      expect(live(5000)).to.deep.equal([{ jsonrpc: '2.0', id: 'L5000', result: { n: 4999 } }]);
+    });
+  });
 });

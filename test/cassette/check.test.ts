@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { CassetteEvent } from '../../lib/cassette/cassette.js';
-import { checkCassette, checkStream, formatReport } from '../../lib/cassette/check.js';
+import { CassetteError, type CassetteEvent } from '../../lib/cassette/cassette.js';
+import { checkCassette, checkCassetteStream, checkStream, formatReport } from '../../lib/cassette/check.js';
 import { frameContentLength } from '../../lib/framings/content-length.js';
 import { frame } from '../../lib/framings/ndjson.js';
 import { frameSse } from '../../lib/framings/sse.js';
@@ -88,7 +88,7 @@ describe('check', () => {
     ]);
   });
 
-  it("pairs requests with the other side's responses in a cassette", () => {
+  it("pairs requests with the other side's responses in a cassette, whole or streamed", async () => {
     const events: CassetteEvent[] = [
       { from: 'client', t: 0, msg: req(1) },
       { from: 'server', t: 1, msg: req(1, 'roots/list') },
@@ -103,5 +103,23 @@ describe('check', () => {
     expect(r.unansweredRequests.map((u) => [u.id, u.from, u.method])).to.deep.equal([[2, 'client', 'tools/list']]);
     expect(r.problems.map((p) => [p.code, p.message, p.from])).to.deep.equal([['INVALID_JSON', 7, 'server']]);
     expect(r.requests).to.equal(3);
+
+    // Read as a stream, in any chunks, the cassette gives the same report.
+    const text = Buffer.from(events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+    for (const chunks of [[text], byteByByte(text)]) {
+      expect(await checkCassetteStream(chunksOf(chunks), 'c.cassette')).to.deep.equal(r);
+    }
+  });
+
+  it('names the line of a cassette that is not one, when reading it as a stream', async () => {
+    const text = `${JSON.stringify({ from: 'client', t: 0, msg: req(1) })}\n{"not":"an event"}\n`;
+    let caught: unknown;
+    try {
+      await checkCassetteStream(chunksOf([Buffer.from(text)]), 'bad.cassette');
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).to.be.instanceOf(CassetteError);
+    expect((caught as CassetteError).message).to.match(/^bad\.cassette:2: not a cassette event/);
   });
 });

@@ -55,6 +55,7 @@ describe('mcp-frame call', () => {
   });
 
   const failures: Array<[string, string[], number, RegExp]> = [
+    ['a server named after an Object method', ['call', 'constructor'], 1, /no server "constructor" in \.mcp\.json; it has: demo/],
     ['an unknown server', ['call', 'nope'], 1, /no server "nope" in \.mcp\.json; it has: demo/],
     ['a missing config', ['call', 'demo', '--config', '/nonexistent/.mcp.json'], 1, /\/nonexistent\/\.mcp\.json: no such file/],
     ['an error response', ['call', 'demo', 'no/such'], 1, /server "demo" answered no\/such with error -32601/],

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, parseConfig } from '../../lib/client/config.js';
+import { ConfigError, listNames, loadConfig, parseConfig, serverNamed } from '../../lib/client/config.js';
 import { ROOT } from '../helpers/fixtures.js';
 
 function configError(fn: () => unknown): ConfigError {
@@ -125,4 +125,31 @@ describe('loadConfig', () => {
       expect(err.message.startsWith(`/etc/project/.mcp.json: ${jsonPath}: `)).to.equal(true);
     });
   }
+
+  describe('names and values a hostile config can hold', () => {
+    it('takes __proto__ as an ordinary server name, and finds no server named after an Object method', () => {
+      const config = parseConfig('{"mcpServers":{"__proto__":{"command":"a"},"b":{"command":"b"}}}', '/x/.mcp.json', { env: {} });
+      expect(Object.getPrototypeOf(config.mcpServers)).to.equal(Object.prototype);
+      expect(Object.keys(config.mcpServers)).to.deep.equal(['__proto__', 'b']);
+      expect(serverNamed(config, '__proto__')).to.deep.equal({ command: 'a' });
+      for (const name of ['constructor', 'toString', 'hasOwnProperty', 'valueOf']) expect(serverNamed(config, name), name).to.equal(undefined);
+    });
+
+    it('takes ${constructor} as a variable that is not set', () => {
+      const err = configError(() => parse({ mcpServers: { a: { command: '${constructor}' } } }));
+      expect(err.variable).to.equal('constructor');
+    });
+
+    it('places the error in a deeply nested invalid file, without a RangeError', () => {
+      const err = configError(() => parseConfig(`{"mcpServers":${'['.repeat(200_000)}`, '/x/.mcp.json'));
+      expect(err.message).to.match(/not valid JSON at line 1, column \d+/);
+    });
+
+    it('lists at most 20 names when a server is not found', () => {
+      const servers = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`server-${i}`, { command: 'x' }]));
+      const text = listNames(parse({ mcpServers: servers }));
+      expect(text).to.match(/^server-0, server-1, .*server-19 and 4980 more$/);
+      expect(text.length).to.be.lessThan(400);
+    });
+  });
 });

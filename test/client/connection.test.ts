@@ -9,6 +9,7 @@ import type { FrameError } from '../../lib/errors.js';
 import { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { rejection as rejectionOf } from '../helpers/rejection.js';
+import { unprintable } from '../helpers/unprintable.js';
 
 const rejection = (promise: Promise<unknown>): Promise<ConnectionError> => rejectionOf<ConnectionError>(promise);
 
@@ -248,6 +249,79 @@ describe('connect and Connection', () => {
       const err = await rejection(connect({ type: 'http', url: 'http://localhost:1/mcp' }));
       expect(err.code).to.equal('NOT_STDIO');
       expect(err.message).to.include('not a stdio server');
+    });
+  });
+
+  describe('with a hostile server (test/helpers/servers/hostile.ts)', () => {
+    const hostile = (mode: string) => server('hostile', mode);
+
+    it('reports messages nested past maxDepth as INVALID_MESSAGE and goes on, with or without a trace', async () => {
+      for (const trace of [false, true]) {
+        const invalid: FrameError[] = [];
+        const c = track(
+          await connect(hostile('deep'), {
+            onSpawn: (conn) => {
+              conn.on('invalid', (e: FrameError) => invalid.push(e));
+              if (trace) conn.on('frame', () => undefined);
+            },
+          }),
+        );
+        const err = await rejection(c.request('deep', {}, { timeoutMs: 300 }));
+        expect(err.code).to.equal('TIMEOUT');
+        expect(invalid.map((e) => [e.code, e.line])).to.deep.equal([
+          ['INVALID_MESSAGE', 2],
+          ['INVALID_MESSAGE', 3],
+        ]);
+        expect(await c.request('ping')).to.deep.equal({});
+      }
+    });
+
+    it('rejects a response that is not JSON-RPC, reports it, and goes on', async () => {
+      const invalid: FrameError[] = [];
+      const c = track(await connect(hostile('malformed'), { onSpawn: (conn) => conn.on('invalid', (e: FrameError) => invalid.push(e)) }));
+      for (const method of ['bad-error', 'no-result']) {
+        const err = await rejection(c.request(method));
+        expect(err.code, method).to.equal('INVALID_RESPONSE');
+        expect(err.message).to.include('not JSON-RPC 2.0');
+      }
+      expect(invalid.map((e) => e.code)).to.deep.equal(['INVALID_MESSAGE', 'INVALID_MESSAGE']);
+      expect(await c.request('ping')).to.deep.equal({});
+    });
+
+    it('rejects pending requests at once when the server closes its stdout but keeps running, and ends it', async () => {
+      const c = track(await connect(hostile('close-stdout'), { shutdownGraceMs: 200 }));
+      const exited = waitFor(c, 'exit');
+      await c.request('close');
+      const started = Date.now();
+      const err = await rejection(c.request('ping', {}, { timeoutMs: 20_000 }));
+      expect(err.code).to.be.oneOf(['ENDED', 'EXITED', 'CLOSED']);
+      expect(Date.now() - started).to.be.lessThan(2000);
+      await exited;
+      expect(isAlive(c.pid!)).to.equal(false);
+    });
+
+    it('keeps secrets and escape codes from its stderr out of the error message', async () => {
+      const err = await rejection(connect(hostile('secrets')));
+      expect(err.code).to.equal('EXITED');
+      const text = `${err.message}\n${err.stderr.join('\n')}`;
+      for (const secret of ['sk-live-0123456789abcdef', 'hunter2', 'eyJhbGciOiJIUzI1NiJ9']) expect(text).to.not.include(secret);
+      expect(text).to.include('[REDACTED]');
+      expect(unprintable(text, '\n')).to.deep.equal([]);
+      expect(text).to.include('\\u001b]0;owned title');
+    });
+
+    it('stops reading a server that floods pings without reading the answers', async () => {
+      const c = track(await connect(hostile('ping-flood'), { shutdownGraceMs: 200 }));
+      let received = 0;
+      c.on('frame', (f: { direction: string }) => {
+        if (f.direction === 'receive') received++;
+      });
+      await c.notify('notifications/x');
+      void c.request('flood', {}, { timeoutMs: 5000 }).catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Without backpressure both ways, every ping is read and answered into a queue that only grows.
+      expect(received).to.be.greaterThan(100);
+      expect(received).to.be.lessThan(20_000);
     });
   });
 
