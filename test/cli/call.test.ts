@@ -1,11 +1,14 @@
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCallArgs } from '../../lib/cli/call.js';
 import { CliError } from '../../lib/cli/io.js';
+import { ROOT } from '../helpers/fixtures.js';
 import { cli } from '../helpers/run.js';
+import { unprintable } from '../helpers/unprintable.js';
 
 const testServer = (name: string): { command: string; args: string[] } => ({
   command: process.execPath,
@@ -17,7 +20,15 @@ describe('mcp-frame call', () => {
   const config = join(dir, 'servers.json');
   writeFileSync(
     config,
-    JSON.stringify({ mcpServers: { crash: testServer('crash'), banner: testServer('banner'), remote: { type: 'http', url: 'http://localhost:1' } } }),
+    JSON.stringify({
+      mcpServers: {
+        crash: testServer('crash'),
+        banner: testServer('banner'),
+        remote: { type: 'http', url: 'http://localhost:1' },
+        hang: { ...testServer('hostile'), args: [...testServer('hostile').args, 'hang'] },
+        secrets: { ...testServer('hostile'), args: [...testServer('hostile').args, 'secrets'] },
+      },
+    }),
   );
 
   it('lists the tools of a server in ./.mcp.json, one line each, after the handshake', async () => {
@@ -77,6 +88,41 @@ describe('mcp-frame call', () => {
       if (code === 1) expect(lines).to.have.length(1);
     });
   }
+
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    it(`closes a server that ignores the end of its stdin when it gets ${signal}`, async function () {
+      this.timeout(15_000);
+      const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'call', 'hang', 'hang', '--config', config, '--trace'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => proc.on('close', resolve));
+      for (let i = 0; i < 200 && !/→ \d+ B .*"method":"hang"/.test(stderr); i++) await new Promise((r) => setTimeout(r, 25));
+      const pid = Number(/hostile hang pid (\d+)/.exec(stderr)?.[1]);
+      expect(pid, stderr).to.be.greaterThan(0);
+      proc.kill(signal);
+      expect(await exited).to.equal(signal === 'SIGINT' ? 130 : 143);
+      let alive = true;
+      for (let i = 0; i < 100 && alive; i++) {
+        try {
+          process.kill(pid, 0);
+          await new Promise((r) => setTimeout(r, 20));
+        } catch {
+          alive = false;
+        }
+      }
+      expect(alive).to.equal(false);
+    });
+  }
+
+  it("escapes and redacts a server's stderr in the error line", async () => {
+    const r = await cli(['call', 'secrets', '--config', config]);
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.not.include('sk-live-0123456789abcdef').and.to.not.include('hunter2');
+    expect(unprintable(r.stderr, '\n')).to.deep.equal([]);
+    expect(r.stderr).to.include('\\u001b]0;owned title');
+  });
 
   it('parses its arguments', () => {
     expect(parseCallArgs(['s', 'm', '[1]', '--trace', '--config', 'c.json', '--timeout', '500'])).to.deep.equal({

@@ -52,11 +52,20 @@ for (const [kind, open] of [
       expect(err.code).to.equal(-32601);
     });
 
-    it('answers 500 concurrent requests, each with its own result', async () => {
-      const sums = await Promise.all(Array.from({ length: 500 }, (_, i) => c.request('tools/call', { name: 'add', arguments: { a: i, b: 1 } })));
-      expect(sums.map((r) => (r as { structuredContent: { sum: number } }).structuredContent.sum)).to.deep.equal(
-        Array.from({ length: 500 }, (_, i) => i + 1),
-      );
+    it('answers 2,000 concurrent requests, each with its own result, with no listener warning', async () => {
+      const warnings: Error[] = [];
+      const onWarning = (w: Error): void => void warnings.push(w);
+      process.on('warning', onWarning);
+      try {
+        const sums = await Promise.all(Array.from({ length: 2000 }, (_, i) => c.request('tools/call', { name: 'add', arguments: { a: i, b: 1 } })));
+        expect(sums.map((r) => (r as { structuredContent: { sum: number } }).structuredContent.sum)).to.deep.equal(
+          Array.from({ length: 2000 }, (_, i) => i + 1),
+        );
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(warnings.map((w) => w.name)).to.deep.equal([]);
+      } finally {
+        process.off('warning', onWarning);
+      }
     });
 
     it('traces the frames as they crossed the wire', async () => {

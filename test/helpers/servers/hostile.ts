@@ -5,6 +5,7 @@
 //   close-stdout  answers the handshake, then closes its stdout on `close` and keeps running
 //   secrets       writes secrets and terminal escape codes to stderr, then exits with code 2
 //   ping-flood    on `flood`, stops reading its stdin and sends pings as fast as the pipe takes them
+//   hang          answers the handshake, never answers `hang`, and stays when its stdin ends
 import { serve, write } from './mini.js';
 
 const mode = process.argv[2];
@@ -17,38 +18,45 @@ if (mode === 'secrets') {
   process.exit(2);
 }
 
-serve('hostile', (msg) => {
-  switch (msg.method) {
-    case 'deep':
-      // Raw lines: JSON.stringify cannot even write these.
-      process.stdout.write(`{"jsonrpc":"2.0","method":"notifications/deep","params":{"a":${nested(16000, '[', ']')}}}\n`);
-      process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"o":${nested(5000, '{"k":', '}')}}}\n`);
-      return undefined;
-    case 'bad-error':
-      write({ jsonrpc: '2.0', id: msg.id, error: 'boom' });
-      return undefined;
-    case 'no-result':
-      write({ jsonrpc: '2.0', id: msg.id });
-      return undefined;
-    case 'close':
-      write({ jsonrpc: '2.0', id: msg.id, result: {} });
-      // Keep running with stdout closed: the host must not wait for answers that cannot come.
-      process.stdout.end();
-      setInterval(() => undefined, 1000);
-      return undefined;
-    case 'flood': {
-      process.stdin.pause();
-      let n = 0;
-      const more = (): void => {
-        while (process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id: `ping-${n++}`, method: 'ping' })}\n`)) {
-          if (n % 1000 === 0) return void setImmediate(more);
-        }
-        process.stdout.once('drain', more);
-      };
-      more();
-      return undefined;
+process.stderr.write(`hostile ${mode} pid ${process.pid}\n`);
+serve(
+  'hostile',
+  (msg) => {
+    switch (msg.method) {
+      case 'deep':
+        // Raw lines: JSON.stringify cannot even write these.
+        process.stdout.write(`{"jsonrpc":"2.0","method":"notifications/deep","params":{"a":${nested(16000, '[', ']')}}}\n`);
+        process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(msg.id)},"result":{"o":${nested(5000, '{"k":', '}')}}}\n`);
+        return undefined;
+      case 'bad-error':
+        write({ jsonrpc: '2.0', id: msg.id, error: 'boom' });
+        return undefined;
+      case 'no-result':
+        write({ jsonrpc: '2.0', id: msg.id });
+        return undefined;
+      case 'close':
+        write({ jsonrpc: '2.0', id: msg.id, result: {} });
+        // Keep running with stdout closed: the host must not wait for answers that cannot come.
+        process.stdout.end();
+        setInterval(() => undefined, 1000);
+        return undefined;
+      case 'hang':
+        return undefined;
+      case 'flood': {
+        process.stdin.pause();
+        let n = 0;
+        const more = (): void => {
+          while (process.stdout.write(`${JSON.stringify({ jsonrpc: '2.0', id: `ping-${n++}`, method: 'ping' })}\n`)) {
+            if (n % 1000 === 0) return void setImmediate(more);
+          }
+          process.stdout.once('drain', more);
+        };
+        more();
+        return undefined;
+      }
+      default:
+        return {};
     }
-    default:
-      return {};
-  }
-});
+  },
+  mode === 'hang' ? { onEnd: () => setInterval(() => undefined, 1000) } : {},
+);
