@@ -122,6 +122,8 @@ abstract class DecodingTransform extends FailAfterOutput {
   readonly #validate: boolean;
   readonly #timeoutMs: number | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** Someone listens for 'frame' (a flag, not a listener count per message: this is the hot path). */
+  #tracing = false;
   /** The bad frame that stops an `onInvalid: 'error'` decoder, set by the sink during a write. */
   #invalid: FrameError | undefined;
   protected readonly sink: DecodeSink;
@@ -150,10 +152,16 @@ abstract class DecodingTransform extends FailAfterOutput {
     this.#split = batch === 'split';
     this.#validate = options.validate === true;
     this.#timeoutMs = timeout;
+    const onNewListener = (event: string | symbol): void => {
+      if (event !== 'frame') return;
+      this.#tracing = true;
+      this.off('newListener', onNewListener);
+    };
+    this.on('newListener', onNewListener);
     this.sink = {
       message: (msg, text) => {
         // The wire text of each frame, for a trace; a batch is one frame.
-        if (this.listenerCount('frame') > 0) this.emit('frame', text);
+        if (this.#tracing) this.emit('frame', text);
         this.#accept(msg);
       },
       invalid: (error) => this.#report(error),

@@ -4,7 +4,7 @@ import { Duplex, Transform, type TransformCallback } from 'node:stream';
 import { type FrameError, type FrameErrorCode, redactMessage } from '../errors.js';
 import type { DecodeSink } from '../framings/codec.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
-import { checkParsed } from '../framings/json.js';
+import { problemOf } from '../framings/json.js';
 import { NdjsonDecoder, frame } from '../framings/ndjson.js';
 import { jsonErrorPosition } from '../json-position.js';
 
@@ -153,7 +153,7 @@ export function parseCassette(text: string, file = 'cassette'): CassetteEvent[] 
     }
     if (!isCassetteEvent(value)) throw new CassetteError(file, i + 1, NOT_AN_EVENT);
     // The event wraps its message in one more level.
-    if (!checkParsed(value, line.length, DEFAULT_MAX_DEPTH + 1).ok) {
+    if (problemOf(value, line, DEFAULT_MAX_DEPTH + 1) !== undefined) {
       throw new CassetteError(file, i + 1, `the message nests deeper than ${DEFAULT_MAX_DEPTH} levels`);
     }
     events.push(value);

@@ -47,9 +47,9 @@ export interface StreamChannelOptions {
   /** @defaultValue 64 MiB */
   maxMessageBytes?: number;
   /**
-   * Bytes of frames waiting for the output to take them before send() rejects with SEND_QUEUE_FULL. While
-   * anything waits, the input is not read: a peer that does not read what it is sent is not read either, so
-   * answers to its requests cannot pile up.
+   * Bytes of frames waiting for the output to take them before send() rejects with SEND_QUEUE_FULL. While more
+   * than a little waits (256 messages or 1 MiB), the input is not read either: a peer that does not read what
+   * it is sent is not read, so answers to its requests cannot pile up.
    * @defaultValue 64 MiB
    */
   maxQueuedBytes?: number;

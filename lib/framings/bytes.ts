@@ -2,6 +2,7 @@
  * What the three decoders share: byte constants, the BOM, line ends, the one size rule and the error it gives.
  * Each framing file keeps only what differs between framings.
  */
+import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 
 export const LF = 0x0a;
@@ -11,6 +12,16 @@ export const COLON = 0x3a;
 /** The chunk as a Buffer over the same memory (no copy). */
 export function asBuffer(chunk: Uint8Array): Buffer {
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+}
+
+/**
+ * `buf[start, end)` as text, or undefined when the bytes are not UTF-8. The decode replaces bad bytes with
+ * U+FFFD, so only a text holding U+FFFD has its bytes checked: in the usual one-byte (ASCII) string the search
+ * answers at once, and valid text costs no second pass.
+ */
+export function decodeUtf8(buf: Buffer, start: number, end: number): string | undefined {
+  const text = buf.toString('utf8', start, end);
+  return text.includes('\uFFFD') && !isUtf8(buf.subarray(start, end)) ? undefined : text;
 }
 
 /** `buf[start, end)` starts with the UTF-8 byte order mark. */

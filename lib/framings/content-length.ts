@@ -1,9 +1,8 @@
-import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { asBuffer, COLON, CR, LF, SizeLimit } from './bytes.js';
+import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
-import { DEFAULT_MAX_DEPTH, parseBody, serialize } from './json.js';
+import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** A header block longer than this is INVALID_HEADER. */
 export const MAX_HEADER_BYTES = 8 * 1024;
@@ -50,7 +49,9 @@ function contentLength(block: string): { length: number } | { problem: string } 
   let length: number | undefined;
   for (const raw of block.split('\n')) {
     // A line's CRs at its end are part of its line end: a line of only CRs is blank.
-    const line = raw.replace(/\r+$/, '');
+    let end = raw.length;
+    while (end > 0 && raw.charCodeAt(end - 1) === 0x0d) end--;
+    const line = end === raw.length ? raw : raw.slice(0, end);
     if (line === '') continue;
     const colon = line.indexOf(':');
     if (colon <= 0) return { problem: `a header line without a name and colon` };
@@ -322,18 +323,18 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     const at = this.#position();
     this.#nextFrame(next);
     this.#state = State.Header;
-    if (!isUtf8(buf.subarray(start, end)))
-      return sink.invalid(new FrameError('INVALID_UTF8', 'body is not valid UTF-8', at, preview(buf.subarray(start, end))));
-    const text = buf.toString('utf8', start, end);
-    const parsed = parseBody(text, this.#maxDepth);
-    if (parsed.ok) {
+    const text = decodeUtf8(buf, start, end);
+    if (text === undefined) return sink.invalid(new FrameError('INVALID_UTF8', 'body is not valid UTF-8', at, preview(buf.subarray(start, end))));
+    const msg = tryParse(text);
+    const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth) ? undefined : problemOf(msg, text, this.#maxDepth);
+    if (problem === undefined) {
       this.#lastIndex = at.index!;
       this.#lastOffset = at.offset!;
-      sink.message(parsed.msg, text);
+      sink.message(msg, text);
       return true;
     }
-    const what = parsed.code === 'INVALID_JSON' ? `body ${parsed.reason}` : parsed.reason;
-    return sink.invalid(new FrameError(parsed.code, what, at, preview(text)));
+    const what = problem.code === 'INVALID_JSON' ? `body ${problem.reason}` : problem.reason;
+    return sink.invalid(new FrameError(problem.code, what, at, preview(text)));
   }
 
   /** The frame is over; the next one starts at stream offset `at`. */

@@ -58,29 +58,41 @@ export function isJsonBlank(text: string): boolean {
   return true;
 }
 
-export type ParsedFrame = { ok: true; msg: unknown } | { ok: false; code: 'INVALID_JSON' | 'INVALID_MESSAGE'; reason: string };
+/** What tryParse returns for a text that is not JSON. */
+export const NOT_JSON: unique symbol = Symbol('not JSON');
 
 /**
- * Parses the JSON text of one frame for a decoder: the message, or what to report. `null` is INVALID_MESSAGE,
- * since an object-mode stream cannot carry it, and so is a message nested deeper than `maxDepth`. The engine's
- * SyntaxError quotes the input, secrets and all, so it is not passed on.
+ * JSON.parse, or NOT_JSON for a text that is not JSON. The engine's SyntaxError quotes the input, secrets and
+ * all, so it is not passed on.
  */
-export function parseBody(text: string, maxDepth: number): ParsedFrame {
-  let msg: unknown;
+export function tryParse(text: string): unknown {
   try {
-    msg = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
-    return { ok: false, code: 'INVALID_JSON', reason: 'is not valid JSON' };
+    return NOT_JSON;
   }
-  return checkParsed(msg, text.length, maxDepth);
 }
 
-/** The checks after a successful parse of `length` characters of JSON text. */
-export function checkParsed(msg: unknown, length: number, maxDepth: number): ParsedFrame {
-  if (msg === null) return { ok: false, code: 'INVALID_MESSAGE', reason: NULL_MESSAGE };
-  // Each level takes two characters at least, so only a text that long can be too deep.
-  if (length > 2 * maxDepth && deeperThan(msg, maxDepth)) {
-    return { ok: false, code: 'INVALID_MESSAGE', reason: `message nests deeper than maxDepth (${maxDepth})` };
+export interface FrameProblem {
+  code: 'INVALID_JSON' | 'INVALID_MESSAGE';
+  reason: string;
+}
+
+/**
+ * What is wrong with the result of tryParse on `text`, or undefined when it is a message. `null` is
+ * INVALID_MESSAGE, since an object-mode stream cannot carry it, and so is a message nested deeper than
+ * `maxDepth`. Only a text longer than twice `maxDepth` can be that deep (each level takes two characters), so
+ * `mayBeTooDeep` lets the hot paths skip the call for every shorter message that parsed.
+ */
+export function problemOf(msg: unknown, text: string, maxDepth: number): FrameProblem | undefined {
+  if (msg === NOT_JSON) return { code: 'INVALID_JSON', reason: 'is not valid JSON' };
+  if (msg === null) return { code: 'INVALID_MESSAGE', reason: NULL_MESSAGE };
+  if (mayBeTooDeep(text, maxDepth) && deeperThan(msg, maxDepth)) {
+    return { code: 'INVALID_MESSAGE', reason: `message nests deeper than maxDepth (${maxDepth})` };
   }
-  return { ok: true, msg };
+  return undefined;
+}
+
+export function mayBeTooDeep(text: string, maxDepth: number): boolean {
+  return text.length > 2 * maxDepth;
 }

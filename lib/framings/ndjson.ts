@@ -1,9 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { asBuffer, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
+import { asBuffer, decodeUtf8, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
-import { DEFAULT_MAX_DEPTH, isJsonBlank, type ParsedFrame, parseBody, serialize } from './json.js';
+import { DEFAULT_MAX_DEPTH, type FrameProblem, isJsonBlank, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** Framing bytes a line holds beside its message: a BOM (3) on the first line and the CR of a CRLF (1). */
 const LINE_SLACK = 4;
@@ -173,24 +173,26 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#offset += end + 1;
     const start = line === 1 && startsWithBom(buf, 0, end) ? 3 : 0;
     if (this.#limit.over(withoutCR(buf, start, end) - start)) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start)));
-    if (!isUtf8(buf.subarray(start, end))) {
+    const text = decodeUtf8(buf, start, end);
+    if (text === undefined) {
       return sink.invalid(new FrameError('INVALID_UTF8', 'line is not valid UTF-8', { line, offset }, preview(buf.subarray(start))));
     }
-    const text = buf.toString('utf8', start, end);
-    const parsed = this.#parse(text);
-    if (parsed === undefined) return true;
-    if (!parsed.ok) return sink.invalid(lineError(parsed, atEnd, { line, offset }, text));
+    const msg = tryParse(text);
+    const problem = this.#problem(msg, text);
+    if (problem === 'blank') return true;
+    if (problem !== undefined) return sink.invalid(lineError(problem, atEnd, { line, offset }, text));
     this.#lastLine = line;
     this.#lastOffset = offset;
     this.#lastBlock = undefined;
-    sink.message(parsed.msg, text);
+    sink.message(msg, text);
     return true;
   }
 
-  /** A line's text parsed: the message, what is wrong with it, or undefined for a blank line. */
-  #parse(text: string): ParsedFrame | undefined {
-    const parsed = parseBody(text, this.#maxDepth);
-    return !parsed.ok && parsed.code === 'INVALID_JSON' && isJsonBlank(text) ? undefined : parsed;
+  /** What is wrong with a line that tryParse gave `msg` for: nothing, 'blank' (JSON whitespace only), or a problem. */
+  #problem(msg: unknown, text: string): FrameProblem | 'blank' | undefined {
+    if (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth)) return undefined;
+    const problem = problemOf(msg, text, this.#maxDepth);
+    return problem?.code === 'INVALID_JSON' && isJsonBlank(text) ? 'blank' : problem;
   }
 
   /**
@@ -201,8 +203,8 @@ export class NdjsonDecoder implements FrameDecoderCore {
   #decodeLines(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
     // Invalid UTF-8 would be replaced in the decode, changing the text's byte length and every offset after it:
     // such a block goes line by line, each line checked on its own bytes.
-    if (!isUtf8(buf.subarray(start, end))) return this.#decodeEachLine(buf, start, end, sink);
-    const text = buf.toString('utf8', start, end);
+    const text = decodeUtf8(buf, start, end);
+    if (text === undefined) return this.#decodeEachLine(buf, start, end, sink);
     // No line in the block can be over the limit when the whole block is not.
     const checkSize = this.#limit.over(end - start);
     let line = this.#line;
@@ -224,16 +226,17 @@ export class NdjsonDecoder implements FrameDecoderCore {
       if (checkSize && this.#limit.over(Buffer.byteLength(text.slice(from, nl > from && text.charCodeAt(nl - 1) === 13 ? nl - 1 : nl)))) {
         error = this.#tooLarge(line, here(pos).offset!, lineText);
       } else {
-        const parsed = this.#parse(lineText);
-        if (parsed?.ok) {
+        const msg = tryParse(lineText);
+        const problem = this.#problem(msg, lineText);
+        if (problem === undefined) {
           this.#lastLine = line;
           this.#lastOffset = byteMark;
           this.#lastBlock = text;
           this.#lastFrom = charMark;
           this.#lastChar = pos;
-          sink.message(parsed.msg, lineText);
-        } else if (parsed !== undefined) {
-          error = lineError(parsed, false, here(pos), lineText);
+          sink.message(msg, lineText);
+        } else if (problem !== 'blank') {
+          error = lineError(problem, false, here(pos), lineText);
         }
       }
       line++;
@@ -262,7 +265,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
 }
 
 /** The error for a line that did not parse to a message; at the end of the input, a line cut off is TRUNCATED. */
-function lineError(parsed: ParsedFrame & { ok: false }, atEnd: boolean, at: FrameErrorPosition, text: string): FrameError {
+function lineError(parsed: FrameProblem, atEnd: boolean, at: FrameErrorPosition, text: string): FrameError {
   if (parsed.code === 'INVALID_JSON') {
     return atEnd
       ? new FrameError('TRUNCATED', 'input ended inside a message', at, preview(text))

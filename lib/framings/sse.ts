@@ -1,9 +1,8 @@
-import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { asBuffer, COLON, CR, LF, SizeLimit, startsWithBom } from './bytes.js';
+import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
-import { DEFAULT_MAX_DEPTH, parseBody, serialize } from './json.js';
+import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
@@ -280,11 +279,13 @@ export class SseDecoder implements FrameDecoderCore {
         let error: FrameError | undefined;
         if (this.#limit.over(this.#dataBytes - 1)) {
           error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
-        } else if (!isUtf8(buf.subarray(valueStart, end))) {
-          error = new FrameError('INVALID_UTF8', 'event data is not valid UTF-8', this.#position(), preview(buf.subarray(valueStart, end)));
         } else {
-          this.#data.push(buf.toString('utf8', valueStart, end));
-          return true;
+          const value = decodeUtf8(buf, valueStart, end);
+          if (value !== undefined) {
+            this.#data.push(value);
+            return true;
+          }
+          error = new FrameError('INVALID_UTF8', 'event data is not valid UTF-8', this.#position(), preview(buf.subarray(valueStart, end)));
         }
         this.#dropEvent();
         return sink.invalid(error);
@@ -331,14 +332,15 @@ export class SseDecoder implements FrameDecoderCore {
     // A message event with empty data carries no message: it is the priming event MCP servers send to give a
     // stream its first id (`id: 1`, `data:`), neither a message nor an error.
     if (data === '') return true;
-    const parsed = parseBody(data, this.#maxDepth);
-    if (parsed.ok) {
+    const msg = tryParse(data);
+    const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth) ? undefined : problemOf(msg, data, this.#maxDepth);
+    if (problem === undefined) {
       this.#lastPos = at;
-      sink.message(parsed.msg, data);
+      sink.message(msg, data);
       return true;
     }
-    const what = parsed.code === 'INVALID_JSON' ? `event data ${parsed.reason}` : parsed.reason;
-    return sink.invalid(new FrameError(parsed.code, what, at, preview(data)));
+    const what = problem.code === 'INVALID_JSON' ? `event data ${problem.reason}` : problem.reason;
+    return sink.invalid(new FrameError(problem.code, what, at, preview(data)));
   }
 }
 
