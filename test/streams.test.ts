@@ -416,10 +416,11 @@ describe('FrameDecoder options', () => {
     const events: unknown[] = [];
     decoder.on('event', (e) => events.push(e));
     const out = collect(decoder);
-    decoder.end('event: endpoint\ndata: /messages?s=1\n\nid: 41\ndata: {"a":1}\n\n');
+    decoder.end('retry: 2500\nevent: endpoint\ndata: /messages?s=1\n\nid: 41\ndata: {"a":1}\n\n');
     expect(await out).to.deep.equal([{ a: 1 }]);
     expect(events).to.deep.equal([{ event: 'endpoint', data: '/messages?s=1' }]);
     expect(decoder.lastEventId).to.equal('41');
+    expect(decoder.retry).to.equal(2500);
   });
 });
 

@@ -300,6 +300,12 @@ describe('connect and Connection', () => {
       expect(isAlive(c.pid!)).to.equal(false);
     });
 
+    it("keeps a remote entry's URL, and the key in it, out of the NOT_STDIO error", async () => {
+      const err = await rejection(connect({ type: 'http', url: 'https://example.test/mcp?api_key=sk-secret-value' }));
+      expect(err.code).to.equal('NOT_STDIO');
+      expect(err.message).to.not.include('sk-secret-value').and.to.not.include('example.test');
+    });
+
     it('keeps secrets and escape codes from its stderr out of the error message', async () => {
       const err = await rejection(connect(hostile('secrets')));
       expect(err.code).to.equal('EXITED');

@@ -75,13 +75,27 @@ describe('parseFrame', () => {
     expect(parseFrame('[1,2]')).to.deep.equal([1, 2]);
   });
 
-  it('reads bytes as UTF-8', () => {
+  it('reads bytes as UTF-8, and throws INVALID_UTF8 for bytes that are not', () => {
     expect(parseFrame(Buffer.from('{"t":"😀é"}\n'))).to.deep.equal({ t: '😀é' });
     expect(parseFrame(new Uint8Array(Buffer.from('[3]\n')))).to.deep.equal([3]);
+    expect(codeOf(() => parseFrame(Buffer.from([0x5b, 0x22, 0xff, 0x22, 0x5d])))).to.equal('INVALID_UTF8');
   });
 
   it('throws INVALID_JSON for what is not one JSON value on one line', () => {
-    for (const bad of ['', '   \n', '{', 'abc', '{"a":1} x', '{"a":1}\n{"b":2}\n', '{"a":\n1}', '\n{"a":1}']) {
+    for (const bad of [
+      '',
+      '   \n',
+      '{',
+      'abc',
+      '{"a":1} x',
+      '{"a":1}\n{"b":2}\n',
+      '{"a":\n1}',
+      '\n{"a":1}',
+      '[1]\u00a0',
+      '\u3000[1]',
+      '[1]\u2028',
+      '\ufeff[1]',
+    ]) {
       expect(
         codeOf(() => parseFrame(bad)),
         JSON.stringify(bad),
