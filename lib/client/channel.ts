@@ -19,7 +19,9 @@ export type Direction = 'send' | 'receive';
  * Events: 'message' (a decoded message; a batch arrives as its elements), 'invalid' (FrameError: a bad frame
  * from the peer, skipped), 'wire' (direction and the JSON text of a frame as it crossed), 'end' (no message
  * can arrive any more: requests still waiting will get no answer), 'close' (ExitStatus, once everything is
- * released). A channel may also emit 'stderr' (a line), when its peer is a process.
+ * released). A channel may also emit 'stderr' (a line), when its peer is a process, and 'undeliverable' (the
+ * ids of requests whose answers can no longer come, and the ConnectionError why), when it loses the answers
+ * of some requests but goes on.
  */
 export interface Channel extends EventEmitter {
   /** The peer's name in error messages. */

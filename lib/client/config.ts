@@ -126,6 +126,8 @@ class EntryReader {
   read(entry: Json): ServerConfig {
     if (!isObject(entry)) return this.#fail(this.#at, `expected an object, got ${kind(entry)}`);
     const type = entry.type;
+    // An entry with a url and no command is remote: Streamable HTTP unless its type says otherwise.
+    if (type === undefined && entry.command === undefined && entry.url !== undefined) return this.#remote(entry, 'http');
     if (type === undefined || type === 'stdio') return this.#stdio(entry, type);
     if (type === 'http' || type === 'sse') return this.#remote(entry, type);
     return this.#fail(`${this.#at}.type`, `expected "stdio", "http" or "sse", got ${JSON.stringify(type)}`);

@@ -9,6 +9,7 @@ import { VERSION } from '../version.js';
 import { forwardWhenListened, type Channel, type Direction } from './channel.js';
 import { isStdioServer, type ServerConfig } from './config.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
+import { HttpChannel, type ReconnectOptions } from './http.js';
 import { StdioChannel, type StdioOptions } from './stdio.js';
 
 /** The MCP protocol version asked for by default. */
@@ -54,6 +55,10 @@ export interface ConnectOptions extends StdioOptions {
   clientInfo?: { name: string; version: string; [key: string]: unknown };
   /** @defaultValue {} */
   capabilities?: Record<string, unknown>;
+  /** For an http server: how dropped streams are resumed (`false`: never). */
+  reconnect?: ReconnectOptions | false;
+  /** For an http server: a stream silent this long is taken as broken and resumed. @defaultValue 300000 */
+  idleTimeoutMs?: number;
   /** Called with the Connection before the handshake, to attach listeners ('frame', 'stderr', 'invalid'). */
   onSpawn?: (connection: Connection) => void;
 }
@@ -101,7 +106,8 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
  * Events: 'notification' (message), 'invalid' (FrameError: a stray or broken frame from the server),
  * 'stderr' (line), 'frame' (FrameTrace, for each message in either direction), 'exit' (ExitStatus),
  * 'unmatched' (a response whose id matches no pending request), 'error' (an exception thrown by an
- * onNotification handler; without an 'error' listener it becomes a process warning).
+ * onNotification handler; without an 'error' listener it becomes a process warning), and over HTTP
+ * 'reconnecting' ({ attempt, waitMs, reason }) and 'reconnected' ({ attempt }).
  *
  * @example
  * ```ts
@@ -129,6 +135,17 @@ export class Connection extends EventEmitter {
     channel.on('invalid', (err) => this.emit('invalid', err));
     channel.on('stderr', (line) => this.emit('stderr', line));
     forwardWhenListened(this, 'frame', () => channel.on('wire', (direction: Direction, text: string) => this.#trace(direction, text)));
+    // A channel that resumes streams says so; a host may show it (mcp-frame call --trace does).
+    channel.on('reconnecting', (info: unknown) => this.emit('reconnecting', info));
+    channel.on('reconnected', (info: unknown) => this.emit('reconnected', info));
+    channel.on('undeliverable', (ids: Array<string | number>, error: ConnectionError) => {
+      for (const id of ids) {
+        const pending = typeof id === 'number' ? this.#pending.get(id) : undefined;
+        pending?.reject(
+          new ConnectionError(error.code, `request ${pending.method} failed: ${error.message}`, { status: error.status, cause: error }),
+        );
+      }
+    });
     // No answer can come any more: the requests waiting for one fail now, not at their timeouts.
     channel.on('end', () => this.#rejectAll((method) => channel.endError(`request ${method} failed`)));
     channel.on('close', (status: ExitStatus) => {
@@ -349,10 +366,15 @@ export async function connect(server: ServerConfig, options: ConnectOptions = {}
 async function openChannel(server: ServerConfig, options: ConnectOptions): Promise<Channel> {
   if (!isStdioServer(server)) {
     const name = options.name === undefined ? '' : ` "${options.name}"`;
-    throw new ConnectionError(
-      'NOT_STDIO',
-      `not a stdio server: server${name} is an ${server.type} server, and only stdio servers can be connected to for now`,
-    );
+    if (server.type === 'http') {
+      return new HttpChannel(server.url, {
+        ...(options.name === undefined ? {} : { name: options.name }),
+        ...(server.headers === undefined ? {} : { headers: server.headers }),
+        ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
+        ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+      });
+    }
+    throw new ConnectionError('NOT_STDIO', `server${name} uses the deprecated HTTP+SSE transport, which this client does not speak yet`);
   }
   const channel = new StdioChannel(server, options);
   await channel.started;

@@ -20,7 +20,15 @@ export type ConnectionErrorCode =
   | 'SEND_QUEUE_FULL'
   /** A response that is not JSON-RPC 2.0 (an `error` that is not an error object, neither result nor error). */
   | 'INVALID_RESPONSE'
-  /** The config entry is not a stdio server. */
+  /** An HTTP status the transport cannot go on from (with `status`), or a server that cannot be reached. */
+  | 'HTTP_STATUS'
+  /** A response stream broke before it carried an event id, so the request it owed cannot be resumed. */
+  | 'STREAM_LOST'
+  /** Resuming a stream failed `maxAttempts` times in a row; the connection is closed. */
+  | 'GAVE_UP'
+  /** The server ended the session (HTTP 404); requests in flight were not sent again. A new session follows. */
+  | 'SESSION_EXPIRED'
+  /** The config entry is of a transport this client does not speak. */
   | 'NOT_STDIO';
 
 export class ConnectionError extends Error {
@@ -31,17 +39,20 @@ export class ConnectionError extends Error {
   readonly signal: NodeJS.Signals | null | undefined;
   /** The last lines the server wrote to stderr, redacted and escaped for a terminal. */
   readonly stderr: string[];
+  /** The HTTP status, for HTTP_STATUS. */
+  readonly status: number | undefined;
 
   constructor(
     code: ConnectionErrorCode,
     message: string,
-    details: { exitCode?: number | null; signal?: NodeJS.Signals | null; stderr?: string[]; cause?: unknown } = {},
+    details: { exitCode?: number | null; signal?: NodeJS.Signals | null; stderr?: string[]; status?: number | undefined; cause?: unknown } = {},
   ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.code = code;
     this.exitCode = details.exitCode;
     this.signal = details.signal;
     this.stderr = details.stderr ?? [];
+    this.status = details.status;
   }
 }
 

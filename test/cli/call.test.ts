@@ -24,7 +24,7 @@ describe('mcp-frame call', () => {
       mcpServers: {
         crash: testServer('crash'),
         banner: testServer('banner'),
-        remote: { type: 'http', url: 'http://localhost:1' },
+        remote: { type: 'http', url: 'http://127.0.0.1:1' },
         hang: { ...testServer('hostile'), args: [...testServer('hostile').args, 'hang'] },
         secrets: { ...testServer('hostile'), args: [...testServer('hostile').args, 'secrets'] },
       },
@@ -71,7 +71,7 @@ describe('mcp-frame call', () => {
     ['a missing config', ['call', 'demo', '--config', '/nonexistent/.mcp.json'], 1, /\/nonexistent\/\.mcp\.json: no such file/],
     ['an error response', ['call', 'demo', 'no/such'], 1, /server "demo" answered no\/such with error -32601/],
     ['a server that exits at once', ['call', 'crash', '--config', config], 1, /server "crash" exited with code 3.*DEMO_API_KEY is not set/],
-    ['an http server', ['call', 'remote', '--config', config], 1, /not a stdio server/],
+    ['an http server that cannot be reached', ['call', 'remote', '--config', config], 1, /cannot reach "remote"/],
     ['params that are not JSON', ['call', 'demo', 'tools/call', '{nope'], 2, /params are not JSON \(column 2\)/],
     ['no server name', ['call'], 2, /usage: mcp-frame call/],
   ];

@@ -61,12 +61,14 @@ describe('loadConfig', () => {
         fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], env: { DEBUG: '1' } },
         remote: { type: 'http', url: 'https://example.test/mcp', headers: { 'X-Team': 'a' } },
         legacy: { type: 'sse', url: 'https://example.test/sse' },
+        untyped: { url: 'https://example.test/mcp2' },
       },
     });
     expect(config.mcpServers).to.deep.equal({
       fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], env: { DEBUG: '1' } },
       remote: { type: 'http', url: 'https://example.test/mcp', headers: { 'X-Team': 'a' } },
       legacy: { type: 'sse', url: 'https://example.test/sse' },
+      untyped: { type: 'http', url: 'https://example.test/mcp2' },
     });
   });
 

@@ -245,10 +245,13 @@ describe('connect and Connection', () => {
       expect(await c.request('ping')).to.deep.equal({});
     });
 
-    it('refuses http and sse entries as not stdio servers', async () => {
-      const err = await rejection(connect({ type: 'http', url: 'http://localhost:1/mcp' }));
-      expect(err.code).to.equal('NOT_STDIO');
-      expect(err.message).to.include('not a stdio server');
+    it('refuses sse entries, which it does not speak yet, and says an http server cannot be reached', async () => {
+      const sse = await rejection(connect({ type: 'sse', url: 'http://127.0.0.1:1/sse' }));
+      expect(sse.code).to.equal('NOT_STDIO');
+      expect(sse.message).to.include('deprecated HTTP+SSE transport');
+      const http = await rejection(connect({ type: 'http', url: 'http://127.0.0.1:1/mcp' }, { name: 'nowhere' }));
+      expect(http.code).to.equal('HTTP_STATUS');
+      expect(http.message).to.include('cannot reach "nowhere"');
     });
   });
 
@@ -301,7 +304,7 @@ describe('connect and Connection', () => {
     });
 
     it("keeps a remote entry's URL, and the key in it, out of the NOT_STDIO error", async () => {
-      const err = await rejection(connect({ type: 'http', url: 'https://example.test/mcp?api_key=sk-secret-value' }));
+      const err = await rejection(connect({ type: 'sse', url: 'https://example.test/mcp?api_key=sk-secret-value' }));
       expect(err.code).to.equal('NOT_STDIO');
       expect(err.message).to.not.include('sk-secret-value').and.to.not.include('example.test');
     });

@@ -1,0 +1,482 @@
+/*
+ * The Streamable HTTP channel (MCP 2025-03-26 to 2025-11-25): each message a POST, answers as JSON or on an SSE
+ * stream, server-initiated messages on a GET stream, and streams that resume with Last-Event-ID after a drop.
+ */
+import { EventEmitter } from 'node:events';
+import http from 'node:http';
+import https from 'node:https';
+import { FrameError, preview, redact } from '../errors.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
+import { serialize } from '../framings/json.js';
+import { FrameDecoder } from '../streams.js';
+import type { Channel } from './channel.js';
+import { ConnectionError, type ExitStatus } from './errors.js';
+
+export interface ReconnectOptions {
+  /** The wait before the first attempt, when the server sent no `retry:`. @defaultValue 1000 */
+  initialDelayMs?: number;
+  /** The longest wait between attempts. @defaultValue 30000 */
+  maxDelayMs?: number;
+  /** Each failed attempt multiplies the wait by this. @defaultValue 2 */
+  factor?: number;
+  /** Failed attempts in a row before the connection gives up (GAVE_UP). @defaultValue 8 */
+  maxAttempts?: number;
+}
+
+export interface HttpChannelOptions {
+  /** A name for the server in error messages. @defaultValue the URL's host */
+  name?: string;
+  /** Sent on every request (Authorization, cookies, API keys); they appear nowhere else. */
+  headers?: Record<string, string>;
+  /** How dropped streams are resumed; `false` never resumes. */
+  reconnect?: ReconnectOptions | false;
+  /**
+   * A stream that carries no bytes (keep-alive comments included) for this long is taken as broken and
+   * resumed. It never fails a request by itself.
+   * @defaultValue 300000 (5 minutes)
+   */
+  idleTimeoutMs?: number;
+  /** @defaultValue 64 MiB */
+  maxMessageBytes?: number;
+}
+
+type Json = Record<string, unknown>;
+type Id = string | number;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A stream of events from the server: a POST's answer, or the GET stream. */
+interface EventStream {
+  kind: 'post' | 'get';
+  /** Requests whose responses this stream still owes. */
+  owed: Set<Id>;
+  /** The last event id seen on it, for Last-Event-ID. */
+  lastEventId: string | undefined;
+  /** Event ids delivered already: an event replayed after a resumption is delivered once. */
+  seen: Set<string>;
+  /** The server's `retry:`, in ms. */
+  retry: number | undefined;
+  /** Failed reconnection attempts in a row. */
+  failures: number;
+  response: http.IncomingMessage | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const PREVIEW_BODY_BYTES = 4096;
+
+/**
+ * A Streamable HTTP channel. The session above it is unaware of HTTP: it sends messages and receives them.
+ *
+ * Beyond the Channel events: 'reconnecting' ({ attempt, waitMs, reason }), 'reconnected' ({ attempt }), and
+ * 'undeliverable' (ids of requests whose answers can no longer come, and the ConnectionError why).
+ */
+export class HttpChannel extends EventEmitter implements Channel {
+  readonly name: string;
+  readonly #url: URL;
+  readonly #headers: Record<string, string>;
+  readonly #reconnect: Required<ReconnectOptions> | false;
+  readonly #idleMs: number;
+  readonly #maxBytes: number;
+  readonly #agent: http.Agent;
+  #sessionId: string | undefined;
+  #protocolVersion: string | undefined;
+  /** The initialize request as the session sent it, and its id, to start a new session after a 404. */
+  #initialize: Json | undefined;
+  #initializeId: Id | undefined;
+  /** A new session being started after a 404; sends wait for it. */
+  #renewing: Promise<void> | undefined;
+  /** The last 404 has not been followed by a success: a second one in a row is an error, not a new session. */
+  #expiredOnce = false;
+  #getStream: EventStream | undefined;
+  readonly #streams = new Set<EventStream>();
+  readonly #requests = new Set<http.ClientRequest>();
+  readonly #timers = new Set<NodeJS.Timeout>();
+  #closed = false;
+  #ended: ConnectionError | undefined;
+
+  constructor(url: string | URL, options: HttpChannelOptions = {}) {
+    super();
+    this.#url = new URL(url);
+    if (this.#url.protocol !== 'http:' && this.#url.protocol !== 'https:') throw new TypeError(`not an http(s) URL: ${this.#url.protocol}`);
+    this.name = options.name ?? this.#url.host;
+    this.#headers = { ...options.headers };
+    this.#reconnect =
+      options.reconnect === false ? false : { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8, ...options.reconnect };
+    this.#idleMs = options.idleTimeoutMs ?? 300_000;
+    this.#maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.#agent = new (this.#url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true });
+  }
+
+  /** The session id the server gave, if any. */
+  get sessionId(): string | undefined {
+    return this.#sessionId;
+  }
+
+  send(msg: unknown): Promise<void> {
+    if (this.#closed || this.#ended !== undefined) return Promise.reject(this.endError('cannot send'));
+    let text: string;
+    try {
+      text = serialize(msg);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (isObject(msg) && msg.method === 'initialize' && 'id' in msg) {
+      this.#initialize = msg;
+      this.#initializeId = msg.id as Id;
+    }
+    if (this.listenerCount('wire') > 0) this.emit('wire', 'send', `${text}\n`);
+    return this.#deliver(msg, text);
+  }
+
+  endError(what: string): ConnectionError {
+    if (this.#closed) return new ConnectionError('CLOSED', `${what}: the connection to "${this.name}" is closing`);
+    return this.#ended ?? new ConnectionError('ENDED', `${what}: "${this.name}" is not connected`);
+  }
+
+  /** Ends the session (DELETE; a 405 is fine), aborts every stream and clears every timer. */
+  async close(): Promise<ExitStatus> {
+    if (this.#closed) return { code: null, signal: null };
+    this.#closed = true;
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    for (const stream of this.#streams) this.#stopStream(stream);
+    if (this.#sessionId !== undefined) {
+      await this.#request('DELETE', undefined, {})
+        .then((res) => res.resume())
+        .catch(() => undefined);
+    }
+    for (const req of this.#requests) req.destroy();
+    this.#agent.destroy();
+    this.emit('end');
+    this.emit('close', { code: null, signal: null } satisfies ExitStatus);
+    return { code: null, signal: null };
+  }
+
+  async #deliver(msg: unknown, text: string): Promise<void> {
+    if (this.#renewing !== undefined && this.#initializeId !== undefined && !isInitialize(msg)) await this.#renewing;
+    const owed = requestIds(msg);
+    const res = await this.#request('POST', text, {});
+    if (res.statusCode === 404 && this.#sessionId !== undefined) {
+      res.resume();
+      throw await this.#sessionExpired();
+    }
+    if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode >= 300) throw await this.#httpError(res, 'POST');
+    this.#expiredOnce = false;
+    const session = res.headers['mcp-session-id'];
+    if (typeof session === 'string' && session !== '') this.#sessionId = session;
+    const type = String(res.headers['content-type'] ?? '');
+    if (res.statusCode === 202 || owed.size === 0) {
+      res.resume();
+      if (isObject(msg) && msg.method === 'notifications/initialized') this.#openGetStream();
+      return;
+    }
+    if (type.startsWith('text/event-stream')) {
+      const stream = this.#newStream('post', owed);
+      this.#readStream(stream, res);
+    } else {
+      await this.#readJson(res);
+    }
+  }
+
+  /** A JSON body: one message or a batch, read within the message limit. */
+  async #readJson(res: http.IncomingMessage): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > this.#maxBytes) {
+        res.destroy();
+        this.emit('invalid', new FrameError('MESSAGE_TOO_LARGE', `response body is larger than maxMessageBytes (${this.#maxBytes})`, {}, ''));
+        return;
+      }
+      chunks.push(chunk);
+    }
+    const text = Buffer.concat(chunks).toString('utf8');
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      this.emit('invalid', new FrameError('INVALID_JSON', 'response body is not valid JSON', {}, preview(text)));
+      return;
+    }
+    if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
+    for (const message of Array.isArray(value) ? value : [value]) this.#receive(message, undefined);
+  }
+
+  #newStream(kind: EventStream['kind'], owed: Set<Id>): EventStream {
+    const stream: EventStream = {
+      kind,
+      owed,
+      lastEventId: undefined,
+      seen: new Set(),
+      retry: undefined,
+      failures: 0,
+      response: undefined,
+      timer: undefined,
+    };
+    this.#streams.add(stream);
+    return stream;
+  }
+
+  /** Reads an SSE response into the channel, until it ends or breaks; then resumes it if it must. */
+  #readStream(stream: EventStream, res: http.IncomingMessage): void {
+    stream.response = res;
+    const decoder = new FrameDecoder({ framing: 'sse', onInvalid: 'skip', batch: 'split', maxMessageBytes: this.#maxBytes });
+    decoder.on('frame', (text: string) => this.emit('wire', 'receive', text));
+    decoder.on('invalid', (err: FrameError) => this.emit('invalid', err));
+    decoder.on('data', (msg: unknown) => {
+      const id = decoder.lastEventId;
+      if (id !== undefined && id !== '') {
+        stream.lastEventId = id;
+        if (stream.seen.has(id)) return;
+        stream.seen.add(id);
+      }
+      // A message on a new stream: the attempts start again (never on a clean close without one).
+      if (stream.failures > 0) this.emit('reconnected', { attempt: stream.failures });
+      stream.failures = 0;
+      this.#receive(msg, stream);
+    });
+    const idle = (): void => {
+      if (stream.timer !== undefined) clearTimeout(stream.timer);
+      stream.timer = setTimeout(() => res.destroy(new Error(`no bytes for ${this.#idleMs} ms`)), this.#idleMs);
+    };
+    idle();
+    res.on('data', (chunk: Buffer) => {
+      idle();
+      decoder.write(chunk);
+    });
+    let done = false;
+    const finish = (reason: string): void => {
+      if (done) return;
+      done = true;
+      if (stream.timer !== undefined) clearTimeout(stream.timer);
+      stream.timer = undefined;
+      decoder.end();
+      stream.retry = decoder.retry ?? stream.retry;
+      if (decoder.lastEventId) stream.lastEventId = decoder.lastEventId;
+      this.#streamEnded(stream, reason);
+    };
+    res.on('end', () => finish('the stream ended'));
+    res.on('error', (err) => finish(redact(err.message)));
+    res.on('close', () => finish('the connection closed'));
+  }
+
+  #receive(msg: unknown, stream: EventStream | undefined): void {
+    if (isObject(msg) && !('method' in msg) && 'id' in msg) {
+      const id = msg.id as Id;
+      stream?.owed.delete(id);
+      for (const other of this.#streams) other.owed.delete(id);
+      if (id === this.#initializeId && isObject(msg.result) && typeof msg.result.protocolVersion === 'string') {
+        this.#protocolVersion = msg.result.protocolVersion;
+      }
+    }
+    this.emit('message', msg);
+  }
+
+  /** A stream is over: done, resumed with Last-Event-ID, or the requests it owed fail now. */
+  #streamEnded(stream: EventStream, reason: string): void {
+    stream.response = undefined;
+    if (this.#closed) return;
+    if (stream.kind === 'post' && stream.owed.size === 0) {
+      this.#streams.delete(stream);
+      return;
+    }
+    if (stream.kind === 'post' && stream.lastEventId === undefined) {
+      // Nothing to resume from: what it owed cannot come.
+      this.#streams.delete(stream);
+      this.#undeliverable(
+        stream.owed,
+        new ConnectionError(
+          'STREAM_LOST',
+          `the response stream from "${this.name}" broke before it carried an event id (${reason}); the request cannot be resumed`,
+        ),
+      );
+      return;
+    }
+    this.#scheduleResume(stream, reason);
+  }
+
+  #scheduleResume(stream: EventStream, reason: string): void {
+    const policy = this.#reconnect;
+    if (policy === false) {
+      this.#streams.delete(stream);
+      this.#undeliverable(stream.owed, new ConnectionError('STREAM_LOST', `the stream from "${this.name}" broke (${reason}) and reconnect is off`));
+      return;
+    }
+    if (stream.failures >= policy.maxAttempts) return this.#giveUp(stream, reason);
+    const base = stream.retry ?? policy.initialDelayMs;
+    const grown = Math.min(policy.maxDelayMs, base * policy.factor ** stream.failures);
+    // Jitter only lengthens the wait: the server's retry is a floor the spec says to respect.
+    const waitMs = Math.max(base, Math.round(grown * (1 + Math.random() * 0.2)));
+    stream.failures++;
+    this.emit('reconnecting', { attempt: stream.failures, waitMs, reason });
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      void this.#resume(stream);
+    }, waitMs);
+    this.#timers.add(timer);
+  }
+
+  /** One attempt: GET with Last-Event-ID (when the stream carried one). */
+  async #resume(stream: EventStream): Promise<void> {
+    if (this.#closed) return;
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (stream.lastEventId !== undefined) headers['last-event-id'] = stream.lastEventId;
+    let res: http.IncomingMessage;
+    try {
+      res = await this.#request('GET', undefined, headers);
+    } catch (err) {
+      return this.#scheduleResume(stream, redact((err as Error).message));
+    }
+    if (this.#closed) return void res.destroy();
+    if (res.statusCode === 405 && stream.kind === 'get') {
+      res.resume();
+      this.#streams.delete(stream);
+      return;
+    }
+    if (res.statusCode === 404 && this.#sessionId !== undefined) {
+      res.resume();
+      this.#streams.delete(stream);
+      const error = await this.#sessionExpired();
+      this.#undeliverable(stream.owed, error);
+      return;
+    }
+    if (res.statusCode !== 200 || !String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+      res.resume();
+      // 409 (a GET stream already open) and 5xx are transient: back off and try again.
+      return this.#scheduleResume(stream, `HTTP ${res.statusCode}`);
+    }
+    this.#readStream(stream, res);
+  }
+
+  #giveUp(stream: EventStream, reason: string): void {
+    this.#streams.delete(stream);
+    const error = new ConnectionError('GAVE_UP', `gave up on "${this.name}" after ${stream.failures} failed attempts to resume a stream (${reason})`);
+    this.#undeliverable(stream.owed, error);
+    this.#ended = error;
+    this.emit('end');
+    void this.close();
+  }
+
+  #undeliverable(ids: Set<Id>, error: ConnectionError): void {
+    if (ids.size > 0) this.emit('undeliverable', [...ids], error);
+    ids.clear();
+  }
+
+  /** After notifications/initialized: the stream for server-initiated messages (a 405 means there is none). */
+  #openGetStream(): void {
+    if (this.#getStream !== undefined || this.#closed) return;
+    const stream = this.#newStream('get', new Set());
+    this.#getStream = stream;
+    void this.#request('GET', undefined, { accept: 'text/event-stream' }).then(
+      (res) => {
+        if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) return this.#readStream(stream, res);
+        res.resume();
+        if (res.statusCode === 405) this.#streams.delete(stream);
+        else this.#scheduleResume(stream, `HTTP ${res.statusCode}`);
+      },
+      (err: Error) => this.#scheduleResume(stream, redact(err.message)),
+    );
+  }
+
+  /**
+   * A 404 on a request that carried a session id: the session is gone. The requests in flight fail with
+   * SESSION_EXPIRED (they may not be idempotent, so none is sent again); a new session is started once with the
+   * initialize request the session sent, and later requests use it. A second 404 in a row is an error.
+   */
+  async #sessionExpired(): Promise<ConnectionError> {
+    if (this.#expiredOnce) {
+      return new ConnectionError('HTTP_STATUS', `"${this.name}" answered 404 again for the new session`, { status: 404 });
+    }
+    this.#expiredOnce = true;
+    const error = new ConnectionError('SESSION_EXPIRED', `the session with "${this.name}" expired (HTTP 404); the request was not sent again`);
+    for (const stream of [...this.#streams]) {
+      this.#stopStream(stream);
+      this.#undeliverable(stream.owed, error);
+      this.#streams.delete(stream);
+    }
+    this.#getStream = undefined;
+    this.#sessionId = undefined;
+    this.#renewing ??= this.#renewSession().finally(() => {
+      this.#renewing = undefined;
+    });
+    await this.#renewing.catch(() => undefined);
+    return error;
+  }
+
+  async #renewSession(): Promise<void> {
+    const init = this.#initialize;
+    if (init === undefined) return;
+    const renewal = { ...init, id: `mcp-frame-renew-${Date.now()}` };
+    const res = await this.#request('POST', serialize(renewal), {});
+    if (res.statusCode !== 200) {
+      res.resume();
+      throw new ConnectionError('HTTP_STATUS', `"${this.name}" refused a new session: HTTP ${res.statusCode}`, { status: res.statusCode });
+    }
+    const session = res.headers['mcp-session-id'];
+    if (typeof session === 'string' && session !== '') this.#sessionId = session;
+    // The answer to our own initialize is ours: read and dropped, not delivered to the session.
+    res.resume();
+    await new Promise((resolve) => res.on('end', resolve).on('close', resolve));
+    const done = await this.#request('POST', serialize({ jsonrpc: '2.0', method: 'notifications/initialized' }), {});
+    done.resume();
+    this.#openGetStream();
+  }
+
+  #stopStream(stream: EventStream): void {
+    if (stream.timer !== undefined) clearTimeout(stream.timer);
+    stream.timer = undefined;
+    stream.response?.destroy();
+    stream.response = undefined;
+  }
+
+  async #httpError(res: http.IncomingMessage, method: string): Promise<ConnectionError> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      if (size < PREVIEW_BODY_BYTES) chunks.push(chunk);
+      size += chunk.length;
+    }
+    const body = preview(Buffer.concat(chunks));
+    return new ConnectionError('HTTP_STATUS', `"${this.name}" answered ${method} with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
+      status: res.statusCode,
+    });
+  }
+
+  /** One HTTP request with the configured headers, the session id and the protocol version. */
+  #request(method: string, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
+    const headers: Record<string, string> = { ...this.#headers };
+    if (method === 'POST') {
+      headers.accept = 'application/json, text/event-stream';
+      headers['content-type'] = 'application/json';
+    }
+    if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
+    if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
+    Object.assign(headers, extra);
+    const transport = this.#url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = transport.request(this.#url, { method, headers, agent: this.#agent });
+      // A GET that gets no answer at all is as silent as a stream that stops: the same watchdog applies. A POST
+      // may take long to answer (a slow tool as one JSON body), and is never timed out here.
+      if (method === 'GET') req.setTimeout(this.#idleMs, () => req.destroy(new Error(`no answer for ${this.#idleMs} ms`)));
+      this.#requests.add(req);
+      req.on('close', () => this.#requests.delete(req));
+      req.on('response', resolve);
+      // Network errors name the host, never the configured headers.
+      req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${this.name}": ${redact(err.message)}`, { cause: err })));
+      req.end(body);
+    });
+  }
+}
+
+function isInitialize(msg: unknown): boolean {
+  return isObject(msg) && msg.method === 'initialize';
+}
+
+/** The ids of the requests in a message or batch: what a POST's answer owes. */
+function requestIds(msg: unknown): Set<Id> {
+  const ids = new Set<Id>();
+  for (const m of Array.isArray(msg) ? msg : [msg]) {
+    if (isObject(m) && typeof m.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number')) ids.add(m.id);
+  }
+  return ids;
+}
