@@ -82,6 +82,10 @@ export async function callCommand(args: string[]): Promise<void> {
       if (opts.trace) {
         c.on('frame', (t: FrameTrace) => process.stderr.write(describeTrace(t)));
         c.on('stderr', (line: string) => process.stderr.write(`[${opts.server} stderr] ${safeLine(line)}\n`));
+        c.on('reconnecting', (r: { attempt: number; waitMs: number; reason: string }) =>
+          process.stderr.write(`reconnecting to ${opts.server} (attempt ${r.attempt}, in ${r.waitMs} ms): ${safeLine(r.reason)}\n`),
+        );
+        c.on('reconnected', (r: { attempt: number }) => process.stderr.write(`reconnected to ${opts.server} after ${r.attempt} attempts\n`));
       }
     };
     const timeouts = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs, requestTimeoutMs: opts.timeoutMs };

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
+import { bridgeCommand } from './bridge.js';
 import { callCommand } from './call.js';
 import { checkCommand } from './check.js';
 import { convertCommand } from './convert.js';
@@ -22,6 +23,8 @@ commands:
                              play the server side of a recorded session over stdio
   check [file | -] [--framing <framing> | cassette] [--json]
                              report on a captured stream: counts, errors with positions, unmatched ids
+  bridge <server> [--config path]   (or: --url <url> [--header 'Name: value']...)
+                             a stdio server that forwards everything to a remote Streamable HTTP server
   help                       this text`;
 
 /** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
@@ -32,6 +35,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   record: recordCommand,
   replay: replayCommand,
   check: checkCommand,
+  bridge: bridgeCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -15,6 +15,7 @@ export {
 export { ConnectionError, type ConnectionErrorCode, type ExitStatus } from './errors.js';
 export { StreamChannel, type Channel, type Direction, type StreamChannelOptions } from './channel.js';
 export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.js';
+export { HttpChannel, type HttpChannelOptions, type ReconnectOptions } from './http.js';
 export {
   connect,
   connectOver,

@@ -1,9 +1,13 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type Connection, connect, type FrameTrace } from '../../lib/client/connection.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import type { FrameError } from '../../lib/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { cli } from '../helpers/run.js';
 import { type Faults, FaultServer } from '../helpers/http-server.js';
 import { rejection } from '../helpers/rejection.js';
 
@@ -171,6 +175,19 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     )) as ConnectionError;
     expect(err.code).to.equal('HTTP_STATUS');
     expect(`${err.message} ${String(err.stack)}`).to.not.include('sk-test-secret');
+  });
+
+  it('mcp-frame call --trace prints the reconnections, and never the configured headers', async () => {
+    await start({ dropAfterEvents: 2, priming: true });
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-http-'));
+    const config = join(dir, 'mcp.json');
+    writeFileSync(config, JSON.stringify({ mcpServers: { faulty: { url, headers: { Authorization: SECRET } } } }));
+    const r = await cli(['call', 'faulty', 'tools/call', '{"name":"echo","arguments":{"text":"hi","steps":3}}', '--config', config, '--trace']);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(JSON.parse(r.stdout)).to.deep.equal({ content: [{ type: 'text', text: 'hi' }] });
+    expect(r.stderr).to.match(/reconnecting to faulty \(attempt 1, in \d+ ms\)/);
+    expect(r.stderr).to.match(/reconnected to faulty/);
+    expect(r.stderr).to.not.include('sk-test-secret');
   });
 
   it('leaves no handle open after close: a script that connects, calls and closes exits by itself', async function () {

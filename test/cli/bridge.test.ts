@@ -1,0 +1,75 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { expect } from 'chai';
+import { ROOT } from '../helpers/fixtures.js';
+import { FaultServer } from '../helpers/http-server.js';
+import { cli } from '../helpers/run.js';
+import { sdkServer } from '../helpers/sdk-http-server.js';
+
+describe('mcp-frame bridge', function () {
+  this.timeout(30_000);
+
+  it("lets the MCP SDK's stdio client use a remote Streamable HTTP server, across a dropped stream", async () => {
+    const server = await sdkServer();
+    const client = new Client({ name: 'stdio-only-host', version: '1.0.0' });
+    const stderr: string[] = [];
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', server.url, '--header', 'Authorization: Bearer sk-bridge-secret-123'],
+      stderr: 'pipe',
+    });
+    transport.stderr?.on('data', (d: Buffer) => stderr.push(d.toString()));
+    try {
+      await client.connect(transport);
+      expect(client.getServerVersion()).to.deep.include({ name: 'sdk-http' });
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'steps']);
+      expect(await client.callTool({ name: 'echo', arguments: { text: 'through the bridge ✓' } })).to.deep.include({
+        content: [{ type: 'text', text: 'through the bridge ✓' }],
+      });
+      const notes: string[] = [];
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void notes.push(String(n.params.data)));
+      const result = await client.callTool({ name: 'steps', arguments: { n: 6, drop: true } });
+      expect(result).to.deep.include({ content: [{ type: 'text', text: '6 steps' }] });
+      expect(notes).to.deep.equal(['step 1', 'step 2', 'step 3', 'step 4', 'step 5', 'step 6']);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+    expect(stderr.join('')).to.match(/reconnecting/);
+    expect(stderr.join('')).to.not.include('sk-bridge-secret');
+  });
+
+  it('answers a request the remote server can no longer answer with an error, not silence', async () => {
+    const server = new FaultServer({ dropAfterEvents: 1, noIds: true });
+    const url = await server.listen();
+    const client = new Client({ name: 'host', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', url],
+      stderr: 'pipe',
+    });
+    try {
+      await client.connect(transport);
+      let caught: unknown;
+      try {
+        await client.callTool({ name: 'echo', arguments: { text: 'x', steps: 3 } }, undefined, { timeout: 10_000 });
+      } catch (err) {
+        caught = err;
+      }
+      expect(String(caught)).to.match(/STREAM|stream/);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it('exits 2 with usage for bad arguments, and 1 for a server that is not http', async () => {
+    expect((await cli(['bridge'])).code).to.equal(2);
+    expect((await cli(['bridge', '--url', 'http://127.0.0.1:1/mcp', '--header', 'no colon'])).code).to.equal(2);
+    const r = await cli(['bridge', 'demo']);
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/server "demo" is not a Streamable HTTP server/);
+  });
+});
