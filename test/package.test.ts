@@ -102,6 +102,7 @@ const ENTRY_POINTS = {
       'RequestOptions',
       'RpcError',
       'ServerConfig',
+      'SseChannel',
       'StdioChannel',
       'StdioOptions',
       'StdioServerConfig',

@@ -10,6 +10,7 @@ import { forwardWhenListened, type Channel, type Direction } from './channel.js'
 import { isStdioServer, type ServerConfig } from './config.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
+import { SseChannel } from './sse.js';
 import { StdioChannel, type StdioOptions } from './stdio.js';
 
 /** The MCP protocol version asked for by default. */
@@ -366,15 +367,22 @@ export async function connect(server: ServerConfig, options: ConnectOptions = {}
 async function openChannel(server: ServerConfig, options: ConnectOptions): Promise<Channel> {
   if (!isStdioServer(server)) {
     const name = options.name === undefined ? '' : ` "${options.name}"`;
-    if (server.type === 'http') {
-      return new HttpChannel(server.url, {
-        ...(options.name === undefined ? {} : { name: options.name }),
-        ...(server.headers === undefined ? {} : { headers: server.headers }),
-        ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
-        ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+    const http = {
+      ...(options.name === undefined ? {} : { name: options.name }),
+      ...(server.headers === undefined ? {} : { headers: server.headers }),
+      ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
+      ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+    };
+    if (server.type === 'http') return new HttpChannel(server.url, http);
+    if (server.type === 'sse') {
+      const channel = new SseChannel(server.url, http);
+      await channel.open().catch(async (err: unknown) => {
+        await channel.close();
+        throw err;
       });
+      return channel;
     }
-    throw new ConnectionError('NOT_STDIO', `server${name} uses the deprecated HTTP+SSE transport, which this client does not speak yet`);
+    throw new ConnectionError('NOT_STDIO', `server${name} has a transport this client does not speak`);
   }
   const channel = new StdioChannel(server, options);
   await channel.started;

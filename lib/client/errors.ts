@@ -28,7 +28,7 @@ export type ConnectionErrorCode =
   | 'GAVE_UP'
   /** The server ended the session (HTTP 404); requests in flight were not sent again. A new session follows. */
   | 'SESSION_EXPIRED'
-  /** The config entry is of a transport this client does not speak. */
+  /** The config entry names a transport this client does not speak. */
   | 'NOT_STDIO';
 
 export class ConnectionError extends Error {

@@ -6,11 +6,11 @@ import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import { FrameError, preview, redact } from '../errors.js';
-import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { serialize } from '../framings/json.js';
 import { FrameDecoder } from '../streams.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
+import { type RemoteSettings, readEventStream, reconnectWait, remoteSettings } from './remote.js';
 
 export interface ReconnectOptions {
   /** The wait before the first attempt, when the server sent no `retry:`. @defaultValue 1000 */
@@ -58,7 +58,8 @@ interface EventStream {
   /** Failed reconnection attempts in a row. */
   failures: number;
   response: http.IncomingMessage | undefined;
-  timer: NodeJS.Timeout | undefined;
+  /** Stops the idle watchdog of the response being read. */
+  stopWatch: (() => void) | undefined;
 }
 
 const PREVIEW_BODY_BYTES = 4096;
@@ -71,12 +72,7 @@ const PREVIEW_BODY_BYTES = 4096;
  */
 export class HttpChannel extends EventEmitter implements Channel {
   readonly name: string;
-  readonly #url: URL;
-  readonly #headers: Record<string, string>;
-  readonly #reconnect: Required<ReconnectOptions> | false;
-  readonly #idleMs: number;
-  readonly #maxBytes: number;
-  readonly #agent: http.Agent;
+  readonly #remote: RemoteSettings;
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
   /** The initialize request as the session sent it, and its id, to start a new session after a 404. */
@@ -95,15 +91,8 @@ export class HttpChannel extends EventEmitter implements Channel {
 
   constructor(url: string | URL, options: HttpChannelOptions = {}) {
     super();
-    this.#url = new URL(url);
-    if (this.#url.protocol !== 'http:' && this.#url.protocol !== 'https:') throw new TypeError(`not an http(s) URL: ${this.#url.protocol}`);
-    this.name = options.name ?? this.#url.host;
-    this.#headers = { ...options.headers };
-    this.#reconnect =
-      options.reconnect === false ? false : { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8, ...options.reconnect };
-    this.#idleMs = options.idleTimeoutMs ?? 300_000;
-    this.#maxBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
-    this.#agent = new (this.#url.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true });
+    this.#remote = remoteSettings(url, options);
+    this.name = this.#remote.name;
   }
 
   /** The session id the server gave, if any. */
@@ -145,7 +134,7 @@ export class HttpChannel extends EventEmitter implements Channel {
         .catch(() => undefined);
     }
     for (const req of this.#requests) req.destroy();
-    this.#agent.destroy();
+    this.#remote.agent.destroy();
     this.emit('end');
     this.emit('close', { code: null, signal: null } satisfies ExitStatus);
     return { code: null, signal: null };
@@ -183,9 +172,9 @@ export class HttpChannel extends EventEmitter implements Channel {
     let size = 0;
     for await (const chunk of res as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > this.#maxBytes) {
+      if (size > this.#remote.maxBytes) {
         res.destroy();
-        this.emit('invalid', new FrameError('MESSAGE_TOO_LARGE', `response body is larger than maxMessageBytes (${this.#maxBytes})`, {}, ''));
+        this.emit('invalid', new FrameError('MESSAGE_TOO_LARGE', `response body is larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
         return;
       }
       chunks.push(chunk);
@@ -211,7 +200,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       retry: undefined,
       failures: 0,
       response: undefined,
-      timer: undefined,
+      stopWatch: undefined,
     };
     this.#streams.add(stream);
     return stream;
@@ -220,7 +209,7 @@ export class HttpChannel extends EventEmitter implements Channel {
   /** Reads an SSE response into the channel, until it ends or breaks; then resumes it if it must. */
   #readStream(stream: EventStream, res: http.IncomingMessage): void {
     stream.response = res;
-    const decoder = new FrameDecoder({ framing: 'sse', onInvalid: 'skip', batch: 'split', maxMessageBytes: this.#maxBytes });
+    const decoder = new FrameDecoder({ framing: 'sse', onInvalid: 'skip', batch: 'split', maxMessageBytes: this.#remote.maxBytes });
     decoder.on('frame', (text: string) => this.emit('wire', 'receive', text));
     decoder.on('invalid', (err: FrameError) => this.emit('invalid', err));
     decoder.on('data', (msg: unknown) => {
@@ -235,29 +224,12 @@ export class HttpChannel extends EventEmitter implements Channel {
       stream.failures = 0;
       this.#receive(msg, stream);
     });
-    const idle = (): void => {
-      if (stream.timer !== undefined) clearTimeout(stream.timer);
-      stream.timer = setTimeout(() => res.destroy(new Error(`no bytes for ${this.#idleMs} ms`)), this.#idleMs);
-    };
-    idle();
-    res.on('data', (chunk: Buffer) => {
-      idle();
-      decoder.write(chunk);
-    });
-    let done = false;
-    const finish = (reason: string): void => {
-      if (done) return;
-      done = true;
-      if (stream.timer !== undefined) clearTimeout(stream.timer);
-      stream.timer = undefined;
-      decoder.end();
+    stream.stopWatch = readEventStream(res, decoder, this.#remote.idleMs, (reason) => {
+      stream.stopWatch = undefined;
       stream.retry = decoder.retry ?? stream.retry;
       if (decoder.lastEventId) stream.lastEventId = decoder.lastEventId;
       this.#streamEnded(stream, reason);
-    };
-    res.on('end', () => finish('the stream ended'));
-    res.on('error', (err) => finish(redact(err.message)));
-    res.on('close', () => finish('the connection closed'));
+    });
   }
 
   #receive(msg: unknown, stream: EventStream | undefined): void {
@@ -296,17 +268,14 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   #scheduleResume(stream: EventStream, reason: string): void {
-    const policy = this.#reconnect;
+    const policy = this.#remote.reconnect;
     if (policy === false) {
       this.#streams.delete(stream);
       this.#undeliverable(stream.owed, new ConnectionError('STREAM_LOST', `the stream from "${this.name}" broke (${reason}) and reconnect is off`));
       return;
     }
     if (stream.failures >= policy.maxAttempts) return this.#giveUp(stream, reason);
-    const base = stream.retry ?? policy.initialDelayMs;
-    const grown = Math.min(policy.maxDelayMs, base * policy.factor ** stream.failures);
-    // Jitter only lengthens the wait: the server's retry is a floor the spec says to respect.
-    const waitMs = Math.max(base, Math.round(grown * (1 + Math.random() * 0.2)));
+    const waitMs = reconnectWait(policy, stream.retry, stream.failures);
     stream.failures++;
     this.emit('reconnecting', { attempt: stream.failures, waitMs, reason });
     const timer = setTimeout(() => {
@@ -423,8 +392,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   #stopStream(stream: EventStream): void {
-    if (stream.timer !== undefined) clearTimeout(stream.timer);
-    stream.timer = undefined;
+    stream.stopWatch?.();
+    stream.stopWatch = undefined;
     stream.response?.destroy();
     stream.response = undefined;
   }
@@ -444,7 +413,7 @@ export class HttpChannel extends EventEmitter implements Channel {
 
   /** One HTTP request with the configured headers, the session id and the protocol version. */
   #request(method: string, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
-    const headers: Record<string, string> = { ...this.#headers };
+    const headers: Record<string, string> = { ...this.#remote.headers };
     if (method === 'POST') {
       headers.accept = 'application/json, text/event-stream';
       headers['content-type'] = 'application/json';
@@ -452,12 +421,12 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     Object.assign(headers, extra);
-    const transport = this.#url.protocol === 'https:' ? https : http;
+    const transport = this.#remote.url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = transport.request(this.#url, { method, headers, agent: this.#agent });
+      const req = transport.request(this.#remote.url, { method, headers, agent: this.#remote.agent });
       // A GET that gets no answer at all is as silent as a stream that stops: the same watchdog applies. A POST
       // may take long to answer (a slow tool as one JSON body), and is never timed out here.
-      if (method === 'GET') req.setTimeout(this.#idleMs, () => req.destroy(new Error(`no answer for ${this.#idleMs} ms`)));
+      if (method === 'GET') req.setTimeout(this.#remote.idleMs, () => req.destroy(new Error(`no answer for ${this.#remote.idleMs} ms`)));
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
       req.on('response', resolve);

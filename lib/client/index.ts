@@ -16,6 +16,7 @@ export { ConnectionError, type ConnectionErrorCode, type ExitStatus } from './er
 export { StreamChannel, type Channel, type Direction, type StreamChannelOptions } from './channel.js';
 export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.js';
 export { HttpChannel, type HttpChannelOptions, type ReconnectOptions } from './http.js';
+export { SseChannel } from './sse.js';
 export {
   connect,
   connectOver,

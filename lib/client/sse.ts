@@ -1,0 +1,195 @@
+/*
+ * The deprecated HTTP+SSE channel (MCP 2024-11-05): one long GET stream that names, in its `endpoint` event,
+ * where to POST messages; every answer comes back on the stream.
+ */
+import { EventEmitter } from 'node:events';
+import http from 'node:http';
+import https from 'node:https';
+import { type FrameError, preview, redact } from '../errors.js';
+import type { FramedEvent } from '../framings/codec.js';
+import { serialize } from '../framings/json.js';
+import { FrameDecoder } from '../streams.js';
+import type { Channel } from './channel.js';
+import { ConnectionError, type ExitStatus } from './errors.js';
+import type { HttpChannelOptions } from './http.js';
+import { type RemoteSettings, readEventStream, reconnectWait, remoteSettings } from './remote.js';
+
+type Json = Record<string, unknown>;
+type Id = string | number;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A channel over the deprecated HTTP+SSE transport. open() reads the stream up to its `endpoint` event (an
+ * endpoint on another origin is refused: it would receive the configured headers). When the stream drops, it
+ * reconnects with the same backoff as HttpChannel and starts a new session with the session's own
+ * initialize; the requests in flight reject with STREAM_LOST, since the new session cannot answer them.
+ */
+export class SseChannel extends EventEmitter implements Channel {
+  readonly name: string;
+  readonly #remote: RemoteSettings;
+  #endpoint: URL | undefined;
+  #response: http.IncomingMessage | undefined;
+  /** Stops the idle watchdog of the stream being read. */
+  #stopWatch: (() => void) | undefined;
+  readonly #timers = new Set<NodeJS.Timeout>();
+  /** Requests sent and not answered: what a drop loses. */
+  readonly #inFlight = new Set<Id>();
+  #initialize: Json | undefined;
+  /** The id of our own initialize on a new session, whose answer is not delivered. */
+  #renewalId: string | undefined;
+  #failures = 0;
+  #closed = false;
+  #ended: ConnectionError | undefined;
+
+  constructor(url: string | URL, options: HttpChannelOptions = {}) {
+    super();
+    this.#remote = remoteSettings(url, options);
+    this.name = this.#remote.name;
+  }
+
+  /** Opens the stream and waits for its `endpoint` event. */
+  async open(): Promise<void> {
+    const res = await this.#request('GET', this.#remote.url, undefined, { accept: 'text/event-stream' });
+    if (res.statusCode !== 200) {
+      res.resume();
+      throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered GET with HTTP ${res.statusCode}`, { status: res.statusCode });
+    }
+    await new Promise<void>((resolve, reject) => {
+      this.#read(res, resolve, reject);
+    });
+  }
+
+  send(msg: unknown): Promise<void> {
+    if (this.#closed || this.#ended !== undefined || this.#endpoint === undefined) return Promise.reject(this.endError('cannot send'));
+    let text: string;
+    try {
+      text = serialize(msg);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (isObject(msg) && msg.method === 'initialize') this.#initialize = msg;
+    if (isObject(msg) && typeof msg.method === 'string' && (typeof msg.id === 'string' || typeof msg.id === 'number')) this.#inFlight.add(msg.id);
+    if (this.listenerCount('wire') > 0) this.emit('wire', 'send', `${text}\n`);
+    return this.#post(text);
+  }
+
+  endError(what: string): ConnectionError {
+    if (this.#closed) return new ConnectionError('CLOSED', `${what}: the connection to "${this.name}" is closing`);
+    return this.#ended ?? new ConnectionError('ENDED', `${what}: "${this.name}" is not connected`);
+  }
+
+  async close(): Promise<ExitStatus> {
+    if (!this.#closed) {
+      this.#closed = true;
+      for (const timer of this.#timers) clearTimeout(timer);
+      this.#timers.clear();
+      this.#stopWatch?.();
+      this.#response?.destroy();
+      this.#remote.agent.destroy();
+      this.emit('end');
+      this.emit('close', { code: null, signal: null } satisfies ExitStatus);
+    }
+    return { code: null, signal: null };
+  }
+
+  async #post(text: string): Promise<void> {
+    const res = await this.#request('POST', this.#endpoint!, text, { 'content-type': 'application/json' });
+    const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
+    const chunks: Buffer[] = [];
+    for await (const chunk of res as AsyncIterable<Buffer>) if (!ok) chunks.push(chunk);
+    if (!ok) {
+      const body = preview(Buffer.concat(chunks));
+      throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
+        status: res.statusCode,
+      });
+    }
+  }
+
+  /** Reads the stream; `ready` once the endpoint is known, `fail` if the stream ends before that. */
+  #read(res: http.IncomingMessage, ready: () => void, fail: (err: Error) => void): void {
+    this.#response = res;
+    const decoder = new FrameDecoder({ framing: 'sse', onInvalid: 'skip', batch: 'split', maxMessageBytes: this.#remote.maxBytes });
+    decoder.on('frame', (text: string) => this.emit('wire', 'receive', text));
+    decoder.on('invalid', (err: FrameError) => this.emit('invalid', err));
+    let known = false;
+    decoder.on('event', (event: FramedEvent) => {
+      if (event.event !== 'endpoint' || known) return;
+      const endpoint = new URL(event.data.trim(), this.#remote.url);
+      if (endpoint.origin !== this.#remote.url.origin) {
+        res.destroy();
+        return fail(
+          new ConnectionError(
+            'HTTP_STATUS',
+            `"${this.name}" named an endpoint on another origin (${preview(endpoint.origin)}); refused, as it would receive the configured headers`,
+          ),
+        );
+      }
+      known = true;
+      this.#endpoint = endpoint;
+      ready();
+    });
+    decoder.on('data', (msg: unknown) => {
+      this.#failures = 0;
+      if (isObject(msg) && !('method' in msg) && 'id' in msg) {
+        this.#inFlight.delete(msg.id as Id);
+        if (msg.id === this.#renewalId) return;
+      }
+      this.emit('message', msg);
+    });
+    this.#stopWatch = readEventStream(res, decoder, this.#remote.idleMs, (reason) => {
+      this.#stopWatch = undefined;
+      this.#response = undefined;
+      if (!known) return fail(new ConnectionError('HTTP_STATUS', `the stream from "${this.name}" ended before its endpoint event (${reason})`));
+      this.#dropped(reason, decoder.retry);
+    });
+  }
+
+  /** The stream dropped: what was in flight is lost; reconnect and start a new session. */
+  #dropped(reason: string, retry: number | undefined): void {
+    if (this.#closed) return;
+    this.#endpoint = undefined;
+    const lost = new ConnectionError(
+      'STREAM_LOST',
+      `the stream from "${this.name}" dropped (${reason}); a new session cannot answer what was in flight`,
+    );
+    if (this.#inFlight.size > 0) this.emit('undeliverable', [...this.#inFlight], lost);
+    this.#inFlight.clear();
+    const policy = this.#remote.reconnect;
+    if (policy === false || this.#failures >= policy.maxAttempts) {
+      this.#ended = new ConnectionError('GAVE_UP', `gave up on "${this.name}" (${reason})`);
+      this.emit('end');
+      void this.close();
+      return;
+    }
+    const waitMs = reconnectWait(policy, retry, this.#failures);
+    this.#failures++;
+    this.emit('reconnecting', { attempt: this.#failures, waitMs, reason });
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      void this.open().then(
+        () => this.#renewSession(),
+        (err: Error) => this.#dropped(err.message, retry),
+      );
+    }, waitMs);
+    this.#timers.add(timer);
+  }
+
+  async #renewSession(): Promise<void> {
+    this.emit('reconnected', { attempt: this.#failures });
+    if (this.#initialize === undefined) return;
+    this.#renewalId = `mcp-frame-renew-${Date.now()}`;
+    await this.#post(serialize({ ...this.#initialize, id: this.#renewalId })).catch(() => undefined);
+    await this.#post(serialize({ jsonrpc: '2.0', method: 'notifications/initialized' })).catch(() => undefined);
+  }
+
+  #request(method: string, url: URL, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
+    const headers: Record<string, string> = { ...this.#remote.headers, ...extra };
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const req = transport.request(url, { method, headers, agent: this.#remote.agent });
+      req.on('response', resolve);
+      req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${this.name}": ${redact(err.message)}`, { cause: err })));
+      req.end(body);
+    });
+  }
+}

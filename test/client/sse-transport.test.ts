@@ -1,0 +1,111 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { z } from 'zod';
+import { type Connection, connect } from '../../lib/client/connection.js';
+import type { ConnectionError } from '../../lib/client/errors.js';
+import { rejection } from '../helpers/rejection.js';
+
+/** The MCP SDK's deprecated HTTP+SSE server, in process on 127.0.0.1. `drop()` cuts every open stream. */
+async function sseServer(options: { endpoint?: string } = {}) {
+  const transports = new Map<string, SSEServerTransport>();
+  const streams = new Set<http.ServerResponse>();
+  const servers: McpServer[] = [];
+  const seen: http.IncomingHttpHeaders[] = [];
+  const httpServer = http.createServer(async (req, res) => {
+    seen.push(req.headers);
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method === 'GET' && url.pathname === '/sse') {
+      if (options.endpoint !== undefined) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`event: endpoint\ndata: ${options.endpoint}\n\n`);
+        streams.add(res);
+        return;
+      }
+      const transport = new SSEServerTransport('/messages', res);
+      transports.set(transport.sessionId, transport);
+      streams.add(res);
+      res.on('close', () => streams.delete(res));
+      const server = new McpServer({ name: 'sdk-sse', version: '1.0.0' });
+      server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
+      server.registerTool('slow', {}, async () => {
+        await new Promise((r) => setTimeout(r, 2000));
+        return { content: [{ type: 'text', text: 'late' }] };
+      });
+      servers.push(server);
+      await server.connect(transport);
+      return;
+    }
+    const transport = transports.get(url.searchParams.get('sessionId') ?? '');
+    if (req.method === 'POST' && transport !== undefined) return void (await transport.handlePostMessage(req, res));
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/sse`,
+    seen,
+    drop: () => {
+      for (const res of streams) res.destroy();
+    },
+    close: async () => {
+      await Promise.all(servers.map((s) => s.close()));
+      for (const res of streams) res.destroy();
+      httpServer.closeAllConnections();
+      await new Promise((resolve) => httpServer.close(resolve));
+    },
+  };
+}
+
+describe('connect over the deprecated HTTP+SSE transport (the MCP SDK server, on 127.0.0.1)', () => {
+  let server: Awaited<ReturnType<typeof sseServer>>;
+  let c: Connection | undefined;
+  afterEach(async () => {
+    await c?.close();
+    c = undefined;
+    await server.close();
+  });
+
+  it('reads the endpoint event, posts there, and gets answers on the stream', async () => {
+    server = await sseServer();
+    c = await connect({ type: 'sse', url: server.url, headers: { 'X-Api-Key': 'k-123' } });
+    expect(c.initializeResult).to.deep.include({ serverInfo: { name: 'sdk-sse', version: '1.0.0' } });
+    expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'ünï 👋' } })).to.deep.include({
+      content: [{ type: 'text', text: 'ünï 👋' }],
+    });
+    expect(server.seen.every((h) => h['x-api-key'] === 'k-123')).to.equal(true);
+  });
+
+  it('when the stream drops, rejects what was in flight with STREAM_LOST, reconnects and works in a new session', async () => {
+    server = await sseServer();
+    c = await connect({ type: 'sse', url: server.url }, { reconnect: { initialDelayMs: 20, maxAttempts: 5 } });
+    const slow = c.request('tools/call', { name: 'slow', arguments: {} }, { timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    const reconnected = new Promise((resolve) => c!.once('reconnected', resolve));
+    server.drop();
+    const err = (await rejection(slow)) as ConnectionError;
+    expect(err.code).to.equal('STREAM_LOST');
+    await reconnected;
+    for (let i = 0; i < 50; i++) {
+      try {
+        expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'again' } })).to.deep.include({
+          content: [{ type: 'text', text: 'again' }],
+        });
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    throw new Error('the new session never answered');
+  });
+
+  it('refuses an endpoint on another origin, which would receive the configured headers', async () => {
+    server = await sseServer({ endpoint: 'http://127.0.0.2:9/messages' });
+    const err = (await rejection(connect({ type: 'sse', url: server.url, headers: { Authorization: 'Bearer sk-sse-secret-1' } }))) as ConnectionError;
+    expect(err.code).to.equal('HTTP_STATUS');
+    expect(err.message).to.match(/another origin/);
+    expect(err.message).to.not.include('sk-sse-secret');
+  });
+});
