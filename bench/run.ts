@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { FrameDecoder, FrameEncoder, frameContentLength, frameSse } from '../lib/index.js';
 import { lineChart } from './chart.js';
+import { httpRoundTrips, httpTable } from './http.js';
 import { chunk, imageResult, mixedMessages, ndjsonBytes, smallMessages } from './data.js';
 import { contentLengthDecoders, decoders, encoders, sseDecoders, validationPeers, type DecoderPeer, type EncoderPeer } from './peers.js';
 
@@ -266,6 +267,14 @@ section(
   'End to end: FrameEncoder → node child (stdin piped to stdout) → FrameDecoder',
   ['| input | median ms | messages/s | MiB/s |', '| --- | ---: | ---: | ---: |', ...e2eRows].join('\n'),
 );
+
+// Round trips over loopback HTTP ------------------------------------------------------------------------------
+const httpRows = await httpRoundTrips();
+section(
+  'Round trips over loopback HTTP: connect() against the MCP SDK Client with StreamableHTTPClientTransport, same in-process SDK server',
+  httpTable(httpRows),
+);
+for (const r of httpRows) verdict(`HTTP, ${r.label}: no slower than the SDK`, r.ours <= r.sdk, fmtX(r.ours / r.sdk));
 
 // Memory -----------------------------------------------------------------------------------------------------
 function memoryRun(args: string[]): Record<string, number> {

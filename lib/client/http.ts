@@ -7,7 +7,6 @@ import http from 'node:http';
 import https from 'node:https';
 import { FrameError, preview, redact } from '../errors.js';
 import { serialize } from '../framings/json.js';
-import { FrameDecoder } from '../streams.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { type RemoteSettings, readEventStream, reconnectWait, remoteSettings } from './remote.js';
@@ -38,6 +37,12 @@ export interface HttpChannelOptions {
   idleTimeoutMs?: number;
   /** @defaultValue 64 MiB */
   maxMessageBytes?: number;
+  /**
+   * POSTs in flight at once (each is a connection while its answer streams); more wait their turn. GET
+   * streams are not counted.
+   * @defaultValue 64
+   */
+  maxSockets?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -84,6 +89,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   #expiredOnce = false;
   #getStream: EventStream | undefined;
   readonly #streams = new Set<EventStream>();
+  /** Which stream owes the response to each request in flight. */
+  readonly #owedBy = new Map<Id, EventStream>();
   readonly #requests = new Set<http.ClientRequest>();
   readonly #timers = new Set<NodeJS.Timeout>();
   #closed = false;
@@ -135,6 +142,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     }
     for (const req of this.#requests) req.destroy();
     this.#remote.agent.destroy();
+    this.#remote.streamAgent.destroy();
     this.emit('end');
     this.emit('close', { code: null, signal: null } satisfies ExitStatus);
     return { code: null, signal: null };
@@ -188,7 +196,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       return;
     }
     if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
-    for (const message of Array.isArray(value) ? value : [value]) this.#receive(message, undefined);
+    for (const message of Array.isArray(value) ? value : [value]) this.#receive(message);
   }
 
   #newStream(kind: EventStream['kind'], owed: Set<Id>): EventStream {
@@ -202,6 +210,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       response: undefined,
       stopWatch: undefined,
     };
+    for (const id of owed) this.#owedBy.set(id, stream);
     this.#streams.add(stream);
     return stream;
   }
@@ -209,34 +218,37 @@ export class HttpChannel extends EventEmitter implements Channel {
   /** Reads an SSE response into the channel, until it ends or breaks; then resumes it if it must. */
   #readStream(stream: EventStream, res: http.IncomingMessage): void {
     stream.response = res;
-    const decoder = new FrameDecoder({ framing: 'sse', onInvalid: 'skip', batch: 'split', maxMessageBytes: this.#remote.maxBytes });
-    decoder.on('frame', (text: string) => this.emit('wire', 'receive', text));
-    decoder.on('invalid', (err: FrameError) => this.emit('invalid', err));
-    decoder.on('data', (msg: unknown) => {
-      const id = decoder.lastEventId;
-      if (id !== undefined && id !== '') {
-        stream.lastEventId = id;
-        if (stream.seen.has(id)) return;
-        stream.seen.add(id);
-      }
-      // A message on a new stream: the attempts start again (never on a clean close without one).
-      if (stream.failures > 0) this.emit('reconnected', { attempt: stream.failures });
-      stream.failures = 0;
-      this.#receive(msg, stream);
-    });
-    stream.stopWatch = readEventStream(res, decoder, this.#remote.idleMs, (reason) => {
-      stream.stopWatch = undefined;
-      stream.retry = decoder.retry ?? stream.retry;
-      if (decoder.lastEventId) stream.lastEventId = decoder.lastEventId;
-      this.#streamEnded(stream, reason);
+    stream.stopWatch = readEventStream(res, this.#remote.maxBytes, this.#remote.idleMs, {
+      frame: (text) => {
+        if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
+      },
+      invalid: (err) => this.emit('invalid', err),
+      message: (msg, id) => {
+        if (id !== '') {
+          stream.lastEventId = id;
+          if (stream.seen.has(id)) return;
+          stream.seen.add(id);
+        }
+        // A message on a new stream: the attempts start again (never on a clean close without one).
+        if (stream.failures > 0) this.emit('reconnected', { attempt: stream.failures });
+        stream.failures = 0;
+        this.#receive(msg);
+      },
+      ended: (reason, lastEventId, retry) => {
+        stream.stopWatch = undefined;
+        stream.retry = retry ?? stream.retry;
+        if (lastEventId !== '') stream.lastEventId = lastEventId;
+        this.#streamEnded(stream, reason);
+      },
     });
   }
 
-  #receive(msg: unknown, stream: EventStream | undefined): void {
+  #receive(msg: unknown): void {
     if (isObject(msg) && !('method' in msg) && 'id' in msg) {
       const id = msg.id as Id;
-      stream?.owed.delete(id);
-      for (const other of this.#streams) other.owed.delete(id);
+      // A response may come on its own stream or, resumed, on another: the map says which stream owed it.
+      this.#owedBy.get(id)?.owed.delete(id);
+      this.#owedBy.delete(id);
       if (id === this.#initializeId && isObject(msg.result) && typeof msg.result.protocolVersion === 'string') {
         this.#protocolVersion = msg.result.protocolVersion;
       }
@@ -327,6 +339,7 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   #undeliverable(ids: Set<Id>, error: ConnectionError): void {
+    for (const id of ids) this.#owedBy.delete(id);
     if (ids.size > 0) this.emit('undeliverable', [...ids], error);
     ids.clear();
   }
@@ -423,7 +436,8 @@ export class HttpChannel extends EventEmitter implements Channel {
     Object.assign(headers, extra);
     const transport = this.#remote.url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = transport.request(this.#remote.url, { method, headers, agent: this.#remote.agent });
+      const agent = method === 'GET' ? this.#remote.streamAgent : this.#remote.agent;
+      const req = transport.request(this.#remote.url, { method, headers, agent });
       // A GET that gets no answer at all is as silent as a stream that stops: the same watchdog applies. A POST
       // may take long to answer (a slow tool as one JSON body), and is never timed out here.
       if (method === 'GET') req.setTimeout(this.#remote.idleMs, () => req.destroy(new Error(`no answer for ${this.#remote.idleMs} ms`)));

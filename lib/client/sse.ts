@@ -5,10 +5,9 @@
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
-import { type FrameError, preview, redact } from '../errors.js';
+import { preview, redact } from '../errors.js';
 import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
-import { FrameDecoder } from '../streams.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import type { HttpChannelOptions } from './http.js';
@@ -86,6 +85,7 @@ export class SseChannel extends EventEmitter implements Channel {
       this.#stopWatch?.();
       this.#response?.destroy();
       this.#remote.agent.destroy();
+      this.#remote.streamAgent.destroy();
       this.emit('end');
       this.emit('close', { code: null, signal: null } satisfies ExitStatus);
     }
@@ -108,39 +108,44 @@ export class SseChannel extends EventEmitter implements Channel {
   /** Reads the stream; `ready` once the endpoint is known, `fail` if the stream ends before that. */
   #read(res: http.IncomingMessage, ready: () => void, fail: (err: Error) => void): void {
     this.#response = res;
-    const decoder = new FrameDecoder({ framing: 'sse', onInvalid: 'skip', batch: 'split', maxMessageBytes: this.#remote.maxBytes });
-    decoder.on('frame', (text: string) => this.emit('wire', 'receive', text));
-    decoder.on('invalid', (err: FrameError) => this.emit('invalid', err));
     let known = false;
-    decoder.on('event', (event: FramedEvent) => {
+    const endpointEvent = (event: FramedEvent): void => {
       if (event.event !== 'endpoint' || known) return;
       const endpoint = new URL(event.data.trim(), this.#remote.url);
       if (endpoint.origin !== this.#remote.url.origin) {
         res.destroy();
+        const where = preview(endpoint.origin);
         return fail(
           new ConnectionError(
             'HTTP_STATUS',
-            `"${this.name}" named an endpoint on another origin (${preview(endpoint.origin)}); refused, as it would receive the configured headers`,
+            `"${this.name}" named an endpoint on another origin (${where}); refused, as it would receive the configured headers`,
           ),
         );
       }
       known = true;
       this.#endpoint = endpoint;
       ready();
-    });
-    decoder.on('data', (msg: unknown) => {
-      this.#failures = 0;
-      if (isObject(msg) && !('method' in msg) && 'id' in msg) {
-        this.#inFlight.delete(msg.id as Id);
-        if (msg.id === this.#renewalId) return;
-      }
-      this.emit('message', msg);
-    });
-    this.#stopWatch = readEventStream(res, decoder, this.#remote.idleMs, (reason) => {
-      this.#stopWatch = undefined;
-      this.#response = undefined;
-      if (!known) return fail(new ConnectionError('HTTP_STATUS', `the stream from "${this.name}" ended before its endpoint event (${reason})`));
-      this.#dropped(reason, decoder.retry);
+    };
+    this.#stopWatch = readEventStream(res, this.#remote.maxBytes, this.#remote.idleMs, {
+      frame: (text) => {
+        if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
+      },
+      invalid: (err) => this.emit('invalid', err),
+      event: endpointEvent,
+      message: (msg) => {
+        this.#failures = 0;
+        if (isObject(msg) && !('method' in msg) && 'id' in msg) {
+          this.#inFlight.delete(msg.id as Id);
+          if (msg.id === this.#renewalId) return;
+        }
+        this.emit('message', msg);
+      },
+      ended: (reason, _lastEventId, retry) => {
+        this.#stopWatch = undefined;
+        this.#response = undefined;
+        if (!known) return fail(new ConnectionError('HTTP_STATUS', `the stream from "${this.name}" ended before its endpoint event (${reason})`));
+        this.#dropped(reason, retry);
+      },
     });
   }
 
@@ -186,7 +191,7 @@ export class SseChannel extends EventEmitter implements Channel {
     const headers: Record<string, string> = { ...this.#remote.headers, ...extra };
     const transport = url.protocol === 'https:' ? https : http;
     return new Promise((resolve, reject) => {
-      const req = transport.request(url, { method, headers, agent: this.#remote.agent });
+      const req = transport.request(url, { method, headers, agent: method === 'GET' ? this.#remote.streamAgent : this.#remote.agent });
       req.on('response', resolve);
       req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${this.name}": ${redact(err.message)}`, { cause: err })));
       req.end(body);

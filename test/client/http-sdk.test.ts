@@ -17,10 +17,16 @@ describe("connect over Streamable HTTP to the MCP SDK's server", () => {
     c = await connect({ type: 'http', url: server.url });
     expect(c.initializeResult).to.deep.include({ serverInfo: { name: 'sdk-http', version: '1.0.0' } });
     const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
-    expect(tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'steps']);
+    expect(tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'roots', 'steps']);
     expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'ünï 😀' } })).to.deep.include({
       content: [{ type: 'text', text: 'ünï 😀' }],
     });
+  });
+
+  it("answers the server's own request by POST", async () => {
+    c = await connect({ type: 'http', url: server.url }, { capabilities: { roots: {} } });
+    c.onRequest('roots/list', () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }));
+    expect(await c.request('tools/call', { name: 'roots', arguments: {} })).to.deep.include({ content: [{ type: 'text', text: 'file:///work' }] });
   });
 
   it('resumes a response stream the server closes half way, and delivers every notification once', async () => {

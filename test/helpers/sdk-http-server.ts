@@ -23,6 +23,11 @@ export async function sdkServer(): Promise<{ url: string; sessions: Map<string, 
       }
       return { content: [{ type: 'text', text: `${n} steps` }] };
     });
+    // A request from the server, on the request's stream: the client answers it by POST.
+    server.registerTool('roots', {}, async () => {
+      const { roots } = await server.server.listRoots();
+      return { content: [{ type: 'text', text: roots.map((r) => r.uri).join(',') }] };
+    });
     servers.push(server);
     return server;
   };
