@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
+import { startEverything } from '../helpers/everything-http.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { FaultServer } from '../helpers/http-server.js';
 import { cli } from '../helpers/run.js';
@@ -39,6 +40,25 @@ describe('mcp-frame bridge', function () {
     }
     expect(stderr.join('')).to.match(/reconnecting/);
     expect(stderr.join('')).to.not.include('sk-bridge-secret');
+  });
+
+  it('lists and calls the tools of server-everything over Streamable HTTP, for the SDK stdio client', async () => {
+    const everything = await startEverything('streamableHttp');
+    const client = new Client({ name: 'stdio-only-host', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', everything.url],
+    });
+    try {
+      await client.connect(transport);
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).to.include('echo');
+      const result = await client.callTool({ name: 'echo', arguments: { message: 'bridged ünïcödé' } });
+      expect(result).to.deep.include({ content: [{ type: 'text', text: 'Echo: bridged ünïcödé' }] });
+    } finally {
+      await client.close();
+      await everything.stop();
+    }
   });
 
   it('answers a request the remote server can no longer answer with an error, not silence', async () => {

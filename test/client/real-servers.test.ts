@@ -1,13 +1,12 @@
 // Against MCP servers that no one here wrote, installed from npm at pinned versions (devDependencies).
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Connection } from '../../lib/client/connection.js';
 import type { FrameError } from '../../lib/errors.js';
+import { startEverything } from '../helpers/everything-http.js';
 import { ROOT } from '../helpers/fixtures.js';
 
 const pkg = (name: string): string => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
@@ -20,30 +19,14 @@ describe('real MCP servers from npm', function () {
   });
 
   describe('@modelcontextprotocol/server-everything over HTTP, as a child process', () => {
-    for (const [mode, type, path, ready] of [
-      ['streamableHttp', 'http', '/mcp', 'listening on port'],
-      ['sse', 'sse', '/sse', 'running on port'],
+    for (const [mode, type] of [
+      ['streamableHttp', 'http'],
+      ['sse', 'sse'],
     ] as const) {
       it(`initializes, lists its tools and echoes in its ${mode} mode, reached at 127.0.0.1`, async () => {
-        // It takes its port from PORT and prints the one it was given, so a free port is found first.
-        const probe = net.createServer();
-        await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-        const port = (probe.address() as net.AddressInfo).port;
-        await new Promise((resolve) => probe.close(resolve));
-        const child = spawn(process.execPath, [pkg('server-everything'), mode], {
-          env: { ...process.env, PORT: String(port) },
-          stdio: ['ignore', 'ignore', 'pipe'],
-        });
+        const everything = await startEverything(mode);
         try {
-          let stderr = '';
-          await new Promise<void>((resolve, reject) => {
-            child.stderr.setEncoding('utf8').on('data', (d: string) => {
-              stderr += d;
-              if (stderr.includes(ready)) resolve();
-            });
-            child.once('exit', () => reject(new Error(`server-everything exited: ${stderr}`)));
-          });
-          const c = await connect({ type, url: `http://127.0.0.1:${port}${path}` }, { name: `everything-${mode}` });
+          const c = await connect({ type, url: everything.url }, { name: `everything-${mode}` });
           open.push(c);
           expect((c.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.be.a('string');
           const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
@@ -54,8 +37,7 @@ describe('real MCP servers from npm', function () {
           await c.close();
           open.pop();
         } finally {
-          child.kill('SIGTERM');
-          if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+          await everything.stop();
         }
       });
     }

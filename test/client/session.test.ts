@@ -95,9 +95,9 @@ for (const [kind, open] of [
     });
 
     it('rejects what is pending with CLOSED when closed', async () => {
-      const pending = c.request('tools/call', { name: 'blob', arguments: { bytes: 8 * 1024 * 1024 } });
+      const failed = rejection(c.request('tools/call', { name: 'blob', arguments: { bytes: 8 * 1024 * 1024 } }));
       await c.close();
-      const err = (await rejection(pending)) as ConnectionError;
+      const err = (await failed) as ConnectionError;
       expect(err.code).to.equal('CLOSED');
     });
   });
