@@ -8,7 +8,7 @@ if [ ! -f "$here/dist/lib/cli/main.js" ]; then
 fi
 [ "${1:-}" = "mcp-frame" ] && shift
 case "${1:-}" in
-  frame | help | --help | -h) ;;
+  frame | help | --help | -h | --version | -v) ;;
   *) set -- frame "$@" ;;
 esac
 exec node "$here/dist/lib/cli/main.js" "$@"

@@ -35,6 +35,13 @@ export function parseCallArgs(args: string[]): CallArgs {
       const at = jsonErrorPosition(paramsText);
       throw new CliError(`params are not JSON${at ? ` (column ${at.column})` : ''}: ${paramsText.slice(0, 80)}`, 2);
     }
+    // JSON-RPC allows arrays, but every MCP method takes an object: say so now, not after a server's timeout.
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+      throw new CliError(
+        `params must be a JSON object, got ${Array.isArray(params) ? 'an array' : params === null ? 'null' : `a ${typeof params}`}\n${USAGE}`,
+        2,
+      );
+    }
   }
   return { server, method, params, config, trace, timeoutMs };
 }
@@ -118,6 +125,13 @@ export async function callCommand(args: string[]): Promise<void> {
   } catch (err) {
     if (err instanceof RpcError)
       throw new CliError(`server "${opts.server}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${safeLine(err.message)}`);
+    if (err instanceof ConnectionError && err.code === 'TIMEOUT') {
+      // The server did not answer in time, and may not leave in time either: close it on the way out, not
+      // before it (stdin now; its process group gets SIGTERM when this process exits).
+      void connection?.close();
+      connection = undefined;
+      throw new CliError(err.message, 1, { exitNow: true });
+    }
     if (err instanceof ConnectionError) throw new CliError(err.message);
     throw err;
   } finally {

@@ -1,3 +1,5 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { frame, parseFrame } from '../framings/ndjson.js';
 import { CliError, parseJsonInput, readInput, writeStdout } from './io.js';
 
@@ -34,10 +36,18 @@ export function frameFixture(messages: readonly unknown[]): FrameResult {
   return { frames, parsed: frames.map((f) => parseFrame(f)) };
 }
 
-/** `mcp-frame frame [fixture.json | -]` */
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+}
+
+/** `mcp-frame frame [fixture.json | case-folder | -]` */
 export async function frameCommand(args: string[]): Promise<void> {
-  if (args.length > 1) throw new CliError('usage: mcp-frame frame [fixture.json | -]', 2);
-  const path = args[0];
+  if (args.length > 1) throw new CliError('usage: mcp-frame frame [fixture.json | case-folder | -]', 2);
+  // Graders name a case by its folder as often as by its file: a folder means its input.json.
+  const path = args[0] !== undefined && args[0] !== '-' && (await isDirectory(args[0])) ? join(args[0], 'input.json') : args[0];
   const name = path === undefined || path === '-' ? 'fixture on stdin' : `fixture ${path}`;
   const fixture = parseJsonInput(await readInput(path, 'fixture'), name);
   await writeStdout(`${JSON.stringify(frameFixture(fixtureMessages(fixture, name)))}\n`);

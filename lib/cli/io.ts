@@ -7,10 +7,16 @@ import { jsonErrorPosition } from '../json-position.js';
 export class CliError extends Error {
   override readonly name = 'CliError';
   readonly exitCode: number;
+  /**
+   * Exit as soon as the message is out, without waiting for what is still closing (a server's grace period):
+   * the process's exit hook ends the servers' process groups.
+   */
+  readonly exitNow: boolean;
 
-  constructor(message: string, exitCode = 1) {
+  constructor(message: string, exitCode = 1, options: { exitNow?: boolean } = {}) {
     super(message);
     this.exitCode = exitCode;
+    this.exitNow = options.exitNow === true;
   }
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
+import { VERSION } from '../version.js';
 import { bridgeCommand } from './bridge.js';
 import { callCommand } from './call.js';
 import { checkCommand } from './check.js';
@@ -12,7 +13,8 @@ import { CliError } from './io.js';
 const USAGE = `usage: mcp-frame <command> [args]
 
 commands:
-  frame [fixture.json | -]   frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
+  frame [fixture.json | case-folder | -]
+                             frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
   call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]
                              connect to a server named in .mcp.json; list its tools, or call a method
   convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
@@ -25,7 +27,8 @@ commands:
                              report on a captured stream: counts, errors with positions, unmatched ids
   bridge <server> [--config path]   (or: --url <url> [--header 'Name: value']...)
                              a stdio server that forwards everything to a remote Streamable HTTP server
-  help                       this text`;
+  help                       this text
+  --version                  the version of mcp-frame`;
 
 /** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
 const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
@@ -40,6 +43,10 @@ const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
+  if (command === '--version' || command === '-v' || command === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
   if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process[command === undefined ? 'stderr' : 'stdout'].write(`${USAGE}\n`);
     return command === undefined ? 2 : 0;
@@ -54,7 +61,8 @@ export async function main(argv: string[]): Promise<number> {
     return typeof code === 'number' ? code : 0;
   } catch (err) {
     if (err instanceof CliError) {
-      process.stderr.write(`mcp-frame ${command}: ${err.message}\n`);
+      await new Promise((resolve) => process.stderr.write(`mcp-frame ${command}: ${err.message}\n`, resolve));
+      if (err.exitNow) process.exit(err.exitCode);
       return err.exitCode;
     }
     if (err instanceof FrameError) {

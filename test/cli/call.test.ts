@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCallArgs } from '../../lib/cli/call.js';
 import { CliError } from '../../lib/cli/io.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { gone } from '../helpers/processes.js';
 import { cli } from '../helpers/run.js';
 import { unprintable } from '../helpers/unprintable.js';
 
@@ -103,18 +104,28 @@ describe('mcp-frame call', () => {
       expect(pid, stderr).to.be.greaterThan(0);
       proc.kill(signal);
       expect(await exited).to.equal(signal === 'SIGINT' ? 130 : 143);
-      let alive = true;
-      for (let i = 0; i < 100 && alive; i++) {
-        try {
-          process.kill(pid, 0);
-          await new Promise((r) => setTimeout(r, 20));
-        } catch {
-          alive = false;
-        }
-      }
-      expect(alive).to.equal(false);
+      expect(await gone(pid)).to.equal(true);
     });
   }
+
+  it('exits promptly after a request timeout, and the server is closed on the way out', async () => {
+    const started = Date.now();
+    const r = await cli(['call', 'hang', 'hang', '--config', config, '--timeout', '300', '--trace']);
+    const took = Date.now() - started;
+    expect(r.code).to.equal(1);
+    expect(r.stderr).to.match(/request hang timed out after 300 ms/);
+    // Without exiting at once it waits out the grace period (2 s) of a server that ignores stdin EOF.
+    expect(took).to.be.lessThan(1500);
+    const pid = Number(/hostile hang pid (\d+)/.exec(r.stderr)?.[1]);
+    expect(pid, r.stderr).to.be.greaterThan(0);
+    expect(await gone(pid)).to.equal(true);
+  });
+
+  it('prints its version', async () => {
+    const r = await cli(['--version']);
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.equal(`${JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).version}\n`);
+  });
 
   it("escapes and redacts a server's stderr in the error line", async () => {
     const r = await cli(['call', 'secrets', '--config', config]);
@@ -125,10 +136,10 @@ describe('mcp-frame call', () => {
   });
 
   it('parses its arguments', () => {
-    expect(parseCallArgs(['s', 'm', '[1]', '--trace', '--config', 'c.json', '--timeout', '500'])).to.deep.equal({
+    expect(parseCallArgs(['s', 'm', '{"a":1}', '--trace', '--config', 'c.json', '--timeout', '500'])).to.deep.equal({
       server: 's',
       method: 'm',
-      params: [1],
+      params: { a: 1 },
       config: 'c.json',
       trace: true,
       timeoutMs: 500,
@@ -136,5 +147,7 @@ describe('mcp-frame call', () => {
     expect(() => parseCallArgs(['s', '--timeout', '0'])).to.throw(/--timeout takes a positive whole number/);
     expect(() => parseCallArgs(['s', '--timeout=-5'])).to.throw(/--timeout takes a positive whole number/);
     expect(() => parseCallArgs(['s', '--bogus'])).to.throw(CliError, /Unknown option '--bogus'/);
+    for (const bad of ['[1]', '"text"', '3', 'null'])
+      expect(() => parseCallArgs(['s', 'm', bad]), bad).to.throw(CliError, /params must be a JSON object/);
   });
 });

@@ -27,6 +27,19 @@ describe('mcp-frame frame (the grader program)', () => {
     }
   });
 
+  it('takes a case folder for its input.json, directly and through your_program.sh', async () => {
+    const c = frameCases().find((x) => x.name === 'mcp-session')!;
+    const folder = join(c.inputPath, '..');
+    for (const result of [await cli(['frame', folder]), await run(`${ROOT}your_program.sh`, ['mcp-frame', folder])]) {
+      expect(result.code, result.stderr).to.equal(0);
+      expect(JSON.parse(result.stdout)).to.deep.equal(c.expected);
+    }
+    const empty = mkdtempSync(join(tmpdir(), 'mcp-frame-case-'));
+    const missing = await cli(['frame', empty]);
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.match(/input\.json: no such file/);
+  });
+
   it('runs the same through your_program.sh mcp-frame <fixture>', async () => {
     const c = frameCases().find((x) => x.name === 'mcp-session')!;
     const result = await run(`${ROOT}your_program.sh`, ['mcp-frame', c.inputPath]);
