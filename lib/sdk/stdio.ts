@@ -1,0 +1,82 @@
+/*
+ * The stdio process handling of this package as a transport for the MCP SDK's Client. Written
+ * against the shape of the SDK's Transport interface, not its types, so that nothing here loads the SDK.
+ */
+import { StdioChannel, type StdioOptions } from '../client/stdio.js';
+import type { StdioServerConfig } from '../client/config.js';
+import type { ConnectionError } from '../client/errors.js';
+import type { FrameError } from '../errors.js';
+
+/** A JSON-RPC message, as the SDK types it (structurally: any object). */
+type Message = Record<string, unknown>;
+
+/**
+ * A drop-in for the SDK's StdioClientTransport: `await client.connect(new StdioTransport(entry))`. It brings
+ * this package's decoder (linear on large messages; banner and log lines on stdout are reported through
+ * onerror and skipped, never fatal), the process-group shutdown (stdin, SIGTERM, SIGKILL, wrappers' children
+ * included) and the server's last stderr lines in errors.
+ *
+ * @example
+ * ```ts
+ * import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+ * import { StdioTransport } from 'mcp-frame/sdk';
+ *
+ * const client = new Client({ name: 'my-host', version: '1.0.0' });
+ * await client.connect(new StdioTransport({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-everything'] }));
+ * ```
+ */
+export class StdioTransport {
+  onmessage?: ((message: Message) => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onclose?: (() => void) | undefined;
+  /** Stdio has no sessions. */
+  sessionId?: string | undefined;
+  readonly #server: StdioServerConfig;
+  readonly #options: StdioOptions;
+  #channel: StdioChannel | undefined;
+  #closed = false;
+
+  constructor(server: StdioServerConfig, options: StdioOptions = {}) {
+    this.#server = server;
+    this.#options = options;
+  }
+
+  /** The server's process id, once started. */
+  get pid(): number | undefined {
+    return this.#channel?.pid;
+  }
+
+  /** The last lines the server wrote to stderr. */
+  get stderrTail(): string[] {
+    return this.#channel?.stderrTail ?? [];
+  }
+
+  async start(): Promise<void> {
+    if (this.#channel !== undefined) throw new Error('StdioTransport already started');
+    const channel = new StdioChannel(this.#server, this.#options);
+    this.#channel = channel;
+    channel.on('message', (msg: Message) => this.onmessage?.(msg));
+    channel.on('invalid', (err: FrameError) => this.onerror?.(err));
+    channel.on('close', () => this.#closedOnce());
+    await channel.started;
+  }
+
+  async send(message: Message): Promise<void> {
+    if (this.#channel === undefined) throw new Error('StdioTransport not started');
+    await this.#channel.send(message).catch((err: ConnectionError) => {
+      this.onerror?.(err);
+      throw err;
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#channel?.close();
+    this.#closedOnce();
+  }
+
+  #closedOnce(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.onclose?.();
+  }
+}

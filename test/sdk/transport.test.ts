@@ -1,0 +1,78 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { StdioTransport } from '../../lib/sdk/stdio.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { gone } from '../helpers/processes.js';
+
+const pkg = (name: string): string => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
+const testServer = (name: string, ...args: string[]) => ({
+  command: process.execPath,
+  args: [fileURLToPath(new URL(`../helpers/servers/${name}.js`, import.meta.url)), ...args],
+});
+
+describe("mcp-frame/sdk: StdioTransport under the MCP SDK's Client", function () {
+  this.timeout(60_000);
+  const clients: Client[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  });
+  const client = (): Client => {
+    const c = new Client({ name: 'sdk-host', version: '1.0.0' });
+    clients.push(c);
+    return c;
+  };
+
+  it('talks to server-everything: tools listed, echo exact', async () => {
+    const c = client();
+    await c.connect(new StdioTransport({ command: process.execPath, args: [pkg('server-everything'), 'stdio'] }));
+    const { tools } = await c.listTools();
+    expect(tools.map((t) => t.name)).to.include('echo');
+    const message = 'line\nbreak \u2028 👩‍👩‍👧 ünïcödé';
+    expect(await c.callTool({ name: 'echo', arguments: { message } })).to.deep.include({ content: [{ type: 'text', text: `Echo: ${message}` }] });
+  });
+
+  it("reads server-filesystem's 12 MiB file, one message past the SDK's own 10 MB cap", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-sdk-'));
+    const bytes = randomBytes(12 * 1024 * 1024);
+    const file = join(dir, 'random.bin');
+    writeFileSync(file, bytes);
+    const c = client();
+    await c.connect(new StdioTransport({ command: process.execPath, args: [pkg('server-filesystem'), dir] }));
+    const result = (await c.callTool({ name: 'read_media_file', arguments: { path: file } }, undefined, { timeout: 30_000 })) as {
+      content: Array<{ data?: string; resource?: { blob?: string } }>;
+    };
+    const base64 = result.content[0]!.data ?? result.content[0]!.resource?.blob;
+    expect(Buffer.from(base64!, 'base64').equals(bytes)).to.equal(true);
+  });
+
+  it('survives banner lines on stdout, reporting them through onerror', async () => {
+    const c = client();
+    const errors: Error[] = [];
+    c.onerror = (err) => void errors.push(err);
+    await c.connect(new StdioTransport(testServer('banner')));
+    const { tools } = await c.listTools();
+    expect(tools).to.have.length(1);
+    expect(errors.map((e) => (e as { code?: string }).code)).to.include('INVALID_JSON');
+  });
+
+  it('closes a server that ignores SIGTERM, escalating to SIGKILL, and calls onclose', async function () {
+    this.timeout(15_000);
+    const transport = new StdioTransport(testServer('stubborn'), { shutdownGraceMs: 200 });
+    let closed = 0;
+    const c = new Client({ name: 'sdk-host', version: '1.0.0' });
+    await c.connect(transport);
+    transport.onclose = ((previous) => () => {
+      closed++;
+      previous?.();
+    })(transport.onclose);
+    const pid = transport.pid!;
+    await c.close();
+    expect(closed).to.equal(1);
+    expect(await gone(pid)).to.equal(true);
+  });
+});
