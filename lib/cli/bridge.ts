@@ -33,7 +33,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   }
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
-  const config = await loadConfig(values.config as string).catch((err: Error) => {
+  const config = await loadConfig(values.config as string, { server: name }).catch((err: Error) => {
     throw new CliError(err.message);
   });
   const entry = serverNamed(config, name);

@@ -1,17 +1,29 @@
-import { listNames, loadConfig, serverNamed } from '../client/config.js';
+import {
+  ConfigError,
+  configServerNames,
+  findConfig,
+  listNames,
+  parseConfig,
+  readConfigText,
+  type ServerConfig,
+  serverNamed,
+} from '../client/config.js';
 import { connect, RpcError, type Connection, type FrameTrace } from '../client/connection.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { ConnectionError } from '../client/errors.js';
-import { CliError, parseOptions, positiveInteger, writeStdout } from './io.js';
+import { CliError, parseInputs, parseOptions, positiveInteger, writeStdout } from './io.js';
 
-const USAGE = 'usage: mcp-frame call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]';
+const USAGE = 'usage: mcp-frame call <server> [method [params-json]] [--config path] [--input id=value]... [--trace] [--timeout ms]';
 
 interface CallArgs {
   server: string;
   method: string | undefined;
   params: unknown;
-  config: string;
+  /** The config named with --config; undefined: found as hosts find theirs. */
+  config: string | undefined;
+  /** Values for `${input:id}` in a VS Code config. */
+  inputs: Record<string, string>;
   trace: boolean;
   timeoutMs: number | undefined;
 }
@@ -19,12 +31,18 @@ interface CallArgs {
 export function parseCallArgs(args: string[]): CallArgs {
   const { values, positionals } = parseOptions(
     args,
-    { config: { type: 'string', default: '.mcp.json' }, trace: { type: 'boolean', default: false }, timeout: { type: 'string' } },
+    {
+      config: { type: 'string' },
+      input: { type: 'string', multiple: true },
+      trace: { type: 'boolean', default: false },
+      timeout: { type: 'string' },
+    },
     USAGE,
   );
   const [server, method, paramsText, ...extra] = positionals;
   if (server === undefined || extra.length > 0) throw new CliError(USAGE, 2);
-  const config = values.config as string;
+  const config = values.config as string | undefined;
+  const inputs = parseInputs(values.input as unknown as string[] | undefined, USAGE);
   const trace = values.trace === true;
   const timeoutMs = positiveInteger(values.timeout as string | undefined, '--timeout', USAGE);
   let params: unknown;
@@ -43,7 +61,7 @@ export function parseCallArgs(args: string[]): CallArgs {
       );
     }
   }
-  return { server, method, params, config, trace, timeoutMs };
+  return { server, method, params, config, inputs, trace, timeoutMs };
 }
 
 /** Every tool, following nextCursor through the pages. */
@@ -65,14 +83,29 @@ function describeTrace(t: FrameTrace): string {
   return `${t.direction === 'send' ? '→' : '←'} ${t.bytes} B ${t.preview}\n`;
 }
 
+/**
+ * The entry of the server asked for, from --config or the config a host would find (`./.mcp.json`, then
+ * `./.vscode/mcp.json`, said on stderr). Only that entry is read: a variable another entry needs does not
+ * stop this one.
+ */
+async function configEntry(opts: CallArgs): Promise<ServerConfig> {
+  const path = opts.config ?? (await findConfig());
+  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config');
+  if (opts.config === undefined) process.stderr.write(`mcp-frame call: using ${path}\n`);
+  try {
+    const text = await readConfigText(path);
+    const entry = serverNamed(parseConfig(text, path, { server: opts.server, inputs: opts.inputs }), opts.server);
+    if (entry === undefined) throw new CliError(`no server "${opts.server}" in ${path}; it has: ${listNames(configServerNames(text, path))}`);
+    return entry;
+  } catch (err) {
+    throw err instanceof ConfigError ? new CliError(err.message) : err;
+  }
+}
+
 /** `mcp-frame call <server> [method [params-json]]` */
 export async function callCommand(args: string[]): Promise<void> {
   const opts = parseCallArgs(args);
-  const config = await loadConfig(opts.config).catch((err: Error) => {
-    throw new CliError(err.message);
-  });
-  const entry = serverNamed(config, opts.server);
-  if (entry === undefined) throw new CliError(`no server "${opts.server}" in ${opts.config}; it has: ${listNames(config)}`);
+  const entry = await configEntry(opts);
   let connection: Connection | undefined;
   // Interrupted, the servers are closed first (stdin, SIGTERM, SIGKILL), so that none is left running.
   const onSignal = (signal: NodeJS.Signals): void => {

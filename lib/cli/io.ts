@@ -75,3 +75,14 @@ export function positiveInteger(text: string | undefined, option: string, usage:
   if (!Number.isSafeInteger(n) || n < 1) throw new CliError(`${option} takes a positive whole number, got ${JSON.stringify(text)}\n${usage}`, 2);
   return n;
 }
+
+/** `--input id=value` flags as a map, or a usage error naming the bad one. */
+export function parseInputs(pairs: string[] | undefined, usage: string): Record<string, string> {
+  const inputs: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CliError(`--input takes id=value, got ${JSON.stringify(pair.slice(0, 40))}\n${usage}`, 2);
+    inputs[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return inputs;
+}

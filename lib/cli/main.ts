@@ -4,6 +4,7 @@ import { VERSION } from '../version.js';
 import { bridgeCommand } from './bridge.js';
 import { callCommand } from './call.js';
 import { checkCommand } from './check.js';
+import { checkConfigCommand } from './check-config.js';
 import { convertCommand } from './convert.js';
 import { frameCommand } from './frame.js';
 import { recordCommand } from './record.js';
@@ -27,6 +28,8 @@ commands:
                              report on a captured stream: counts, errors with positions, unmatched ids
   bridge <server> [--config path]   (or: --url <url> [--header 'Name: value']...)
                              a stdio server that forwards everything to a remote Streamable HTTP server
+  check-config [path] [--input id=value]...
+                             report every problem of a config file at once (default: the one call would use)
   help                       this text
   --version                  the version of mcp-frame`;
 
@@ -39,6 +42,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   replay: replayCommand,
   check: checkCommand,
   bridge: bridgeCommand,
+  'check-config': checkConfigCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -39,7 +39,7 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
   const config = values.config as string | undefined;
   const [name, ...extra] = positionals;
   if (config === undefined || name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
-  const loaded = await loadConfig(config).catch((err: Error) => {
+  const loaded = await loadConfig(config, { server: name }).catch((err: Error) => {
     throw new CliError(err.message);
   });
   const server = serverNamed(loaded, name);

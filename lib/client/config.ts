@@ -1,5 +1,6 @@
-import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { jsonErrorPosition } from '../json-position.js';
 
 /** A server started as a child process, talking over its stdin and stdout. */
@@ -27,10 +28,17 @@ export interface McpConfig {
 
 export interface LoadConfigOptions {
   /**
-   * Where `${VAR}` and `${VAR:-default}` take their values from.
+   * Where `${VAR}`, `${VAR:-default}` and `${env:VAR}` take their values from.
    * @defaultValue process.env
    */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Read and expand only this server's entry: a problem in another entry (a variable it needs and this
+   * process does not have) does not stop it. The result holds that entry alone.
+   */
+  server?: string;
+  /** Values for VS Code's `${input:id}`, which cannot be prompted for here. */
+  inputs?: Record<string, string>;
 }
 
 /** A config file that cannot be used: says which file, and where in it. */
@@ -58,7 +66,11 @@ export function isStdioServer(server: ServerConfig): server is StdioServerConfig
   return server.type === undefined || server.type === 'stdio';
 }
 
-const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+/**
+ * `${VAR}`, `${VAR:-default}` (Claude), `${env:VAR}` (Cursor, VS Code), `${workspaceFolder}` and
+ * `${input:id}` (VS Code).
+ */
+const VARIABLE = /\$\{(?:(env|input):)?([A-Za-z_][A-Za-z0-9_.-]*)(?::-([^}]*))?\}/g;
 
 type Json = unknown;
 const isObject = (v: Json): v is Record<string, Json> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -66,30 +78,102 @@ const kind = (v: Json): string => (v === null ? 'null' : Array.isArray(v) ? 'an 
 const keyPath = (base: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`);
 
 /**
- * Reads an `.mcp.json` file: `{ "mcpServers": { name: { command, args, env, cwd } | { type, url, headers } } }`.
- * Expands `${VAR}` and `${VAR:-default}` in command, args, env values, cwd, url and header values. Every
- * problem is a ConfigError naming the file and the JSON path. Nothing here runs anything.
+ * Reads a config file in any of the hosts' formats, found by its shape: `{ "mcpServers": {...} }` (Claude
+ * Desktop, Claude Code, Cursor) or `{ "servers": {...}, "inputs": [...] }` (VS Code's `.vscode/mcp.json`).
+ * Expands `${VAR}`, `${VAR:-default}`, `${env:VAR}`, `${workspaceFolder}` (the folder above `.vscode`, or the
+ * file's own) and `${input:id}` (from `inputs`) in command, args, env values, cwd, url and header values, and
+ * reads an entry's `envFile` as dotenv. Every problem is a ConfigError naming the file and the JSON path.
+ * Nothing here runs anything.
  */
 export async function loadConfig(path = '.mcp.json', options: LoadConfigOptions = {}): Promise<McpConfig> {
-  let text: string;
+  return parseConfig(await readConfigText(path), path, options);
+}
+
+/** A config file's text; a ConfigError naming it when it cannot be read. */
+export async function readConfigText(path: string): Promise<string> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new ConfigError(path, code === 'ENOENT' ? 'no such file' : `cannot read: ${(err as Error).message}`);
   }
-  return parseConfig(text, path, options);
 }
 
-/** As loadConfig, from the text of a config file; `path` names it in errors and anchors a relative cwd. */
-export function parseConfig(text: string, path: string, { env = process.env }: LoadConfigOptions = {}): McpConfig {
-  const servers = serversOf(parseJson(text, path), path);
+/** The server names a config file's text holds, none of its entries read. */
+export function configServerNames(text: string, path: string): string[] {
+  return Object.keys(serversOf(parseJson(text, path), path).servers);
+}
+
+/**
+ * Where a host looks for a config when none is named: `./.mcp.json`, then `./.vscode/mcp.json`. The first
+ * that exists, or undefined.
+ */
+export async function findConfig(cwd = process.cwd()): Promise<string | undefined> {
+  for (const candidate of ['.mcp.json', join('.vscode', 'mcp.json')]) {
+    const exists = await access(resolve(cwd, candidate)).then(
+      () => true,
+      () => false,
+    );
+    if (exists) return candidate;
+  }
+  return undefined;
+}
+
+/** As loadConfig, from the text of a config file; `path` names it in errors and anchors relative paths. */
+export function parseConfig(text: string, path: string, options: LoadConfigOptions = {}): McpConfig {
+  const { servers, key } = serversOf(parseJson(text, path), path);
+  const context = readingContext(path, key, options);
   const out: Record<string, ServerConfig> = {};
   for (const [name, entry] of Object.entries(servers)) {
+    if (options.server !== undefined && name !== options.server) continue;
     // defineProperty, so that a server named `__proto__` is an ordinary name.
-    Object.defineProperty(out, name, { value: new EntryReader(path, name, env).read(entry), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, name, { value: new EntryReader(context, name).read(entry), enumerable: true, writable: true, configurable: true });
   }
   return { mcpServers: out };
+}
+
+/** Every problem in a config file, each entry read on its own (`mcp-frame check-config`). */
+export function checkConfig(text: string, path: string, options: LoadConfigOptions = {}): ConfigError[] {
+  let servers: Record<string, Json>;
+  let key: ServersKey;
+  try {
+    ({ servers, key } = serversOf(parseJson(text, path), path));
+  } catch (err) {
+    return [err as ConfigError];
+  }
+  const context = readingContext(path, key, options);
+  const problems: ConfigError[] = [];
+  for (const [name, entry] of Object.entries(servers)) {
+    try {
+      new EntryReader(context, name).read(entry);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems.push(err);
+    }
+  }
+  return problems;
+}
+
+type ServersKey = 'mcpServers' | 'servers';
+
+interface ReadingContext {
+  file: string;
+  key: ServersKey;
+  env: NodeJS.ProcessEnv;
+  inputs: Record<string, string>;
+  /** VS Code's ${workspaceFolder}: the folder above `.vscode`, else the file's own folder. */
+  workspace: string;
+}
+
+function readingContext(path: string, key: ServersKey, options: LoadConfigOptions): ReadingContext {
+  const folder = dirname(resolve(path));
+  return {
+    file: path,
+    key,
+    env: options.env ?? process.env,
+    inputs: options.inputs ?? {},
+    workspace: basename(folder) === '.vscode' ? dirname(folder) : folder,
+  };
 }
 
 function parseJson(text: string, path: string): Json {
@@ -102,25 +186,31 @@ function parseJson(text: string, path: string): Json {
   }
 }
 
-function serversOf(raw: Json, path: string): Record<string, Json> {
+/** The servers object, under `mcpServers` (Claude, Cursor) or `servers` (VS Code). */
+function serversOf(raw: Json, path: string): { servers: Record<string, Json>; key: ServersKey } {
   if (!isObject(raw)) throw new ConfigError(path, `expected an object with "mcpServers", got ${kind(raw)}`, { jsonPath: '(top level)' });
-  const servers = raw.mcpServers;
+  const key: ServersKey = raw.mcpServers === undefined && raw.servers !== undefined ? 'servers' : 'mcpServers';
+  const servers = raw[key];
   if (!isObject(servers)) {
-    throw new ConfigError(path, servers === undefined ? 'missing' : `expected an object, got ${kind(servers)}`, { jsonPath: 'mcpServers' });
+    throw new ConfigError(path, servers === undefined ? 'missing' : `expected an object, got ${kind(servers)}`, { jsonPath: key });
   }
-  return servers;
+  return { servers, key };
 }
 
 /** Reads one server entry: checks each field's type and expands variables, naming the file, path and server. */
 class EntryReader {
   readonly #at: string;
+  readonly file: string;
+  /** The variables: the context's environment, with the entry's envFile read over it once known. */
+  #env: NodeJS.ProcessEnv;
 
   constructor(
-    readonly file: string,
+    readonly context: ReadingContext,
     readonly name: string,
-    readonly env: NodeJS.ProcessEnv,
   ) {
-    this.#at = keyPath('mcpServers', name);
+    this.file = context.file;
+    this.#env = context.env;
+    this.#at = keyPath(context.key, name);
   }
 
   read(entry: Json): ServerConfig {
@@ -140,7 +230,10 @@ class EntryReader {
     if (command.trim() === '') this.#fail(`${at}.command`, 'is empty');
     const server: StdioServerConfig = { ...(type === undefined ? {} : { type }), command };
     if (e.args !== undefined) server.args = this.#strings(e.args, `${at}.args`);
-    if (e.env !== undefined) server.env = this.#stringMap(e.env, `${at}.env`);
+    const fromFile = e.envFile === undefined ? undefined : this.#envFile(this.#string(e.envFile, `${at}.envFile`), `${at}.envFile`);
+    // The entry's env wins over its envFile, as in VS Code.
+    if (e.env !== undefined || fromFile !== undefined)
+      server.env = { ...fromFile, ...(e.env === undefined ? {} : this.#stringMap(e.env, `${at}.env`)) };
     if (e.cwd !== undefined) server.cwd = resolve(dirname(resolve(this.file)), this.#string(e.cwd, `${at}.cwd`));
     return server;
   }
@@ -158,14 +251,41 @@ class EntryReader {
   }
 
   #expand(value: string, jsonPath: string): string {
-    return value.replace(VARIABLE, (_m, variable: string, fallback: string | undefined) => {
+    return value.replace(VARIABLE, (_m, scope: string | undefined, variable: string, fallback: string | undefined) => {
+      if (scope === 'input') return this.#input(variable, jsonPath);
+      if (scope === undefined && variable === 'workspaceFolder') return this.context.workspace;
       // Own properties only: `${constructor}` is a variable like any other, and not set.
-      const v = Object.hasOwn(this.env, variable) ? this.env[variable] : undefined;
+      const v = Object.hasOwn(this.#env, variable) ? this.#env[variable] : undefined;
       if (v !== undefined && v !== '') return v;
       if (fallback !== undefined) return fallback;
       if (v !== undefined) return v;
       throw new ConfigError(this.file, `variable ${variable} is not set (server "${this.name}")`, { jsonPath, server: this.name, variable });
     });
+  }
+
+  /** `${input:id}`: VS Code prompts for it; here it must be given, never passed on literally. */
+  #input(id: string, jsonPath: string): string {
+    if (Object.hasOwn(this.context.inputs, id)) return this.context.inputs[id]!;
+    throw new ConfigError(this.file, `input "${id}" has no value here (server "${this.name}"): pass it as --input ${id}=VALUE`, {
+      jsonPath,
+      server: this.name,
+      variable: `input:${id}`,
+    });
+  }
+
+  /** An envFile, read as dotenv (KEY=VALUE lines, # comments, optional quotes), relative to the file's folder. */
+  #envFile(path: string, jsonPath: string): Record<string, string> {
+    let text: string;
+    try {
+      text = readFileSync(resolve(dirname(resolve(this.file)), path), 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      return this.#fail(jsonPath, `cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
+    }
+    const vars = parseDotenv(text);
+    // Its variables can be used in the rest of the entry too.
+    this.#env = { ...this.#env, ...vars };
+    return vars;
   }
 
   #string(v: Json, p: string): string {
@@ -186,14 +306,31 @@ class EntryReader {
   }
 }
 
+/** KEY=VALUE lines; `#` comments, blank lines and `export ` are skipped; single or double quotes are taken off. */
+export function parseDotenv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/.exec(line);
+    if (match === null) continue;
+    let value = match[2]!;
+    const quote = value[0];
+    if ((quote === '"' || quote === "'") && value.endsWith(quote) && value.length >= 2) value = value.slice(1, -1);
+    else value = value.replace(/\s+#.*$/, '');
+    Object.defineProperty(out, match[1]!, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
 /** The entry called `name`, or undefined: only the config's own names count (`constructor` is not one). */
 export function serverNamed(config: McpConfig, name: string): ServerConfig | undefined {
   return Object.hasOwn(config.mcpServers, name) ? config.mcpServers[name] : undefined;
 }
 
-/** The config's server names for an error message, the first `max` of them and how many more. */
-export function listNames(config: McpConfig, max = 20): string {
-  const names = Object.keys(config.mcpServers);
+/** Server names for an error message, the first `max` of them and how many more. */
+export function listNames(config: McpConfig | string[], max = 20): string {
+  const names = Array.isArray(config) ? config : Object.keys(config.mcpServers);
   if (names.length === 0) return 'none';
   // A name with characters that are not plain is shown as a JSON string.
   const shown = names.slice(0, max).map((n) => (/^[\w.@-]{1,60}$/.test(n) ? n : JSON.stringify(n.slice(0, 60))));

@@ -4,6 +4,8 @@
 export {
   loadConfig,
   parseConfig,
+  checkConfig,
+  findConfig,
   isStdioServer,
   ConfigError,
   type McpConfig,

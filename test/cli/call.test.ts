@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,7 +41,7 @@ describe('mcp-frame call', () => {
       'blob  Returns `bytes` deterministic pseudo-random bytes as a base64 resource, with their SHA-256.',
       '',
     ]);
-    expect(r.stderr).to.match(/^connected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, pid \d+\)\n$/);
+    expect(r.stderr).to.match(/^mcp-frame call: using \.mcp\.json\nconnected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, pid \d+\)\n$/);
   });
 
   it('calls a method with JSON params and prints the result as JSON', async () => {
@@ -84,7 +84,7 @@ describe('mcp-frame call', () => {
       const lines = r.stderr
         .trimEnd()
         .split('\n')
-        .filter((l) => !l.startsWith('connected to'));
+        .filter((l) => !l.startsWith('connected to') && !l.startsWith('mcp-frame call: using'));
       expect(lines[0]).to.match(pattern);
       if (code === 1) expect(lines).to.have.length(1);
     });
@@ -121,6 +121,38 @@ describe('mcp-frame call', () => {
     expect(await gone(pid)).to.equal(true);
   });
 
+  it('uses ./.vscode/mcp.json when there is no ./.mcp.json, says so, and takes --input for its inputs', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'mcp-frame-vscode-'));
+    mkdirSync(join(workspace, '.vscode'));
+    const entry = { type: 'stdio', command: process.execPath, args: [`${ROOT}dist/examples/server.js`], env: { KEY: '${input:key}' } };
+    writeFileSync(
+      join(workspace, '.vscode', 'mcp.json'),
+      JSON.stringify({ inputs: [{ id: 'key', type: 'promptString' }], servers: { demo: entry } }),
+    );
+    const missing = await cli(['call', 'demo'], { cwd: workspace });
+    expect(missing.code).to.equal(1);
+    expect(missing.stderr).to.match(/input "key" has no value here .*--input key=VALUE/);
+    const r = await cli(['call', 'demo', '--input', 'key=k-1'], { cwd: workspace });
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stderr).to.match(/^mcp-frame call: using \.vscode\/mcp\.json\n/);
+    expect(r.stdout).to.match(/^echo /);
+  });
+
+  it('check-config reports every problem of a file at once', async () => {
+    const file = join(dir, 'broken.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ mcpServers: { a: { command: 'x', args: ['${NOT_SET_ANYWHERE_1}'] }, b: { command: 4 }, c: { command: 'ok' } } }),
+    );
+    const r = await cli(['check-config', file]);
+    expect(r.code).to.equal(1);
+    expect(r.stdout.trimEnd().split('\n')).to.have.length(2);
+    expect(r.stdout)
+      .to.match(/mcpServers\.a\.args\[0\]: variable NOT_SET_ANYWHERE_1 is not set/)
+      .and.to.match(/mcpServers\.b\.command: expected a string/);
+    expect((await cli(['check-config', `${ROOT}.mcp.json`])).code).to.equal(0);
+  });
+
   it('prints its version', async () => {
     const r = await cli(['--version']);
     expect(r.code).to.equal(0);
@@ -141,6 +173,7 @@ describe('mcp-frame call', () => {
       method: 'm',
       params: { a: 1 },
       config: 'c.json',
+      inputs: {},
       trace: true,
       timeoutMs: 500,
     });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, listNames, loadConfig, parseConfig, serverNamed } from '../../lib/client/config.js';
+import { ConfigError, checkConfig, listNames, loadConfig, parseConfig, serverNamed } from '../../lib/client/config.js';
 import { ROOT } from '../helpers/fixtures.js';
 
 function configError(fn: () => unknown): ConfigError {
@@ -107,7 +107,7 @@ describe('loadConfig', () => {
 
   const shapes: Array<[string, unknown, string]> = [
     ['a top level that is not an object', [], '(top level)'],
-    ['no mcpServers', { servers: {} }, 'mcpServers'],
+    ['no mcpServers (nor servers)', { tools: {} }, 'mcpServers'],
     ['mcpServers not an object', { mcpServers: [] }, 'mcpServers'],
     ['an entry that is not an object', { mcpServers: { a: 'npx' } }, 'mcpServers.a'],
     ['a stdio entry without a command', { mcpServers: { a: { args: [] } } }, 'mcpServers.a.command'],
@@ -152,6 +152,67 @@ describe('loadConfig', () => {
       const text = listNames(parse({ mcpServers: servers }));
       expect(text).to.match(/^server-0, server-1, .*server-19 and 4980 more$/);
       expect(text.length).to.be.lessThan(400);
+    });
+  });
+
+  describe('the formats hosts write, from a fixture per editor', () => {
+    const fixture = (path: string): string => `${ROOT}fixtures/config/${path}`;
+
+    it('reads Claude Desktop and Claude Code files (mcpServers, ${VAR} and ${VAR:-default})', async () => {
+      const config = await loadConfig(fixture('claude/.mcp.json'), { env: { HOME: '/home/u', GITHUB_TOKEN: 'ghp_x' } });
+      expect(config.mcpServers).to.deep.equal({
+        filesystem: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/home/u/projects'], env: { LOG_LEVEL: 'info' } },
+        github: { type: 'http', url: 'https://api.githubcopilot.com/mcp/', headers: { Authorization: 'Bearer ghp_x' } },
+      });
+    });
+
+    it('reads Cursor files: url entries without a type, ${env:NAME}', async () => {
+      const config = await loadConfig(fixture('cursor/mcp.json'), { env: { EXAMPLE_TOKEN: 't', EXAMPLE_KEY: 'k' } });
+      expect(config.mcpServers).to.deep.equal({
+        remote: { type: 'http', url: 'https://mcp.example.com/mcp', headers: { Authorization: 'Bearer t' } },
+        local: { command: 'node', args: ['server.js', '--key', 'k'] },
+      });
+    });
+
+    it('reads VS Code files: servers, ${workspaceFolder} above .vscode, envFile as dotenv, inputs given', async () => {
+      const path = fixture('vscode/.vscode/mcp.json');
+      const workspace = fixture('vscode');
+      const config = await loadConfig(path, { env: {}, inputs: { 'api-key': 'k-1' } });
+      expect(config.mcpServers).to.deep.equal({
+        local: {
+          type: 'stdio',
+          command: 'node',
+          args: [`${workspace}/server.js`],
+          env: { DB_URL: 'postgres://localhost/app', MODE: 'from-env-file', REGION: 'eu', API_KEY: 'k-1' },
+        },
+        remote: { type: 'http', url: 'https://mcp.example.com/mcp' },
+      });
+    });
+
+    it('names an input it cannot prompt for, and how to give it, instead of passing ${input:...} on', async () => {
+      const err = await loadConfig(fixture('vscode/.vscode/mcp.json'), { env: {} }).then(
+        () => expect.fail('resolved'),
+        (e: ConfigError) => e,
+      );
+      expect(err).to.be.instanceOf(ConfigError);
+      expect(err.jsonPath).to.equal('servers.local.env.API_KEY');
+      expect(err.message).to.include('input "api-key"').and.to.include('--input api-key=VALUE');
+    });
+  });
+
+  describe('one server at a time', () => {
+    const text = JSON.stringify({
+      mcpServers: { needsKey: { command: 'x', env: { API_KEY: '${API_KEY}' } }, plain: { command: 'y' }, broken: { command: 3 } },
+    });
+
+    it("reads only the server asked for: another entry's unset variable does not stop it", () => {
+      expect(parseConfig(text, '/p/.mcp.json', { env: {}, server: 'plain' }).mcpServers).to.deep.equal({ plain: { command: 'y' } });
+      expect(() => parseConfig(text, '/p/.mcp.json', { env: {} })).to.throw(ConfigError, /API_KEY is not set/);
+    });
+
+    it('reports every problem of the whole file at once with checkConfig', () => {
+      const problems = checkConfig(text, '/p/.mcp.json', { env: {} });
+      expect(problems.map((p) => p.jsonPath)).to.deep.equal(['mcpServers.needsKey.env.API_KEY', 'mcpServers.broken.command']);
     });
   });
 });
