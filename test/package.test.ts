@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { ROOT } from './helpers/fixtures.js';
@@ -202,6 +202,41 @@ describe('the package', () => {
         .to.include('noDebugger')
         .and.to.include('noDoubleEquals');
       expect(() => execFileSync(biome, ['ci', 'lib/good.ts'], { cwd: dir, stdio: 'pipe' })).to.not.throw();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('packs into a tarball that installs in a fresh project: import, require, the bin, and sources for its maps', function () {
+    this.timeout(120_000);
+    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-pack-'));
+    try {
+      // --ignore-scripts: the tests run from dist/, which npm test has just built; prepack would rebuild it.
+      const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], {
+        cwd: ROOT,
+        encoding: 'utf8',
+      }).trim();
+      const project = join(dir, 'project');
+      mkdirSync(project);
+      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'host', version: '1.0.0', private: true }));
+      execFileSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--offline', join(dir, tarball.split('\n').at(-1)!)], {
+        cwd: project,
+        stdio: 'pipe',
+      });
+      const node = (args: string[]): string => execFileSync(process.execPath, args, { cwd: project, encoding: 'utf8' });
+      expect(node(['--input-type=module', '-e', "const m = await import('mcp-frame'); process.stdout.write(m.frame({ a: 1 }))"])).to.equal(
+        '{"a":1}\n',
+      );
+      expect(node(['-e', "const c = require('mcp-frame/client'); process.stdout.write(typeof c.connect)"])).to.equal('function');
+      expect(node(['-e', "process.stdout.write(typeof require('mcp-frame/sdk').StdioTransport)"])).to.equal('function');
+      expect(execFileSync(join(project, 'node_modules/.bin/mcp-frame'), ['--version'], { encoding: 'utf8' }).trim()).to.equal(
+        JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')).version,
+      );
+      // Stack traces through the source maps name files that exist in the installed package.
+      const installed = join(project, 'node_modules/mcp-frame');
+      const map = JSON.parse(readFileSync(join(installed, 'dist/lib/errors.js.map'), 'utf8')) as { sources: string[] };
+      for (const source of map.sources) expect(existsSync(join(installed, 'dist/lib', source)), source).to.equal(true);
+      expect(existsSync(join(installed, 'LICENSE'))).to.equal(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
