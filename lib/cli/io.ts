@@ -3,6 +3,13 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { text as readStreamText } from 'node:stream/consumers';
 import { jsonErrorPosition } from '../json-position.js';
 
+/**
+ * Exit codes that scripts can tell apart: a tool that reported an error (its result is printed), a usage
+ * error, a config that cannot be used, a server that cannot be reached or went away, a timeout, and a JSON-RPC
+ * error response. Any other failure is 1.
+ */
+export const EXIT = { ok: 0, toolError: 1, failure: 1, usage: 2, config: 3, connection: 4, timeout: 5, rpcError: 6 } as const;
+
 /** A failure the command line reports as one line on stderr, with this exit code. */
 export class CliError extends Error {
   override readonly name = 'CliError';

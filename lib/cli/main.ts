@@ -16,8 +16,11 @@ const USAGE = `usage: mcp-frame <command> [args]
 commands:
   frame [fixture.json | case-folder | -]
                              frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
-  call <server> [method [params-json]] [--config path] [--trace] [--timeout ms]
-                             connect to a server named in .mcp.json; list its tools, or call a method
+  call <server> [method [params-json] | <tool> --arg key=value...] [--config path] [--input id=value]
+       [--trace] [--timeout ms] [--json]          (or: call [...] -e KEY=VALUE -- <command> [args...])
+                             connect to a server; list its tools, call a method, or call a tool
+  tools | resources | prompts <server>   (or: -- <command> [args...])
+                             list a server's tools, resources or prompts
   convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
                              re-frame stdin to stdout (ndjson, content-length, sse)
   record --out <cassette> -- <command> [args...]   (or: --config <path> <server>)
@@ -36,7 +39,10 @@ commands:
 /** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
 const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   frame: frameCommand,
-  call: callCommand,
+  call: (args) => callCommand(args, 'call'),
+  tools: (args) => callCommand(args, 'tools'),
+  resources: (args) => callCommand(args, 'resources'),
+  prompts: (args) => callCommand(args, 'prompts'),
   convert: convertCommand,
   record: recordCommand,
   replay: replayCommand,
@@ -65,7 +71,11 @@ export async function main(argv: string[]): Promise<number> {
     return typeof code === 'number' ? code : 0;
   } catch (err) {
     if (err instanceof CliError) {
-      await new Promise((resolve) => process.stderr.write(`mcp-frame ${command}: ${err.message}\n`, resolve));
+      // With --json, errors are JSON objects too, one a line, for scripts.
+      const line = args.includes('--json')
+        ? `${JSON.stringify({ error: { command, message: err.message, exitCode: err.exitCode } })}\n`
+        : `mcp-frame ${command}: ${err.message}\n`;
+      await new Promise((resolve) => process.stderr.write(line, resolve));
       if (err.exitNow) process.exit(err.exitCode);
       return err.exitCode;
     }

@@ -67,12 +67,12 @@ describe('mcp-frame call', () => {
   });
 
   const failures: Array<[string, string[], number, RegExp]> = [
-    ['a server named after an Object method', ['call', 'constructor'], 1, /no server "constructor" in \.mcp\.json; it has: demo/],
-    ['an unknown server', ['call', 'nope'], 1, /no server "nope" in \.mcp\.json; it has: demo/],
-    ['a missing config', ['call', 'demo', '--config', '/nonexistent/.mcp.json'], 1, /\/nonexistent\/\.mcp\.json: no such file/],
-    ['an error response', ['call', 'demo', 'no/such'], 1, /server "demo" answered no\/such with error -32601/],
-    ['a server that exits at once', ['call', 'crash', '--config', config], 1, /server "crash" exited with code 3.*DEMO_API_KEY is not set/],
-    ['an http server that cannot be reached', ['call', 'remote', '--config', config], 1, /cannot reach "remote"/],
+    ['a server named after an Object method', ['call', 'constructor'], 3, /no server "constructor" in \.mcp\.json; it has: demo/],
+    ['an unknown server', ['call', 'nope'], 3, /no server "nope" in \.mcp\.json; it has: demo/],
+    ['a missing config', ['call', 'demo', '--config', '/nonexistent/.mcp.json'], 3, /\/nonexistent\/\.mcp\.json: no such file/],
+    ['an error response', ['call', 'demo', 'no/such'], 6, /server "demo" answered no\/such with error -32601/],
+    ['a server that exits at once', ['call', 'crash', '--config', config], 4, /server "crash" exited with code 3.*DEMO_API_KEY is not set/],
+    ['an http server that cannot be reached', ['call', 'remote', '--config', config], 4, /cannot reach "remote"/],
     ['params that are not JSON', ['call', 'demo', 'tools/call', '{nope'], 2, /params are not JSON \(column 2\)/],
     ['no server name', ['call'], 2, /usage: mcp-frame call/],
   ];
@@ -86,7 +86,7 @@ describe('mcp-frame call', () => {
         .split('\n')
         .filter((l) => !l.startsWith('connected to') && !l.startsWith('mcp-frame call: using'));
       expect(lines[0]).to.match(pattern);
-      if (code === 1) expect(lines).to.have.length(1);
+      if (code !== 2) expect(lines).to.have.length(1);
     });
   }
 
@@ -112,7 +112,7 @@ describe('mcp-frame call', () => {
     const started = Date.now();
     const r = await cli(['call', 'hang', 'hang', '--config', config, '--timeout', '300', '--trace']);
     const took = Date.now() - started;
-    expect(r.code).to.equal(1);
+    expect(r.code).to.equal(5);
     expect(r.stderr).to.match(/request hang timed out after 300 ms/);
     // Without exiting at once it waits out the grace period (2 s) of a server that ignores stdin EOF.
     expect(took).to.be.lessThan(1500);
@@ -130,7 +130,7 @@ describe('mcp-frame call', () => {
       JSON.stringify({ inputs: [{ id: 'key', type: 'promptString' }], servers: { demo: entry } }),
     );
     const missing = await cli(['call', 'demo'], { cwd: workspace });
-    expect(missing.code).to.equal(1);
+    expect(missing.code).to.equal(3);
     expect(missing.stderr).to.match(/input "key" has no value here .*--input key=VALUE/);
     const r = await cli(['call', 'demo', '--input', 'key=k-1'], { cwd: workspace });
     expect(r.code, r.stderr).to.equal(0);
@@ -153,6 +153,64 @@ describe('mcp-frame call', () => {
     expect((await cli(['check-config', `${ROOT}.mcp.json`])).code).to.equal(0);
   });
 
+  describe('shortcuts, tools and exit codes', () => {
+    const everything = ['--', process.execPath, `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
+
+    it('lists tools, resources and prompts, here of an ad hoc server started with --', async function () {
+      this.timeout(30_000);
+      const tools = await cli(['tools', ...everything]);
+      expect(tools.code, tools.stderr).to.equal(0);
+      expect(tools.stdout).to.match(/^echo\s+\S/m);
+      const resources = await cli(['resources', ...everything]);
+      expect(resources.code, resources.stderr).to.equal(0);
+      expect(resources.stdout).to.match(/^\S+:\/\/\S+/m);
+      const prompts = await cli(['prompts', ...everything]);
+      expect(prompts.code, prompts.stderr).to.equal(0);
+      expect(prompts.stdout.trim().split('\n').length).to.be.greaterThan(0);
+      const demo = await cli(['tools', 'demo']);
+      expect(demo.stdout.split('\n')[0]).to.match(/^echo\s+Returns its text unchanged\.$/);
+    });
+
+    it('calls a tool with --arg values, JSON where they parse, and gives -e to an ad hoc server', async () => {
+      const r = await cli(['call', 'echo', '--arg', 'text=ünï 42', '-e', 'DEMO=1', '--', process.execPath, `${ROOT}dist/examples/server.js`]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(JSON.parse(r.stdout)).to.deep.equal({ content: [{ type: 'text', text: 'ünï 42' }] });
+      const sum = await cli(['call', 'demo', 'add', '--arg', 'a=40', '--arg', 'b=2']);
+      expect(JSON.parse(sum.stdout).structuredContent).to.deep.equal({ sum: 42 });
+    });
+
+    it('names a missing or unknown argument before anything is sent', async () => {
+      const missing = await cli(['call', 'demo', 'add', '--arg', 'a=1']);
+      expect(missing.code).to.equal(2);
+      expect(missing.stderr).to.match(/tool "add" needs --arg b=\.\.\./);
+      const unknown = await cli(['call', 'demo', 'echo', '--arg', 'text=x', '--arg', 'colour=red']);
+      expect(unknown.code).to.equal(2);
+      expect(unknown.stderr).to.match(/tool "echo" takes no argument "colour"; it takes: text/);
+      const noTool = await cli(['call', 'demo', 'nope', '--arg', 'a=1']);
+      expect(noTool.code).to.equal(2);
+      expect(noTool.stderr).to.match(/no tool "nope"; the server has: echo, add, blob/);
+    });
+
+    it('exits 1 for a tool result with isError, printing it', async () => {
+      const r = await cli(['call', 'demo', 'add', '--arg', 'a=one', '--arg', 'b=2']);
+      expect(r.code).to.equal(1);
+      expect(JSON.parse(r.stdout)).to.deep.include({ isError: true });
+    });
+
+    it('hints that a method name is really a tool name', async () => {
+      const r = await cli(['call', 'demo', 'echo']);
+      expect(r.code).to.equal(6);
+      expect(r.stderr).to.match(/echo is a tool: try mcp-frame call demo echo --arg key=value/);
+    });
+
+    it('prints errors as JSON objects with --json', async () => {
+      const r = await cli(['call', 'nope', '--json']);
+      expect(r.code).to.equal(3);
+      const line = r.stderr.trimEnd().split('\n').at(-1)!;
+      expect(JSON.parse(line)).to.deep.include({ error: { command: 'call', message: 'no server "nope" in .mcp.json; it has: demo', exitCode: 3 } });
+    });
+  });
+
   it('prints its version', async () => {
     const r = await cli(['--version']);
     expect(r.code).to.equal(0);
@@ -161,7 +219,7 @@ describe('mcp-frame call', () => {
 
   it("escapes and redacts a server's stderr in the error line", async () => {
     const r = await cli(['call', 'secrets', '--config', config]);
-    expect(r.code).to.equal(1);
+    expect(r.code).to.equal(4);
     expect(r.stderr).to.not.include('sk-live-0123456789abcdef').and.to.not.include('hunter2');
     expect(unprintable(r.stderr, '\n')).to.deep.equal([]);
     expect(r.stderr).to.include('\\u001b]0;owned title');
@@ -170,13 +228,29 @@ describe('mcp-frame call', () => {
   it('parses its arguments', () => {
     expect(parseCallArgs(['s', 'm', '{"a":1}', '--trace', '--config', 'c.json', '--timeout', '500'])).to.deep.equal({
       server: 's',
+      command: undefined,
+      env: {},
       method: 'm',
       params: { a: 1 },
+      toolArgs: undefined,
       config: 'c.json',
       inputs: {},
       trace: true,
       timeoutMs: 500,
+      json: false,
     });
+    expect(
+      parseCallArgs(['echo', '--arg', 'text=hi', '--arg', 'n=3', '--arg', 'o={"a":[1]}', '-e', 'K=v', '--', 'node', 'server.js']),
+    ).to.deep.include({
+      server: undefined,
+      command: ['node', 'server.js'],
+      env: { K: 'v' },
+      method: 'echo',
+      toolArgs: { text: 'hi', n: 3, o: { a: [1] } },
+    });
+    expect(() => parseCallArgs(['s', '-e', 'K=v'])).to.throw(CliError, /-e is for a server started with --/);
+    expect(() => parseCallArgs(['s', 'echo', '{}', '--arg', 'a=1'])).to.throw(CliError, /not both/);
+    expect(() => parseCallArgs(['s', 'm'], 'tools')).to.throw(CliError, /tools takes a server and no method/);
     expect(() => parseCallArgs(['s', '--timeout', '0'])).to.throw(/--timeout takes a positive whole number/);
     expect(() => parseCallArgs(['s', '--timeout=-5'])).to.throw(/--timeout takes a positive whole number/);
     expect(() => parseCallArgs(['s', '--bogus'])).to.throw(CliError, /Unknown option '--bogus'/);
