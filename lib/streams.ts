@@ -289,7 +289,8 @@ abstract class DecodingTransform extends FailAfterOutput {
  * ```
  *
  * Events: `'data'` (a message), `'invalid'` (a FrameError, with `onInvalid: 'skip'`),
- * `'event'` (an SSE event of another type than `message`: `{ event, data, id }`), `'error'`.
+ * `'event'` (an SSE event of another type than `message`: `{ event, data, id }`), `'frame'` (the JSON text
+ * of each frame as it came, for a trace: a batch is one frame), `'error'`.
  */
 export class FrameDecoder extends DecodingTransform {
   constructor(options: FrameDecoderOptions = {}) {
