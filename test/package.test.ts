@@ -101,6 +101,7 @@ const ENTRY_POINTS = {
       'RemoteServerConfig',
       'RequestOptions',
       'RpcError',
+      'SUPPORTED_PROTOCOL_VERSIONS',
       'ServerConfig',
       'SseChannel',
       'StdioChannel',

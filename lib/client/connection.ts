@@ -13,8 +13,11 @@ import { HttpChannel, type ReconnectOptions } from './http.js';
 import { SseChannel } from './sse.js';
 import { StdioChannel, type StdioOptions } from './stdio.js';
 
-/** The MCP protocol version asked for by default. */
-export const LATEST_PROTOCOL_VERSION = '2025-06-18';
+/** The MCP protocol version asked for by default: the newest revision with the initialize handshake. */
+export const LATEST_PROTOCOL_VERSION = '2025-11-25';
+
+/** The handshake revisions this client speaks; a server may answer any of them to a request for the latest. */
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 
 /** A JSON-RPC error response, as a rejection: the response's code, message and data. */
 export class RpcError extends Error {
@@ -160,6 +163,11 @@ export class Connection extends EventEmitter {
     return this.#channel.pid;
   }
 
+  /** The protocol revision the server agreed to, once connected. */
+  get protocolVersion(): string | undefined {
+    return this.#initializeResult?.protocolVersion as string | undefined;
+  }
+
   /** The server's answer to initialize (protocolVersion, capabilities, serverInfo, instructions). */
   get initializeResult(): Json | undefined {
     return this.#initializeResult;
@@ -264,6 +272,14 @@ export class Connection extends EventEmitter {
       throw new ConnectionError(
         'INVALID_RESPONSE',
         `server "${this.#channel.name}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`,
+      );
+    }
+    // The server may negotiate down to any revision this client speaks; one it does not is an error naming both.
+    const asked = options.protocolVersion ?? LATEST_PROTOCOL_VERSION;
+    if (result.protocolVersion !== asked && !SUPPORTED_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
+      throw new ConnectionError(
+        'INVALID_RESPONSE',
+        `server "${this.#channel.name}" speaks protocol ${preview(result.protocolVersion)}; this client asked for ${asked} and speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
       );
     }
     this.#initializeResult = result;

@@ -25,6 +25,7 @@ export {
   Connection,
   RpcError,
   LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
   type ConnectOptions,
   type RequestOptions,
   type FrameTrace,

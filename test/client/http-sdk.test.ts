@@ -30,8 +30,8 @@ describe("connect over Streamable HTTP to the MCP SDK's server", () => {
   });
 
   it('resumes a response stream the server closes half way, and delivers every notification once', async () => {
-    // The SDK makes streams resumable (priming events, closeSSEStream) for 2025-11-25 clients.
-    c = await connect({ type: 'http', url: server.url }, { protocolVersion: '2025-11-25', reconnect: { initialDelayMs: 20, maxAttempts: 5 } });
+    // The SDK makes streams resumable (priming events, closeSSEStream) for 2025-11-25 clients: the default.
+    c = await connect({ type: 'http', url: server.url }, { reconnect: { initialDelayMs: 20, maxAttempts: 5 } });
     const notes: string[] = [];
     c.onNotification('notifications/message', (p) => notes.push(String((p as { data: string }).data)));
     let reconnects = 0;

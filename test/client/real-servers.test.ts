@@ -54,7 +54,9 @@ describe('real MCP servers from npm', function () {
         },
       );
       open.push(c);
-      expect(c.initializeResult).to.have.property('protocolVersion', '2025-06-18');
+      // The newest handshake revision, which it speaks too.
+      expect(c.initializeResult).to.have.property('protocolVersion', '2025-11-25');
+      expect(c.protocolVersion).to.equal('2025-11-25');
       expect((c.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.be.a('string');
       const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
       expect(tools.map((t) => t.name)).to.include('echo');

@@ -165,4 +165,39 @@ describe('StreamChannel', () => {
     expect(accepted).to.be.lessThan(20_000);
     await c.close();
   });
+
+  describe('protocol revisions', () => {
+    /** A peer that answers initialize with `version`, and anything else with {}. */
+    function peer(version: string): { channel: StreamChannel; asked: () => unknown } {
+      const toServer = new PassThrough();
+      const toClient = new PassThrough();
+      let asked: unknown;
+      toServer.on('data', (chunk: Buffer) => {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) {
+          const msg = JSON.parse(line) as { id?: number; method: string; params?: { protocolVersion?: string } };
+          if (msg.id === undefined) continue;
+          if (msg.method === 'initialize') asked = msg.params?.protocolVersion;
+          const result = msg.method === 'initialize' ? { protocolVersion: version, capabilities: {}, serverInfo: { name: 'p', version: '1' } } : {};
+          toClient.write(`${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result })}\n`);
+        }
+      });
+      return { channel: new StreamChannel(toClient, toServer, { name: 'peer' }), asked: () => asked };
+    }
+
+    it('asks for 2025-11-25 and accepts what a server negotiates down to, to 2024-11-05', async () => {
+      for (const version of ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']) {
+        const { channel, asked } = peer(version);
+        const c = await connectOver(channel);
+        expect(asked()).to.equal('2025-11-25');
+        expect(c.protocolVersion).to.equal(version);
+        await c.close();
+      }
+    });
+
+    it('refuses a revision it does not speak, naming both sides', async () => {
+      const err = (await rejection(connectOver(peer('2023-01-01').channel))) as ConnectionError;
+      expect(err.code).to.equal('INVALID_RESPONSE');
+      expect(err.message).to.include('2023-01-01').and.to.include('2025-11-25');
+    });
+  });
 });
