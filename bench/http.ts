@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { fileURLToPath } from 'node:url';
 import { connect } from '../lib/client/index.js';
 import { sdkServer } from '../test/helpers/sdk-http-server.js';
+import { countingWarnings, warningNote } from './warnings.js';
 
 export interface HttpRow {
   label: string;
@@ -41,16 +42,13 @@ async function time(call: Call, concurrent: boolean): Promise<number> {
   return performance.now() - start;
 }
 
-/** Warnings seen while the bench ran, by name: the SDK client adds an abort listener per concurrent request. */
-export const warningsSeen = new Map<string, number>();
-
 /** Median ms for CALLS round trips, each way, both clients, interleaved. */
-export async function httpRoundTrips(): Promise<HttpRow[]> {
-  // Counted instead of printed: a thousand identical lines would bury the results.
-  const printers = process.listeners('warning');
-  process.removeAllListeners('warning');
-  const count = (w: Error): void => void warningsSeen.set(w.name, (warningsSeen.get(w.name) ?? 0) + 1);
-  process.on('warning', count);
+export async function httpRoundTrips(): Promise<{ rows: HttpRow[]; warnings: Map<string, number> }> {
+  const { result, warnings } = await countingWarnings(runAll);
+  return { rows: result, warnings };
+}
+
+async function runAll(): Promise<HttpRow[]> {
   const server = await sdkServer();
   const ours = await ourClient(server.url);
   const sdk = await sdkClient(server.url);
@@ -74,17 +72,14 @@ export async function httpRoundTrips(): Promise<HttpRow[]> {
     await ours.close();
     await sdk.close();
     await server.close();
-    process.off('warning', count);
-    for (const printer of printers) process.on('warning', printer);
   }
   return rows;
 }
 
-export function httpTable(rows: HttpRow[]): string {
+export function httpTable({ rows, warnings }: { rows: HttpRow[]; warnings: Map<string, number> }): string {
   const lines = rows.map((r) => `| ${r.label} | ${r.ours.toFixed(0)} | ${r.sdk.toFixed(0)} | ${(r.ours / r.sdk).toFixed(2)}x |`);
-  const warned = [...warningsSeen].map(([name, n]) => `${n} ${name}`).join(', ');
   const table = ['| case | connect() ms | SDK Client ms | connect() vs SDK |', '| --- | ---: | ---: | ---: |', ...lines].join('\n');
-  return warned === '' ? table : `${table}\n\nWarnings printed during the run (the SDK client's, at 1,000 concurrent requests): ${warned}.`;
+  return `${table}${warningNote(warnings, "the SDK client's, at 1,000 concurrent requests")}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(`${httpTable(await httpRoundTrips())}\n`);

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { FrameDecoder, FrameEncoder, frameContentLength, frameSse } from '../lib/index.js';
 import { lineChart } from './chart.js';
 import { httpRoundTrips, httpTable } from './http.js';
+import { stdioRoundTrips, stdioTable } from './stdio.js';
 import { chunk, imageResult, mixedMessages, ndjsonBytes, smallMessages } from './data.js';
 import { contentLengthDecoders, decoders, encoders, sseDecoders, validationPeers, type DecoderPeer, type EncoderPeer } from './peers.js';
 
@@ -269,12 +270,26 @@ section(
 );
 
 // Round trips over loopback HTTP ------------------------------------------------------------------------------
-const httpRows = await httpRoundTrips();
+const http = await httpRoundTrips();
 section(
   'Round trips over loopback HTTP: connect() against the MCP SDK Client with StreamableHTTPClientTransport, same in-process SDK server',
-  httpTable(httpRows),
+  httpTable(http),
 );
-for (const r of httpRows) verdict(`HTTP, ${r.label}: no slower than the SDK`, r.ours <= r.sdk, fmtX(r.ours / r.sdk));
+for (const r of http.rows) verdict(`HTTP, ${r.label}: no slower than the SDK`, r.ours <= r.sdk, fmtX(r.ours / r.sdk));
+
+// Round trips over stdio ------------------------------------------------------------------------------------
+const stdio = await stdioRoundTrips();
+section('Round trips over stdio: connect() against the MCP SDK Client with StdioClientTransport, same servers', stdioTable(stdio));
+for (const r of stdio.rows) {
+  const ok = typeof r.ours === 'number' && (typeof r.sdk !== 'number' || r.ours <= r.sdk);
+  verdict(
+    `stdio, ${r.label}: ahead of the SDK`,
+    ok,
+    typeof r.ours === 'number' && typeof r.sdk === 'number'
+      ? fmtX(r.ours / r.sdk)
+      : `ours ${typeof r.ours === 'number' ? 'ran' : r.ours}; SDK ${typeof r.sdk === 'number' ? 'ran' : r.sdk}`,
+  );
+}
 
 // Memory -----------------------------------------------------------------------------------------------------
 function memoryRun(args: string[]): Record<string, number> {

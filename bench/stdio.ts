@@ -1,0 +1,115 @@
+// Round trips over stdio: connect() against the MCP SDK's Client with StdioClientTransport, the same servers
+// (the example server and server-everything), sequential and concurrent tools/call, and one 20 MiB result,
+// runs interleaved. npm run bench runs it; `node --expose-gc dist/bench/stdio.js` runs it alone.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { fileURLToPath } from 'node:url';
+import { connect } from '../lib/client/index.js';
+import { countingWarnings, warningNote } from './warnings.js';
+
+export interface StdioRow {
+  label: string;
+  /** Median ms, or why it could not be run. */
+  ours: number | string;
+  sdk: number | string;
+}
+
+const CALLS = 2000;
+const RUNS = 3;
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const SERVERS = {
+  'example server': { command: process.execPath, args: [`${root}dist/examples/server.js`], tool: 'echo', key: 'text' },
+  'server-everything': {
+    command: process.execPath,
+    args: [`${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'],
+    tool: 'echo',
+    key: 'message',
+  },
+} as const;
+
+type Call = (name: string, args: Record<string, unknown>) => Promise<unknown>;
+interface Peer {
+  call: Call;
+  close(): Promise<unknown>;
+}
+
+async function ours(server: { command: string; args: readonly string[] }): Promise<Peer> {
+  const c = await connect({ command: server.command, args: [...server.args] });
+  return { call: (name, args) => c.request('tools/call', { name, arguments: args }, { timeoutMs: 120_000 }), close: () => c.close() };
+}
+
+async function sdk(server: { command: string; args: readonly string[] }): Promise<Peer> {
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  await client.connect(new StdioClientTransport({ command: server.command, args: [...server.args], stderr: 'ignore' }));
+  return { call: (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 }), close: () => client.close() };
+}
+
+function median(xs: number[]): number {
+  return [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+}
+
+async function time(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return performance.now() - start;
+}
+
+/** Median ms of each case, both clients, interleaved. */
+export async function stdioRoundTrips(): Promise<{ rows: StdioRow[]; warnings: Map<string, number> }> {
+  const { result, warnings } = await countingWarnings(runAll);
+  return { rows: result, warnings };
+}
+
+async function runAll(): Promise<StdioRow[]> {
+  const rows: StdioRow[] = [];
+  for (const [label, server] of Object.entries(SERVERS)) {
+    const a = await ours(server);
+    const b = await sdk(server);
+    const cases: Array<[string, (p: Peer) => Promise<unknown>]> = [
+      [
+        `${CALLS.toLocaleString('en')} sequential`,
+        async (p) => {
+          for (let i = 0; i < CALLS; i++) await p.call(server.tool, { [server.key]: `m${i}` });
+        },
+      ],
+      [
+        `${CALLS.toLocaleString('en')} concurrent`,
+        (p) => Promise.all(Array.from({ length: CALLS }, (_, i) => p.call(server.tool, { [server.key]: `m${i}` }))),
+      ],
+    ];
+    if (label === 'example server') cases.push(['one 20 MiB result', (p) => p.call('blob', { bytes: 20 * 1024 * 1024 })]);
+    try {
+      for (const [name, run] of cases) {
+        const t = { ours: [] as number[], sdk: [] as number[] };
+        // A client that cannot do a case at all (the SDK's stdio reader caps a message at 10 MB) is reported.
+        const failed: Partial<Record<'ours' | 'sdk', string>> = {};
+        for (let i = 0; i <= RUNS; i++) {
+          for (const who of i % 2 ? (['sdk', 'ours'] as const) : (['ours', 'sdk'] as const)) {
+            if (failed[who] !== undefined) continue;
+            try {
+              const ms = await time(() => run(who === 'ours' ? a : b));
+              if (i > 0) t[who].push(ms);
+            } catch (err) {
+              failed[who] = `failed: ${(err as Error).message.slice(0, 60)}`;
+            }
+          }
+        }
+        rows.push({ label: `${label}: ${name} tools/call`, ours: failed.ours ?? median(t.ours), sdk: failed.sdk ?? median(t.sdk) });
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }
+  return rows;
+}
+
+export function stdioTable({ rows, warnings }: { rows: StdioRow[]; warnings: Map<string, number> }): string {
+  const ms = (v: number | string): string => (typeof v === 'number' ? v.toFixed(0) : v);
+  const ratio = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.sdk === 'number' ? `${(r.ours / r.sdk).toFixed(2)}x` : '–');
+  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} |`);
+  const table = ['| case | connect() ms | SDK Client ms | connect() vs SDK |', '| --- | ---: | ---: | ---: |', ...lines].join('\n');
+  return `${table}${warningNote(warnings, "the SDK client's, at 2,000 concurrent requests")}`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(`${stdioTable(await stdioRoundTrips())}\n`);
