@@ -6,7 +6,9 @@ import { EventEmitter } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import { FrameError, preview, redact } from '../errors.js';
-import { serialize } from '../framings/json.js';
+import { decodeUtf8 } from '../framings/bytes.js';
+import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
+import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { type RemoteSettings, readEventStream, reconnectWait, remoteSettings } from './remote.js';
@@ -170,33 +172,46 @@ export class HttpChannel extends EventEmitter implements Channel {
       const stream = this.#newStream('post', owed);
       this.#readStream(stream, res);
     } else {
-      await this.#readJson(res);
+      const problem = await this.#readJson(res);
+      // A body that is no answer: what the request waited for cannot come.
+      if (problem !== undefined)
+        this.#undeliverable(owed, new ConnectionError('INVALID_RESPONSE', `"${this.name}" answered with ${problem.message}`));
     }
   }
 
-  /** A JSON body: one message or a batch, read within the message limit. */
-  async #readJson(res: http.IncomingMessage): Promise<void> {
+  /**
+   * A JSON body: one message or a batch, read within the message limit and checked as a frame is (UTF-8, the
+   * nesting limit). Returns the problem, reported on 'invalid' too, when it is not one.
+   */
+  async #readJson(res: http.IncomingMessage): Promise<FrameError | undefined> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of res as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > this.#remote.maxBytes) {
         res.destroy();
-        this.emit('invalid', new FrameError('MESSAGE_TOO_LARGE', `response body is larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
-        return;
+        return this.#invalid(new FrameError('MESSAGE_TOO_LARGE', `a response body larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
       }
       chunks.push(chunk);
     }
-    const text = Buffer.concat(chunks).toString('utf8');
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      this.emit('invalid', new FrameError('INVALID_JSON', 'response body is not valid JSON', {}, preview(text)));
-      return;
+    const body = Buffer.concat(chunks);
+    const text = decodeUtf8(body, 0, body.length);
+    if (text === undefined) return this.#invalid(new FrameError('INVALID_UTF8', 'a response body that is not valid UTF-8', {}, preview(body)));
+    const value = tryParse(text);
+    const problem = problemOf(value, text, DEFAULT_MAX_DEPTH);
+    if (problem !== undefined) {
+      const what =
+        problem.code === 'INVALID_JSON' ? 'a response body that is not valid JSON' : `a response body that is no message: ${problem.reason}`;
+      return this.#invalid(new FrameError(problem.code, what, {}, preview(text)));
     }
     if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
     for (const message of Array.isArray(value) ? value : [value]) this.#receive(message);
+    return undefined;
+  }
+
+  #invalid(error: FrameError): FrameError {
+    this.emit('invalid', error);
+    return error;
   }
 
   #newStream(kind: EventStream['kind'], owed: Set<Id>): EventStream {

@@ -66,6 +66,21 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     expect(note).to.deep.include({ method: 'notifications/tools/list_changed' });
   });
 
+  for (const [label, body, code] of [
+    ['not JSON', '{"jsonrpc":"2.0", oops', 'INVALID_JSON'],
+    ['nested too deep', `{"jsonrpc":"2.0","id":2,"result":${'['.repeat(2000)}${']'.repeat(2000)}}`, 'INVALID_MESSAGE'],
+  ] as const) {
+    it(`fails a request at once when its JSON answer is ${label}, and reports it`, async () => {
+      await start({ json: true, rawJsonBody: body });
+      const c = await client();
+      const invalid: FrameError[] = [];
+      c.on('invalid', (e: FrameError) => invalid.push(e));
+      const err = (await rejection(c.request('ping', {}, { timeoutMs: 20_000 }))) as ConnectionError;
+      expect(err.code).to.equal('INVALID_RESPONSE');
+      expect(invalid.map((e) => e.code)).to.deep.equal([code]);
+    });
+  }
+
   it('takes answers as one JSON body too', async () => {
     await start({ json: true });
     const c = await client();
