@@ -41,6 +41,13 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     outputs.length = 0;
   });
 
+  /** A rejection, with its message and stack kept among the outputs checked for the secret. */
+  const failed = async (promise: Promise<unknown>): Promise<Error> => {
+    const err = await rejection(promise);
+    outputs.push(err.message, String(err.stack), JSON.stringify(err));
+    return err;
+  };
+
   const echo = (c: Connection, text: string, steps = 0) => c.request('tools/call', { name: 'echo', arguments: { text, steps } });
 
   it('performs the handshake, sends the headers the spec asks for, and opens the GET stream', async () => {
@@ -75,7 +82,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
       const c = await client();
       const invalid: FrameError[] = [];
       c.on('invalid', (e: FrameError) => invalid.push(e));
-      const err = (await rejection(c.request('ping', {}, { timeoutMs: 20_000 }))) as ConnectionError;
+      const err = (await failed(c.request('ping', {}, { timeoutMs: 20_000 }))) as ConnectionError;
       expect(err.code).to.equal('INVALID_RESPONSE');
       expect(invalid.map((e) => e.code)).to.deep.equal([code]);
     });
@@ -132,7 +139,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     expect(b).to.be.within(40, 48);
     expect(d).to.be.within(80, 96);
     expect(e).to.be.within(160, 200);
-    const err = (await rejection(c.request('ping'))) as ConnectionError;
+    const err = (await failed(c.request('ping'))) as ConnectionError;
     expect(err.code).to.be.oneOf(['GAVE_UP', 'CLOSED']);
   });
 
@@ -140,7 +147,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     await start({ dropAfterEvents: 1, noIds: true });
     const c = await client();
     const started = Date.now();
-    const err = (await rejection(
+    const err = (await failed(
       c.request('tools/call', { name: 'echo', arguments: { text: 'x', steps: 3 } }, { timeoutMs: 30_000 }),
     )) as ConnectionError;
     expect(err.code).to.equal('STREAM_LOST');
@@ -154,7 +161,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
       'mcp-session-id'
     ];
     server.expireSessions();
-    const err = (await rejection(c.request('ping'))) as ConnectionError;
+    const err = (await failed(c.request('ping'))) as ConnectionError;
     expect(err.code).to.equal('SESSION_EXPIRED');
     expect(await c.request('ping')).to.deep.equal({});
     const last = server.seen.filter((s) => s.body?.method === 'ping').at(-1)!;
@@ -185,9 +192,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     const other = new FaultServer();
     const badUrl = (await other.listen()).replace('/mcp', '/nope');
     await other.close();
-    const err = (await rejection(
-      connect({ type: 'http', url: badUrl, headers: { Authorization: SECRET } }, { reconnect: false }),
-    )) as ConnectionError;
+    const err = (await failed(connect({ type: 'http', url: badUrl, headers: { Authorization: SECRET } }, { reconnect: false }))) as ConnectionError;
     expect(err.code).to.equal('HTTP_STATUS');
     expect(`${err.message} ${String(err.stack)}`).to.not.include('sk-test-secret');
   });
