@@ -72,6 +72,17 @@ describe('mcp-frame record and replay', function () {
     expect(misses.join('\n')).to.match(/no recorded answer for tools\/call/);
   });
 
+  it("gives a --config server the safe default environment, and a -- server the host's", async () => {
+    const show = ['-e', "process.stderr.write('secret=' + String(process.env.MCP_FRAME_HOST_SECRET))"];
+    const config = join(dir, 'env.json');
+    writeFileSync(config, JSON.stringify({ mcpServers: { shower: { command: process.execPath, args: show } } }));
+    const env = { ...process.env, MCP_FRAME_HOST_SECRET: 'from-the-host' };
+    const viaConfig = await cli(['record', '--out', join(dir, 'env1.cassette'), '--config', config, 'shower'], { env });
+    expect(viaConfig.stderr).to.include('secret=undefined');
+    const direct = await cli(['record', '--out', join(dir, 'env2.cassette'), '--', process.execPath, ...show], { env });
+    expect(direct.stderr).to.include('secret=from-the-host');
+  });
+
   it('records a line that is not a frame as invalid, and passes it through untouched', async () => {
     const out = join(dir, 'banner.cassette');
     const banner = fileURLToPath(new URL('../helpers/servers/banner.js', import.meta.url));

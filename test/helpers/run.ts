@@ -8,9 +8,9 @@ export interface Run {
 }
 
 /** Runs a command to its end and collects its output; `stdin` is written and closed. */
-export function run(command: string, args: string[], options: { stdin?: string; cwd?: string } = {}): Promise<Run> {
+export function run(command: string, args: string[], options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(command, args, { cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const proc = spawn(command, args, { cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: options.env ?? process.env });
     let stdout = '';
     let stderr = '';
     proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
@@ -23,6 +23,6 @@ export function run(command: string, args: string[], options: { stdin?: string; 
 }
 
 /** Runs the built command line: `mcp-frame ...args`. */
-export function cli(args: string[], options: { stdin?: string; cwd?: string } = {}): Promise<Run> {
+export function cli(args: string[], options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   return run(process.execPath, [`${ROOT}dist/lib/cli/main.js`, ...args], options);
 }
