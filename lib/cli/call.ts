@@ -13,7 +13,7 @@ import { type Connection, connect, type FrameTrace, RpcError } from '../client/c
 import { ConnectionError } from '../client/errors.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
-import { CliError, EXIT, parseInputs, parseOptions, positiveInteger, writeStdout } from './io.js';
+import { CliError, EXIT, keyValues, parseOptions, positiveInteger, writeStdout } from './io.js';
 
 const USAGE = `usage: mcp-frame call <server> [method [params-json]] [options]
        mcp-frame call <server> <tool> --arg key=value... [options]
@@ -72,28 +72,16 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
   return {
     server,
     command,
-    env: pairs(envPairs, '-e', /^[A-Za-z_][A-Za-z0-9_]*$/),
+    env: keyValues(envPairs, '-e', USAGE, /^[A-Za-z_][A-Za-z0-9_]*$/),
     method,
     params: paramsText === undefined ? undefined : parseParams(paramsText),
     toolArgs,
     config: values.config as string | undefined,
-    inputs: parseInputs(values.input as unknown as string[] | undefined, USAGE),
+    inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
     trace: values.trace === true,
     timeoutMs: positiveInteger(values.timeout as string | undefined, '--timeout', USAGE),
     json: values.json === true,
   };
-}
-
-/** `KEY=VALUE` flags as a map, or a usage error naming the bad one. */
-function pairs(list: string[] | undefined, flag: string, key: RegExp): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const pair of list ?? []) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0 || !key.test(pair.slice(0, eq)))
-      throw new CliError(`${flag} takes KEY=VALUE, got ${JSON.stringify(pair.slice(0, 40))}\n${USAGE}`, EXIT.usage);
-    Object.defineProperty(out, pair.slice(0, eq), { value: pair.slice(eq + 1), enumerable: true, writable: true, configurable: true });
-  }
-  return out;
 }
 
 /** `--arg key=value`: each value as JSON when it parses (numbers, booleans, objects), else as a string. */
@@ -102,7 +90,7 @@ function parseToolArgs(list: string[] | undefined, method: string | undefined, p
   if (method === undefined) throw new CliError(`--arg needs a tool name\n${USAGE}`, EXIT.usage);
   if (paramsText !== undefined) throw new CliError(`give a tool its arguments with --arg or as params-json, not both\n${USAGE}`, EXIT.usage);
   const out: Record<string, unknown> = {};
-  for (const [key, text] of Object.entries(pairs(list, '--arg', /^[^=]+$/))) {
+  for (const [key, text] of Object.entries(keyValues(list, '--arg', USAGE))) {
     let value: unknown = text;
     try {
       value = JSON.parse(text);

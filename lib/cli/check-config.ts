@@ -1,6 +1,6 @@
 import { ConfigError, checkConfig, findConfig, readConfigText } from '../client/config.js';
 import { safeLine } from '../errors.js';
-import { CliError, parseInputs, parseOptions, writeStdout } from './io.js';
+import { CliError, keyValues, parseOptions, writeStdout } from './io.js';
 
 const USAGE = 'usage: mcp-frame check-config [path] [--input id=value]...';
 
@@ -13,7 +13,7 @@ export async function checkConfigCommand(args: string[]): Promise<number> {
   if (positionals.length > 1) throw new CliError(USAGE, 2);
   const path = positionals[0] ?? (await findConfig());
   if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one');
-  const inputs = parseInputs(values.input as unknown as string[] | undefined, USAGE);
+  const inputs = keyValues(values.input as unknown as string[] | undefined, '--input', USAGE);
   let problems: ConfigError[];
   try {
     problems = checkConfig(await readConfigText(path), path, { inputs });

@@ -83,13 +83,14 @@ export function positiveInteger(text: string | undefined, option: string, usage:
   return n;
 }
 
-/** `--input id=value` flags as a map, or a usage error naming the bad one. */
-export function parseInputs(pairs: string[] | undefined, usage: string): Record<string, string> {
-  const inputs: Record<string, string> = {};
-  for (const pair of pairs ?? []) {
+/** `KEY=VALUE` flags (`--input`, `-e`, `--arg`) as a map, or a usage error naming the bad one. */
+export function keyValues(list: string[] | undefined, flag: string, usage: string, key = /^[^=]+$/): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of list ?? []) {
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new CliError(`--input takes id=value, got ${JSON.stringify(pair.slice(0, 40))}\n${usage}`, 2);
-    inputs[pair.slice(0, eq)] = pair.slice(eq + 1);
+    if (eq <= 0 || !key.test(pair.slice(0, eq))) throw new CliError(`${flag} takes KEY=VALUE, got ${JSON.stringify(pair.slice(0, 40))}\n${usage}`, 2);
+    // defineProperty, so that a key named __proto__ is an ordinary key.
+    Object.defineProperty(out, pair.slice(0, eq), { value: pair.slice(eq + 1), enumerable: true, writable: true, configurable: true });
   }
-  return inputs;
+  return out;
 }
