@@ -4,19 +4,22 @@ import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit, startsWithBom } from '.
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
+/** `buf[start, end)` holds exactly the ASCII `word`, compared as bytes. */
+function isWord(buf: Buffer, start: number, end: number, word: string): boolean {
+  if (end - start !== word.length) return false;
+  for (let i = 0; i < word.length; i++) if (buf[start + i] !== word.charCodeAt(i)) return false;
+  return true;
+}
+
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
-  const is = (word: string): boolean => {
-    for (let i = 0; i < word.length; i++) if (buf[start + i] !== word.charCodeAt(i)) return false;
-    return true;
-  };
   switch (end - start) {
     case 4:
-      return is('data') ? 'data' : undefined;
+      return isWord(buf, start, end, 'data') ? 'data' : undefined;
     case 5:
-      return is('event') ? 'event' : is('retry') ? 'retry' : undefined;
+      return isWord(buf, start, end, 'event') ? 'event' : isWord(buf, start, end, 'retry') ? 'retry' : undefined;
     case 2:
-      return is('id') ? 'id' : undefined;
+      return isWord(buf, start, end, 'id') ? 'id' : undefined;
     default:
       return undefined;
   }
@@ -291,7 +294,8 @@ export class SseDecoder implements FrameDecoderCore {
         return sink.invalid(error);
       }
       case 'event':
-        this.#eventType = buf.toString('utf8', valueStart, end);
+        // `event: message` comes with nearly every MCP event: compared as bytes, not decoded each time.
+        this.#eventType = isWord(buf, valueStart, end, 'message') ? 'message' : buf.toString('utf8', valueStart, end);
         return true;
       case 'id': {
         const id = buf.toString('utf8', valueStart, end);
