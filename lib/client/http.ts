@@ -3,15 +3,14 @@
  * stream, server-initiated messages on a GET stream, and streams that resume with Last-Event-ID after a drop.
  */
 import { EventEmitter } from 'node:events';
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import { FrameError, preview, redact } from '../errors.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
 import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
-import { type RemoteSettings, readEventStream, reconnectWait, remoteSettings } from './remote.js';
+import { type RemoteSettings, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
 
 export interface ReconnectOptions {
   /** The wait before the first attempt, when the server sent no `retry:`. @defaultValue 1000 */
@@ -449,19 +448,9 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     Object.assign(headers, extra);
-    const transport = this.#remote.url.protocol === 'https:' ? https : http;
-    return new Promise((resolve, reject) => {
-      const agent = method === 'GET' ? this.#remote.streamAgent : this.#remote.agent;
-      const req = transport.request(this.#remote.url, { method, headers, agent });
-      // A GET that gets no answer at all is as silent as a stream that stops: the same watchdog applies. A POST
-      // may take long to answer (a slow tool as one JSON body), and is never timed out here.
-      if (method === 'GET') req.setTimeout(this.#remote.idleMs, () => req.destroy(new Error(`no answer for ${this.#remote.idleMs} ms`)));
+    return remoteRequest(this.#remote, this.name, { method, headers, body }, (req) => {
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
-      req.on('response', resolve);
-      // Network errors name the host, never the configured headers.
-      req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${this.name}": ${redact(err.message)}`, { cause: err })));
-      req.end(body);
     });
   }
 }

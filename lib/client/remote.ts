@@ -7,6 +7,7 @@ import { type FrameError, redact } from '../errors.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
+import { ConnectionError } from './errors.js';
 import type { HttpChannelOptions, ReconnectOptions } from './http.js';
 
 export interface RemoteSettings {
@@ -102,4 +103,29 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
   res.on('error', (err) => finish(redact(err.message)));
   res.on('close', () => finish('the connection closed'));
   return stop;
+}
+
+/**
+ * One HTTP request of a remote channel: its agent (GET streams on their own), the headers given, and a GET that
+ * gets no answer at all taken as silent as a stream that stops (the idle watchdog; a POST may take long to
+ * answer, as a slow tool's one JSON body, and is never timed out here). A network error names the server, never
+ * the configured headers. `track` sees the request, for a channel that aborts its requests on close.
+ */
+export function remoteRequest(
+  remote: RemoteSettings,
+  name: string,
+  request: { method: string; url?: URL; headers: Record<string, string>; body?: string | undefined },
+  track?: (req: http.ClientRequest) => void,
+): Promise<http.IncomingMessage> {
+  const url = request.url ?? remote.url;
+  const transport = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const agent = request.method === 'GET' ? remote.streamAgent : remote.agent;
+    const req = transport.request(url, { method: request.method, headers: request.headers, agent });
+    if (request.method === 'GET') req.setTimeout(remote.idleMs, () => req.destroy(new Error(`no answer for ${remote.idleMs} ms`)));
+    track?.(req);
+    req.on('response', resolve);
+    req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${name}": ${redact(err.message)}`, { cause: err })));
+    req.end(request.body);
+  });
 }

@@ -3,15 +3,14 @@
  * where to POST messages; every answer comes back on the stream.
  */
 import { EventEmitter } from 'node:events';
-import http from 'node:http';
-import https from 'node:https';
-import { preview, redact } from '../errors.js';
+import type http from 'node:http';
+import { preview } from '../errors.js';
 import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import type { HttpChannelOptions } from './http.js';
-import { type RemoteSettings, readEventStream, reconnectWait, remoteSettings } from './remote.js';
+import { type RemoteSettings, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
@@ -188,13 +187,6 @@ export class SseChannel extends EventEmitter implements Channel {
   }
 
   #request(method: string, url: URL, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
-    const headers: Record<string, string> = { ...this.#remote.headers, ...extra };
-    const transport = url.protocol === 'https:' ? https : http;
-    return new Promise((resolve, reject) => {
-      const req = transport.request(url, { method, headers, agent: method === 'GET' ? this.#remote.streamAgent : this.#remote.agent });
-      req.on('response', resolve);
-      req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${this.name}": ${redact(err.message)}`, { cause: err })));
-      req.end(body);
-    });
+    return remoteRequest(this.#remote, this.name, { method, url, headers: { ...this.#remote.headers, ...extra }, body });
   }
 }
