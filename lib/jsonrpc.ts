@@ -40,7 +40,8 @@ export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcRespo
 export type JsonRpcBatch = JsonRpcMessage[];
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object: not null, not an array. */
+export const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Obj, key: string): boolean => Object.hasOwn(o, key);
 const isId = (v: unknown): v is JsonRpcId => typeof v === 'string' || typeof v === 'number';
 

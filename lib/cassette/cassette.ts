@@ -1,3 +1,4 @@
+import { isObject } from '../jsonrpc.js';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Duplex, Transform, type TransformCallback } from 'node:stream';
@@ -162,7 +163,6 @@ export function parseCassette(text: string, file = 'cassette'): CassetteEvent[] 
 }
 
 type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** JSON with object keys sorted, so that equal params match whatever their key order. */
 function canonical(value: unknown): string {

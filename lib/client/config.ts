@@ -1,3 +1,4 @@
+import { isObject } from '../jsonrpc.js';
 import { readFileSync } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -73,7 +74,6 @@ export function isStdioServer(server: ServerConfig): server is StdioServerConfig
 const VARIABLE = /\$\{(?:(env|input):)?([A-Za-z_][A-Za-z0-9_.-]*)(?::-([^}]*))?\}/g;
 
 type Json = unknown;
-const isObject = (v: Json): v is Record<string, Json> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const kind = (v: Json): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
 const keyPath = (base: string, key: string): string => (/^[A-Za-z_$][\w$]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`);
 

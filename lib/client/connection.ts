@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { FrameError, preview } from '../errors.js';
-import { jsonRpcProblem } from '../jsonrpc.js';
+import { jsonRpcProblem, isObject } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { forwardWhenListened, type Channel, type Direction } from './channel.js';
 import { isStdioServer, type ServerConfig } from './config.js';
@@ -99,8 +99,6 @@ interface Pending {
   resolve(result: unknown): void;
   reject(error: Error): void;
 }
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A JSON-RPC session with an MCP server over a Channel (a child process's stdio, or any pair of byte

@@ -2,6 +2,7 @@
  * The Streamable HTTP channel (MCP 2025-03-26 to 2025-11-25): each message a POST, answers as JSON or on an SSE
  * stream, server-initiated messages on a GET stream, and streams that resume with Last-Event-ID after a drop.
  */
+import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
 import { FrameError, preview, redact } from '../errors.js';
@@ -48,7 +49,6 @@ export interface HttpChannelOptions {
 
 type Json = Record<string, unknown>;
 type Id = string | number;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A stream of events from the server: a POST's answer, or the GET stream. */
 interface EventStream {

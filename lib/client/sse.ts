@@ -2,6 +2,7 @@
  * The deprecated HTTP+SSE channel (MCP 2024-11-05): one long GET stream that names, in its `endpoint` event,
  * where to POST messages; every answer comes back on the stream.
  */
+import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
 import { preview } from '../errors.js';
@@ -14,7 +15,6 @@ import { type RemoteSettings, readEventStream, reconnectWait, remoteRequest, rem
 
 type Json = Record<string, unknown>;
 type Id = string | number;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A channel over the deprecated HTTP+SSE transport. open() reads the stream up to its `endpoint` event (an
