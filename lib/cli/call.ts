@@ -205,7 +205,7 @@ async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<n
  * find (`./.mcp.json`, then `./.vscode/mcp.json`, said on stderr). Only that entry is read: a variable another
  * entry needs does not stop this one.
  */
-async function serverEntry(opts: CallArgs): Promise<ServerConfig> {
+export async function serverEntry(opts: Pick<CallArgs, 'command' | 'env' | 'server' | 'config' | 'inputs'>, who = 'call'): Promise<ServerConfig> {
   if (opts.command !== undefined) {
     const [command, ...args] = opts.command;
     return { command: command!, args, env: opts.env };
@@ -213,7 +213,7 @@ async function serverEntry(opts: CallArgs): Promise<ServerConfig> {
   const name = opts.server!;
   const path = opts.config ?? (await findConfig());
   if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
-  if (opts.config === undefined) process.stderr.write(`mcp-frame call: using ${path}\n`);
+  if (opts.config === undefined) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
   try {
     const text = await readConfigText(path);
     const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);

@@ -9,6 +9,7 @@ import { convertCommand } from './convert.js';
 import { frameCommand } from './frame.js';
 import { recordCommand } from './record.js';
 import { replayCommand } from './replay.js';
+import { serveCommand } from './serve.js';
 import { CliError } from './io.js';
 
 const USAGE = `usage: mcp-frame <command> [args]
@@ -31,6 +32,10 @@ commands:
                              report on a captured stream: counts, errors with positions, unmatched ids
   bridge <server> [--config path]   (or: --url <url> [--header 'Name: value']...)
                              a stdio server that forwards everything to a remote Streamable HTTP server
+  serve [--port n] [--socket path] [--token-env VAR] [--allow-origin o]... -- <command> [args...]
+        (or: serve <server> [--config path])
+                             offer a stdio server over Streamable HTTP (/mcp), legacy SSE (/sse) and a
+                             local socket, one server process per session; 'serve --help' lists options
   check-config [path] [--input id=value]...
                              report every problem of a config file at once (default: the one call would use)
   help                       this text
@@ -48,6 +53,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   replay: replayCommand,
   check: checkCommand,
   bridge: bridgeCommand,
+  serve: serveCommand,
   'check-config': checkConfigCommand,
 };
 

@@ -21,7 +21,13 @@ export interface RemoteServerConfig {
   headers?: Record<string, string>;
 }
 
-export type ServerConfig = StdioServerConfig | RemoteServerConfig;
+/** A server behind a local socket (a Unix domain socket, or a named pipe on Windows) carrying NDJSON, as `mcp-frame serve --socket` offers. */
+export interface SocketServerConfig {
+  type: 'socket';
+  path: string;
+}
+
+export type ServerConfig = StdioServerConfig | RemoteServerConfig | SocketServerConfig;
 
 export interface McpConfig {
   mcpServers: Record<string, ServerConfig>;
@@ -220,7 +226,8 @@ class EntryReader {
     if (type === undefined && entry.command === undefined && entry.url !== undefined) return this.#remote(entry, 'http');
     if (type === undefined || type === 'stdio') return this.#stdio(entry, type);
     if (type === 'http' || type === 'sse') return this.#remote(entry, type);
-    return this.#fail(`${this.#at}.type`, `expected "stdio", "http" or "sse", got ${JSON.stringify(type)}`);
+    if (type === 'socket') return this.#socket(entry);
+    return this.#fail(`${this.#at}.type`, `expected "stdio", "http", "sse" or "socket", got ${JSON.stringify(type)}`);
   }
 
   #stdio(e: Record<string, Json>, type: 'stdio' | undefined): StdioServerConfig {
@@ -244,6 +251,12 @@ class EntryReader {
     const server: RemoteServerConfig = { type, url: this.#string(e.url, `${at}.url`) };
     if (e.headers !== undefined) server.headers = this.#stringMap(e.headers, `${at}.headers`);
     return server;
+  }
+
+  #socket(e: Record<string, Json>): SocketServerConfig {
+    const at = this.#at;
+    if (e.path === undefined) this.#fail(`${at}.path`, 'missing (a socket server needs a path)');
+    return { type: 'socket', path: resolve(dirname(resolve(this.file)), this.#string(e.path, `${at}.path`)) };
   }
 
   #fail(jsonPath: string, message: string): never {

@@ -10,6 +10,7 @@ import { forwardWhenListened, type Channel, type Direction } from './channel.js'
 import { isStdioServer, type ServerConfig } from './config.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
+import { openSocket } from './socket.js';
 import { SseChannel } from './sse.js';
 import { StdioChannel, type StdioOptions } from './stdio.js';
 
@@ -377,8 +378,9 @@ export async function connect(server: ServerConfig, options: ConnectOptions = {}
   return connectOver(channel, options);
 }
 
-/** The channel a config entry names: for now a stdio child process. */
+/** The channel a config entry names: a child process, a local socket, or a remote server. */
 async function openChannel(server: ServerConfig, options: ConnectOptions): Promise<Channel> {
+  if (server.type === 'socket') return openSocket(server.path, options.name ?? server.path);
   if (!isStdioServer(server)) {
     const name = options.name === undefined ? '' : ` "${options.name}"`;
     const http = {

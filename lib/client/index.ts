@@ -12,6 +12,7 @@ export {
   type ServerConfig,
   type StdioServerConfig,
   type RemoteServerConfig,
+  type SocketServerConfig,
   type LoadConfigOptions,
 } from './config.js';
 export { ConnectionError, type ConnectionErrorCode, type ExitStatus } from './errors.js';

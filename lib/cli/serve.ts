@@ -1,0 +1,128 @@
+import { isStdioServer } from '../client/config.js';
+import { safeLine } from '../errors.js';
+import { type ServeOptions, serve } from '../serve/serve.js';
+import { serverEntry } from './call.js';
+import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
+
+const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
+       mcp-frame serve [options] <server> [--config path] [--input id=value]...
+options:
+  --host <address>         listen on this address (default 127.0.0.1)
+  --port <n>               listen on this port (default 0: a free one, printed)
+  --socket <path>          listen on a local socket too (NDJSON, one server per connection)
+  --no-http                serve the socket only
+  --token-env <VAR>        require "Authorization: Bearer <value of VAR>" on every request
+  --allow-origin <origin>  let pages from this origin call the server (repeatable)
+  --allow-host <host>      admit this Host header too (repeatable)
+  --max-sessions <n>       sessions open at once (default 32)
+  --session-idle-ms <n>    close a session idle this long (default 1800000)
+  --max-message-bytes <n>  the largest request body (default 4194304)
+  --replay-bytes <n>       bytes each stream holds for clients that resume (default 1048576)
+  -e KEY=VALUE             environment for a server given with -- <command> (repeatable)
+  --trace                  log every message, redacted`;
+
+const OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  socket: { type: 'string' },
+  'no-http': { type: 'boolean', default: false },
+  'token-env': { type: 'string' },
+  'allow-origin': { type: 'string', multiple: true },
+  'allow-host': { type: 'string', multiple: true },
+  'max-sessions': { type: 'string' },
+  'session-idle-ms': { type: 'string' },
+  'max-message-bytes': { type: 'string' },
+  'replay-bytes': { type: 'string' },
+  env: { type: 'string', short: 'e', multiple: true },
+  config: { type: 'string' },
+  input: { type: 'string', multiple: true },
+  trace: { type: 'boolean', default: false },
+} as const;
+
+type Values = Record<string, string | boolean | string[] | undefined>;
+
+/** The token named by --token-env: read from the environment, never from the command line, never printed. */
+function tokenOf(variable: string | undefined): string | undefined {
+  if (variable === undefined) return undefined;
+  const token = process.env[variable];
+  if (token === undefined || token === '') throw new CliError(`--token-env ${variable}: the variable ${variable} is not set`, EXIT.usage);
+  return token;
+}
+
+function origins(list: string[] | undefined): string[] {
+  for (const origin of list ?? []) {
+    if (!URL.canParse(origin))
+      throw new CliError(`--allow-origin takes an origin such as https://app.example, got ${JSON.stringify(origin.slice(0, 60))}`, EXIT.usage);
+  }
+  return list ?? [];
+}
+
+function serveOptions(values: Values): ServeOptions {
+  const number = (name: string): number | undefined => positiveInteger(values[name] as string | undefined, `--${name}`, USAGE);
+  const port = values.port === '0' ? 0 : number('port');
+  if (port !== undefined && port > 65535) throw new CliError(`--port takes a port number, got ${String(values.port)}\n${USAGE}`, EXIT.usage);
+  const options: ServeOptions = {
+    http: values['no-http'] !== true,
+    allowOrigins: origins(values['allow-origin'] as string[] | undefined),
+    allowHosts: (values['allow-host'] as string[] | undefined) ?? [],
+    trace: values.trace === true,
+  };
+  const set = { host: values.host, port, socket: values.socket, token: tokenOf(values['token-env'] as string | undefined) };
+  const numbers = {
+    maxSessions: 'max-sessions',
+    sessionIdleMs: 'session-idle-ms',
+    maxMessageBytes: 'max-message-bytes',
+    replayBytes: 'replay-bytes',
+  };
+  for (const [key, value] of Object.entries(set)) if (value !== undefined) Object.assign(options, { [key]: value });
+  for (const [key, flag] of Object.entries(numbers)) {
+    const value = number(flag);
+    if (value !== undefined) Object.assign(options, { [key]: value });
+  }
+  if (options.http === false && options.socket === undefined) throw new CliError(`--no-http needs --socket\n${USAGE}`, EXIT.usage);
+  return options;
+}
+
+/**
+ * `mcp-frame serve`: offers a stdio server over Streamable HTTP, the legacy SSE transport and a local socket
+ * until SIGINT or SIGTERM, then closes every session's server and exits 0.
+ */
+export async function serveCommand(argv: string[]): Promise<number> {
+  const dash = argv.indexOf('--');
+  const own = dash === -1 ? argv : argv.slice(0, dash);
+  const command = dash === -1 ? undefined : argv.slice(dash + 1);
+  if (own.includes('--help') || own.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return EXIT.ok;
+  }
+  const { values, positionals } = parseOptions(own, OPTIONS, USAGE);
+  if (command !== undefined && (command.length === 0 || positionals.length > 0)) throw new CliError(USAGE, EXIT.usage);
+  if (command === undefined && positionals.length !== 1) throw new CliError(USAGE, EXIT.usage);
+  const envPairs = values.env as unknown as string[] | undefined;
+  if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
+  const options = serveOptions(values);
+  const entry = await serverEntry(
+    {
+      command,
+      server: positionals[0],
+      config: values.config as string | undefined,
+      env: keyValues(envPairs, '-e', USAGE, /^[A-Za-z_][A-Za-z0-9_]*$/),
+      inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+    },
+    'serve',
+  );
+  if (!isStdioServer(entry))
+    throw new CliError(`server "${positionals[0]}" is not a stdio server: serve offers stdio servers over HTTP`, EXIT.config);
+  const bridge = await serve(entry, { ...options, name: positionals[0] ?? entry.command }).catch((err: Error) => {
+    throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);
+  });
+  const where = [bridge.url, bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`].filter(Boolean).join(' and ');
+  process.stderr.write(`mcp-frame serve: listening on ${safeLine(where)}\n`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  process.stderr.write(`mcp-frame serve: ${signal}: closing ${bridge.sessions} sessions\n`);
+  await bridge.close();
+  return EXIT.ok;
+}

@@ -1,0 +1,48 @@
+/*
+ * What every served session shares: the server entry, the settings, the log, and how its child is started.
+ */
+import type { StdioServerConfig } from '../client/config.js';
+import { StdioChannel } from '../client/stdio.js';
+import { type FrameError, printableJson, redactMessage, safeLine } from '../errors.js';
+import { tryParse } from '../framings/json.js';
+import type { EventStreamOptions } from './event-stream.js';
+
+export interface ServeContext {
+  entry: StdioServerConfig;
+  /** The server's name in logs and errors. */
+  name: string;
+  inheritEnv: boolean;
+  shutdownGraceMs: number;
+  maxMessageBytes: number;
+  maxStreamsPerSession: number;
+  maxPendingPerSession: number;
+  stream: EventStreamOptions;
+  trace: boolean;
+  log(line: string): void;
+}
+
+/** A short, loggable form of a session id (the whole id would let a reader of the log use the session). */
+export function shortId(id: string): string {
+  return id.slice(0, 8);
+}
+
+/** Starts the session's child process, its stderr and bad frames logged under `label`. */
+export function startChild(ctx: ServeContext, label: string): StdioChannel {
+  const channel = new StdioChannel(ctx.entry, { name: ctx.name, inheritEnv: ctx.inheritEnv, shutdownGraceMs: ctx.shutdownGraceMs });
+  channel.on('stderr', (line: string) => ctx.log(`${label} server stderr: ${safeLine(line)}`));
+  channel.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the server: ${err.code}: ${err.message}`));
+  if (ctx.trace) {
+    channel.on('wire', (direction: string, text: string) => {
+      ctx.log(`${label} ${direction === 'send' ? '->' : '<-'} ${printableJson(redactMessage(tryParse(text)))}`);
+    });
+  }
+  return channel;
+}
+
+/** A JSON-RPC error response. */
+export function rpcError(id: unknown, code: number, message: string): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } {
+  return { jsonrpc: '2.0', id: id ?? null, error: { code, message } };
+}
+
+/** The JSON-RPC error code for a failure of the server behind the bridge. */
+export const SERVER_ERROR = -32000;

@@ -1,0 +1,79 @@
+/*
+ * Who may talk to the bridge: requests whose Host is not the address it listens on (DNS rebinding), whose
+ * Origin is foreign, or that lack the bearer token are refused before anything else is read.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { networkInterfaces } from 'node:os';
+import type { Refusal } from './session.js';
+
+export interface GuardOptions {
+  /** The address the server listens on. */
+  host: string;
+  port: number;
+  /** Further `Host` values to admit (a name, or name:port). */
+  allowHosts: string[];
+  /** Further origins to admit (`https://app.example`). */
+  allowOrigins: string[];
+  /** The bearer token every request must carry, when set. */
+  token: string | undefined;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+const WILDCARD = new Set(['0.0.0.0', '::']);
+
+/** True for an address only this machine can reach. */
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** `host:port` as it appears in a Host header (IPv6 in brackets), lower case. */
+function hostPort(host: string, port: number): string {
+  return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`.toLowerCase();
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
+}
+
+export class Guard {
+  readonly #hosts = new Set<string>();
+  readonly #origins = new Set<string>();
+  readonly #token: Buffer | undefined;
+
+  constructor(options: GuardOptions) {
+    const names = new Set([options.host, 'localhost', '127.0.0.1', '[::1]']);
+    if (!isLoopback(options.host) && !WILDCARD.has(options.host)) names.delete('127.0.0.1');
+    if (WILDCARD.has(options.host)) {
+      for (const list of Object.values(networkInterfaces())) for (const info of list ?? []) names.add(info.address);
+    }
+    for (const name of [...names, ...options.allowHosts]) {
+      const withPort = /:\d+$/.test(name) && !/^[^[]*:.*:/.test(name) ? name.toLowerCase() : hostPort(name, options.port);
+      this.#hosts.add(withPort);
+      if (!WILDCARD.has(name)) this.#origins.add(`http://${withPort}`);
+    }
+    for (const origin of options.allowOrigins) this.#origins.add(new URL(origin).origin);
+    this.#token = options.token === undefined ? undefined : digest(options.token);
+  }
+
+  /** Why `req` is refused, or undefined when it may go on. */
+  check(req: IncomingMessage): (Refusal & { headers?: Record<string, string> }) | undefined {
+    const host = (req.headers.host ?? '').toLowerCase();
+    if (!this.#hosts.has(host)) return { status: 403, reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on` };
+    const origin = req.headers.origin;
+    if (origin !== undefined && !this.#origins.has(origin.toLowerCase())) {
+      return { status: 403, reason: `Origin ${JSON.stringify(origin.slice(0, 60))} is not allowed (add it with --allow-origin)` };
+    }
+    if (this.#token !== undefined && !this.#tokenMatches(req.headers.authorization)) {
+      const reason = req.headers.authorization === undefined ? 'no Authorization header' : 'wrong bearer token';
+      return { status: 401, reason, headers: { 'WWW-Authenticate': 'Bearer' } };
+    }
+    return undefined;
+  }
+
+  /** Compares digests, in constant time, so that neither the token's length nor its prefix leaks. */
+  #tokenMatches(header: string | undefined): boolean {
+    const match = /^Bearer\s+(.+)$/i.exec(header ?? '');
+    return match !== null && timingSafeEqual(digest(match[1]!.trim()), this.#token!);
+  }
+}

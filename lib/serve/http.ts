@@ -1,0 +1,227 @@
+/*
+ * The HTTP side of `serve`: Streamable HTTP at /mcp, the deprecated HTTP+SSE transport at /sse and
+ * /messages. Every request passes the guard first; each refusal gets the status the specification gives and
+ * one log line.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
+import { safeLine } from '../errors.js';
+import { isRequest, jsonRpcProblem } from '../jsonrpc.js';
+import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
+import { rpcError, SERVER_ERROR, type ServeContext } from './context.js';
+import type { Guard } from './guard.js';
+import { LegacySession } from './legacy.js';
+import { type Refusal, StreamableSession } from './session.js';
+
+/** The sessions of every transport, counted together against maxSessions. */
+export interface SessionTable {
+  streamable: Map<string, StreamableSession>;
+  legacy: Map<string, LegacySession>;
+  /** Sessions of every kind (socket connections included) open now. */
+  count(): number;
+  maxSessions: number;
+  /** Registers a session's end (logged once). */
+  ended(kind: 'streamable' | 'legacy', id: string, label: string, why: string): void;
+}
+
+/** A refusal as sent: its headers, and the JSON-RPC error code of its body. */
+type Reply = Refusal & { headers?: Record<string, string>; code?: number };
+
+class Refused extends Error {
+  constructor(readonly reply: Reply) {
+    super(reply.reason);
+  }
+}
+
+const refuse = (status: number, reason: string, headers?: Record<string, string>): never => {
+  throw new Refused({ status, reason, ...(headers === undefined ? {} : { headers }) });
+};
+
+function accepts(req: IncomingMessage, ...types: string[]): boolean {
+  const accept = (req.headers.accept ?? '').toLowerCase();
+  if (accept.includes('*/*')) return true;
+  return types.every((type) => accept.includes(type) || accept.includes(`${type.split('/')[0]}/*`));
+}
+
+function requireJsonBody(req: IncomingMessage): void {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') refuse(415, `Content-Type must be application/json, got ${JSON.stringify(type.slice(0, 40))}`);
+}
+
+/** The body, read no further than `limit` bytes: past it, 413 and the rest is not read. */
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) return Promise.reject(new Refused({ status: 413, reason: `the body is ${declared} bytes, over the limit of ${limit}` }));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.pause();
+        reject(new Refused({ status: 413, reason: `the body is over the limit of ${limit} bytes` }));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/** The body's messages (a batch as its elements), or 400 with a JSON-RPC parse or shape error. */
+function parseMessages(body: string): unknown[] {
+  const parsed = tryParse(body);
+  const problem = problemOf(parsed, body, DEFAULT_MAX_DEPTH);
+  if (problem !== undefined) throw new Refused({ status: 400, reason: `the body ${problem.reason}`, code: -32700 });
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  if (messages.length === 0) refuse(400, 'the body is an empty batch');
+  for (const msg of messages) {
+    const shape = jsonRpcProblem(msg);
+    if (shape !== undefined) refuse(400, `not a JSON-RPC message: ${shape}`);
+  }
+  return messages;
+}
+
+function checkProtocolVersion(req: IncomingMessage): void {
+  const version = req.headers['mcp-protocol-version'];
+  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version as string)) {
+    refuse(
+      400,
+      `unsupported MCP-Protocol-Version ${JSON.stringify(String(version).slice(0, 40))} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+    );
+  }
+}
+
+export class HttpFront {
+  readonly #ctx: ServeContext;
+  readonly #guard: Guard;
+  readonly #sessions: SessionTable;
+
+  constructor(ctx: ServeContext, guard: Guard, sessions: SessionTable) {
+    this.#ctx = ctx;
+    this.#guard = guard;
+    this.#sessions = sessions;
+  }
+
+  /** The http.Server's request listener. */
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    this.#route(req, res).catch((err: unknown) => {
+      const reply: Reply = err instanceof Refused ? err.reply : { status: 500, reason: safeLine((err as Error).message) };
+      this.#refuse(req, res, reply);
+    });
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = this.#guard.check(req);
+    if (refusal !== undefined) throw new Refused(refusal);
+    const path = new URL(req.url ?? '/', 'http://bridge').pathname;
+    if (path === '/mcp') return this.#mcp(req, res);
+    if (path === '/sse') return this.#legacyStream(req, res);
+    if (path === '/messages') return this.#legacyPost(req, res);
+    refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is /mcp; the legacy SSE one /sse)`);
+  }
+
+  #mcp(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
+    if (req.method === 'POST') return this.#post(req, res);
+    if (req.method === 'GET') return this.#get(req, res);
+    if (req.method === 'DELETE') return this.#delete(req, res);
+    refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /mcp`, { Allow: 'GET, POST, DELETE' });
+  }
+
+  async #post(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!accepts(req, 'application/json', 'text/event-stream')) refuse(406, 'Accept must list application/json and text/event-stream');
+    requireJsonBody(req);
+    checkProtocolVersion(req);
+    const messages = parseMessages(await readBody(req, this.#ctx.maxMessageBytes));
+    const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize');
+    const session = initialize === undefined ? this.#session(req) : await this.#open(req, messages);
+    const refusal = session.refusePost(messages);
+    if (refusal !== undefined) throw new Refused(refusal);
+    session.post(messages, res);
+  }
+
+  #get(req: IncomingMessage, res: ServerResponse): void {
+    if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
+    checkProtocolVersion(req);
+    const session = this.#session(req);
+    const lastEventId = req.headers['last-event-id'];
+    const refusal = session.get(res, typeof lastEventId === 'string' ? lastEventId : undefined);
+    if (refusal !== undefined) throw new Refused(refusal);
+  }
+
+  async #delete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const session = this.#session(req);
+    await session.close('the client ended the session');
+    res.writeHead(200).end();
+  }
+
+  /** The session a request names, or 400 (none named) or 404 (not one of ours, or ended). */
+  #session(req: IncomingMessage): StreamableSession {
+    const id = req.headers['mcp-session-id'];
+    if (id === undefined) refuse(400, 'the Mcp-Session-Id header is required (start a session with initialize)');
+    const session = this.#sessions.streamable.get(id as string);
+    if (session === undefined) refuse(404, 'unknown or ended session (start a new one with initialize)');
+    return session!;
+  }
+
+  /** A new session for an initialize request, its child started. */
+  async #open(req: IncomingMessage, messages: unknown[]): Promise<StreamableSession> {
+    if (req.headers['mcp-session-id'] !== undefined) refuse(400, 'initialize must not name a session');
+    if (messages.length > 1) refuse(400, 'initialize must be sent alone');
+    this.#checkRoom();
+    const session = new StreamableSession(this.#ctx, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why));
+    await this.#started(this.#sessions.streamable, session, '');
+    return session;
+  }
+
+  /** Registers a new session and waits for its child to start; a child that cannot start is 502. */
+  async #started<S extends StreamableSession | LegacySession>(table: Map<string, S>, session: S, how: string): Promise<void> {
+    table.set(session.id, session);
+    try {
+      await session.channel.started;
+    } catch (err) {
+      table.delete(session.id);
+      refuse(502, (err as Error).message);
+    }
+    this.#ctx.log(`${session.label} started${how} (server pid ${session.channel.pid})`);
+  }
+
+  #checkRoom(): void {
+    if (this.#sessions.count() >= this.#sessions.maxSessions) refuse(503, `${this.#sessions.maxSessions} sessions are open already`);
+  }
+
+  async #legacyStream(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /sse`, { Allow: 'GET' });
+    if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
+    this.#checkRoom();
+    const session = new LegacySession(this.#ctx, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why));
+    await this.#started(this.#sessions.legacy, session, ' over the legacy SSE transport');
+    session.attach(res);
+  }
+
+  async #legacyPost(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /messages`, { Allow: 'POST' });
+    const id = new URL(req.url ?? '/', 'http://bridge').searchParams.get('sessionId');
+    if (id === null) refuse(400, 'the sessionId parameter is required');
+    const session = this.#sessions.legacy.get(id!);
+    if (session === undefined) refuse(404, 'unknown or ended session');
+    requireJsonBody(req);
+    const messages = parseMessages(await readBody(req, this.#ctx.maxMessageBytes));
+    session!.post(messages);
+    res.writeHead(202).end('Accepted');
+  }
+
+  #refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+    this.#ctx.log(`${reply.status} ${safeLine(req.method ?? '')} ${safeLine((req.url ?? '').slice(0, 80))}: ${safeLine(reply.reason)}`);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const body = JSON.stringify(rpcError(null, reply.code ?? SERVER_ERROR, reply.reason));
+    // A body left unread (413) is not read on: the connection closes after the answer.
+    const close = reply.status === 413 ? { Connection: 'close' } : {};
+    res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers, ...close }).end(body);
+    if (reply.status === 413) res.once('finish', () => req.destroy());
+  }
+}

@@ -1,0 +1,197 @@
+/*
+ * `serve`: offers a stdio MCP server over Streamable HTTP (/mcp), the deprecated HTTP+SSE transport (/sse)
+ * and a local socket, one child process per session, safe by default.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { StdioServerConfig } from '../client/config.js';
+import type { StdioChannel } from '../client/stdio.js';
+import type { ServeContext } from './context.js';
+import { Guard, isLoopback } from './guard.js';
+import { HttpFront, type SessionTable } from './http.js';
+import { listenSocket, removeSocket, serveConnection } from './socket.js';
+
+export interface ServeOptions {
+  /** The address HTTP listens on. @defaultValue '127.0.0.1' */
+  host?: string;
+  /** @defaultValue 0 (a free port) */
+  port?: number;
+  /** Serve HTTP at all (false: the socket only). @defaultValue true */
+  http?: boolean;
+  /** A Unix socket path (a named pipe path on Windows) to listen on as well, with NDJSON framing. */
+  socket?: string;
+  /** The bearer token every HTTP request must carry. Unset: none is asked for. */
+  token?: string;
+  /** Origins (besides this server's own) whose pages may call it. */
+  allowOrigins?: string[];
+  /** Host header values (besides the address listened on, and localhost) to admit. */
+  allowHosts?: string[];
+  /** Sessions open at once, of every transport; past it, 503. @defaultValue 32 */
+  maxSessions?: number;
+  /** A session with no request and no open stream for this long is closed. @defaultValue 1800000 (30 min) */
+  sessionIdleMs?: number;
+  /** The largest request body (and socket frame) taken; past it, 413. @defaultValue 4 MiB */
+  maxMessageBytes?: number;
+  /** Event streams a session may have open at once; past it, 429. @defaultValue 16 */
+  maxStreamsPerSession?: number;
+  /** Requests a session may have in flight at once; past it, 429. @defaultValue 1024 */
+  maxPendingPerSession?: number;
+  /** Bytes of recent events each stream holds for a client that resumes. @defaultValue 1 MiB */
+  replayBytes?: number;
+  /** @defaultValue 15000 */
+  keepaliveMs?: number;
+  /** The `retry:` each stream's priming event gives clients. @defaultValue 1000 */
+  retryMs?: number;
+  /** Give each child this process's whole environment instead of the safe default set. @defaultValue false */
+  inheritEnv?: boolean;
+  /** How long closing a child waits after ending its stdin, and again after SIGTERM. @defaultValue 2000 */
+  shutdownGraceMs?: number;
+  /** The server's name in logs. @defaultValue the command */
+  name?: string;
+  /** Log every message (redacted). @defaultValue false */
+  trace?: boolean;
+  /** Where log lines go. @defaultValue a line on stderr */
+  log?: (line: string) => void;
+}
+
+export interface ServeHandle {
+  /** The Streamable HTTP endpoint (`http://host:port/mcp`), when serving HTTP. */
+  readonly url: string | undefined;
+  /** The port HTTP listens on (the real one when 0 was asked for). */
+  readonly port: number | undefined;
+  readonly socketPath: string | undefined;
+  /** Sessions open now, of every transport. */
+  readonly sessions: number;
+  /** Stops accepting, closes every session's child, removes the socket file. */
+  close(): Promise<void>;
+}
+
+function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContext {
+  return {
+    entry,
+    name: options.name ?? entry.command,
+    inheritEnv: options.inheritEnv ?? false,
+    shutdownGraceMs: options.shutdownGraceMs ?? 2000,
+    maxMessageBytes: options.maxMessageBytes ?? 4 * 1024 * 1024,
+    maxStreamsPerSession: options.maxStreamsPerSession ?? 16,
+    maxPendingPerSession: options.maxPendingPerSession ?? 1024,
+    stream: { replayBytes: options.replayBytes ?? 1024 * 1024, retryMs: options.retryMs ?? 1000, keepaliveMs: options.keepaliveMs ?? 15_000 },
+    trace: options.trace ?? false,
+    log: options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)),
+  };
+}
+
+function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Set<StdioChannel>): SessionTable {
+  const table: SessionTable = {
+    streamable: new Map(),
+    legacy: new Map(),
+    maxSessions,
+    count: () => table.streamable.size + table.legacy.size + socketChildren.size,
+    ended(kind, id, label, why) {
+      if (table[kind].delete(id)) ctx.log(`${label} ended: ${why}`);
+    },
+  };
+  return table;
+}
+
+/** Closes sessions that have had no request and no open stream for `idleMs`; checked a few times per period. */
+function sweepIdle(table: SessionTable, idleMs: number): NodeJS.Timeout {
+  const timer = setInterval(
+    () => {
+      const now = Date.now();
+      for (const session of table.streamable.values()) {
+        if (session.attachedStreams === 0 && now - session.lastActive > idleMs) void session.close(`idle for ${idleMs} ms`);
+      }
+    },
+    Math.max(20, Math.min(idleMs / 4, 30_000)),
+  );
+  timer.unref();
+  return timer;
+}
+
+async function listenHttp(server: http.Server, host: string, port: number): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return (server.address() as net.AddressInfo).port;
+}
+
+/**
+ * Serves the stdio server `entry` over HTTP (Streamable HTTP at /mcp, legacy SSE at /sse) and, with
+ * `socket`, a local socket. Resolves once listening.
+ *
+ * @example
+ * ```ts
+ * const bridge = await serve({ command: 'node', args: ['server.js'] }, { port: 0 });
+ * console.log(bridge.url); // http://127.0.0.1:<port>/mcp
+ * await bridge.close();
+ * ```
+ */
+export async function serve(entry: StdioServerConfig, options: ServeOptions = {}): Promise<ServeHandle> {
+  const ctx = contextOf(entry, options);
+  const host = options.host ?? '127.0.0.1';
+  const socketChildren = new Set<StdioChannel>();
+  const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren);
+  const httpServer = options.http === false ? undefined : http.createServer();
+  const socketServer = options.socket === undefined ? undefined : net.createServer();
+  let port: number | undefined;
+  if (httpServer !== undefined) {
+    port = await listenHttp(httpServer, host, options.port ?? 0);
+    const guard = new Guard({ host, port, allowHosts: options.allowHosts ?? [], allowOrigins: options.allowOrigins ?? [], token: options.token });
+    const front = new HttpFront(ctx, guard, table);
+    httpServer.on('request', (req, res) => front.handle(req, res));
+    if (!isLoopback(host) && options.token === undefined)
+      ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
+  }
+  if (socketServer !== undefined) {
+    let connections = 0;
+    socketServer.on('connection', (socket) => {
+      if (table.count() >= table.maxSessions) {
+        ctx.log(`refused a socket connection: ${table.maxSessions} sessions are open already`);
+        socket.destroy();
+        return;
+      }
+      const label = `socket connection ${++connections}`;
+      const child = serveConnection(socket, ctx, label);
+      socketChildren.add(child);
+      ctx.log(`${label} started (server pid ${child.pid})`);
+      child.on('close', () => {
+        socketChildren.delete(child);
+        ctx.log(`${label} ended`);
+      });
+    });
+    await listenSocket(options.socket!, socketServer).catch(async (err: unknown) => {
+      await new Promise((resolve) => httpServer?.close(resolve) ?? resolve(undefined));
+      throw err;
+    });
+  }
+  const sweeper = sweepIdle(table, options.sessionIdleMs ?? 1_800_000);
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    clearInterval(sweeper);
+    const stopped = Promise.all([httpServer, socketServer].map((s) => s && new Promise((resolve) => s.close(resolve))));
+    await Promise.all([
+      ...[...table.streamable.values(), ...table.legacy.values()].map((s) => s.close('the server is shutting down')),
+      ...[...socketChildren].map((c) => c.close()),
+    ]);
+    httpServer?.closeAllConnections();
+    await stopped;
+    if (options.socket !== undefined) removeSocket(options.socket);
+  };
+  return {
+    url: port === undefined ? undefined : `http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`,
+    port,
+    socketPath: options.socket,
+    get sessions() {
+      return table.count();
+    },
+    close: () => {
+      closing ??= close();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,215 @@
+/*
+ * A Streamable HTTP session: one child process, the requests in flight and the event stream each answer goes
+ * out on. Requests keep their ids on the way to the child (a second request with an id still in flight is
+ * refused), so answers are routed by id; a progress notification goes out on the stream of the request that
+ * asked for it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import type { StdioChannel } from '../client/stdio.js';
+import { isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
+import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
+import { EVENT_STREAM_HEADERS, EventStream, parseEventId } from './event-stream.js';
+
+/** How many answered streams a session keeps for clients that resume late. */
+const RETAINED_STREAMS = 16;
+
+/** An HTTP status and why, for a request the session cannot take. */
+export interface Refusal {
+  status: number;
+  reason: string;
+}
+
+interface Pending {
+  id: JsonRpcId;
+  stream: EventStream;
+  progressToken: string | undefined;
+}
+
+const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
+
+function progressTokenOf(msg: { params?: unknown }): string | undefined {
+  const meta = isObject(msg.params) ? msg.params._meta : undefined;
+  const token = isObject(meta) ? meta.progressToken : undefined;
+  return typeof token === 'string' || typeof token === 'number' ? idKey(token) : undefined;
+}
+
+export class StreamableSession {
+  readonly id = randomUUID();
+  readonly label: string;
+  readonly channel: StdioChannel;
+  /** Date.now() of the last request, or of the last response stream that closed. */
+  lastActive = Date.now();
+  readonly #ctx: ServeContext;
+  readonly #get: EventStream;
+  readonly #streams = new Map<number, EventStream>();
+  readonly #answered: EventStream[] = [];
+  readonly #open = new Map<EventStream, number>();
+  readonly #pending = new Map<string, Pending>();
+  readonly #progress = new Map<string, EventStream>();
+  #nextStream = 1;
+  #ended: string | undefined;
+  #endedDone = false;
+
+  constructor(ctx: ServeContext, onEnd: (session: StreamableSession, why: string) => void) {
+    this.#ctx = ctx;
+    this.label = `session ${shortId(this.id)}`;
+    this.#get = new EventStream(0, ctx.stream);
+    this.#streams.set(0, this.#get);
+    this.channel = startChild(ctx, this.label);
+    this.channel.on('message', (msg: unknown) => this.#fromServer(msg));
+    this.channel.on('close', () => {
+      this.#end(this.channel.endError('the server is gone').message);
+      onEnd(this, this.#ended!);
+    });
+  }
+
+  /** Streams a client is reading now. */
+  get attachedStreams(): number {
+    let n = 0;
+    for (const stream of this.#streams.values()) if (stream.attached) n++;
+    return n;
+  }
+
+  /** Why these messages cannot be taken now, or undefined. */
+  refusePost(messages: unknown[]): Refusal | undefined {
+    if (this.#ended !== undefined) return { status: 404, reason: 'the session has ended' };
+    const requests = messages.filter(isRequest);
+    if (requests.length === 0) return undefined;
+    if (this.attachedStreams >= this.#ctx.maxStreamsPerSession) {
+      return { status: 429, reason: `the session has ${this.#ctx.maxStreamsPerSession} streams open already` };
+    }
+    if (this.#pending.size + requests.length > this.#ctx.maxPendingPerSession) {
+      return { status: 429, reason: `the session has ${this.#pending.size} requests in flight already` };
+    }
+    const ids = new Set<string>();
+    for (const { id } of requests) {
+      const key = idKey(id);
+      if (this.#pending.has(key) || ids.has(key)) return { status: 400, reason: `request id ${JSON.stringify(id)} is already in flight` };
+      ids.add(key);
+    }
+    return undefined;
+  }
+
+  /**
+   * Takes a POST's messages (checked by refusePost): without requests, 202; with requests, a new event stream
+   * on `res` that ends once each is answered.
+   */
+  post(messages: unknown[], res: ServerResponse): void {
+    this.lastActive = Date.now();
+    const requests = messages.filter(isRequest);
+    if (requests.length > 0) {
+      const stream = new EventStream(this.#nextStream++, this.#ctx.stream);
+      this.#streams.set(stream.number, stream);
+      this.#open.set(stream, requests.length);
+      for (const request of requests) {
+        const progressToken = progressTokenOf(request);
+        this.#pending.set(idKey(request.id), { id: request.id, stream, progressToken });
+        if (progressToken !== undefined) this.#progress.set(progressToken, stream);
+      }
+      res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
+      stream.attach(res);
+      res.once('close', () => (this.lastActive = Date.now()));
+    } else {
+      res.writeHead(202, { 'Mcp-Session-Id': this.id }).end();
+    }
+    for (const msg of messages) this.#toServer(msg);
+  }
+
+  /** A GET: the session's own stream, or (with Last-Event-ID) the rest of the stream that event was on. */
+  get(res: ServerResponse, lastEventId: string | undefined): Refusal | undefined {
+    if (this.#ended !== undefined) return { status: 404, reason: 'the session has ended' };
+    let stream = this.#get;
+    let after: number | undefined;
+    if (lastEventId !== undefined) {
+      const event = parseEventId(lastEventId);
+      const found = event === undefined ? undefined : this.#streams.get(event.stream);
+      if (event === undefined || found === undefined)
+        return { status: 400, reason: `unknown Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 40))}` };
+      const problem = found.resumeProblem(event.seq);
+      if (problem !== undefined) return { status: 410, reason: problem };
+      stream = found;
+      after = event.seq;
+    }
+    if (stream.attached) return { status: 409, reason: `stream ${stream.number} of the session is open already` };
+    if (this.attachedStreams >= this.#ctx.maxStreamsPerSession) {
+      return { status: 429, reason: `the session has ${this.#ctx.maxStreamsPerSession} streams open already` };
+    }
+    this.lastActive = Date.now();
+    res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
+    stream.attach(res, after);
+    res.once('close', () => (this.lastActive = Date.now()));
+    return undefined;
+  }
+
+  /** Ends the session: its child is closed, each request in flight answered with an error saying why. */
+  async close(why: string): Promise<void> {
+    this.#end(why);
+    await this.channel.close();
+  }
+
+  #toServer(msg: unknown): void {
+    // A cancelled request may never be answered: its stream must not wait for it.
+    if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params)) {
+      const pending = this.#pending.get(idKey(msg.params.requestId));
+      if (pending !== undefined) this.#settle(pending);
+    }
+    this.channel.send(msg).catch((err: Error) => {
+      if (isRequest(msg)) this.#answer(rpcError(msg.id, SERVER_ERROR, err.message));
+    });
+  }
+
+  #fromServer(msg: unknown): void {
+    if (isResponse(msg)) {
+      this.#answer(msg);
+      return;
+    }
+    this.#routeOf(msg).push(JSON.stringify(msg));
+  }
+
+  /** Where a message from the server that is not an answer goes. */
+  #routeOf(msg: unknown): EventStream {
+    if (isObject(msg) && msg.method === 'notifications/progress' && isObject(msg.params)) {
+      const stream = this.#progress.get(idKey(msg.params.progressToken));
+      if (stream !== undefined) return stream;
+    }
+    if (!this.#get.attached && this.#pending.size === 1) {
+      const [only] = this.#pending.values();
+      if (only!.stream.attached) return only!.stream;
+    }
+    return this.#get;
+  }
+
+  #answer(msg: { id: unknown }): void {
+    const pending = this.#pending.get(idKey(msg.id));
+    if (pending === undefined) {
+      if (this.#ctx.trace) this.#ctx.log(`${this.label} dropped an answer to ${JSON.stringify(msg.id)}: no request of that id is in flight`);
+      return;
+    }
+    pending.stream.push(JSON.stringify(msg));
+    this.#settle(pending);
+  }
+
+  /** A request is done with: its stream finishes once it has no other request open. */
+  #settle(pending: Pending): void {
+    this.#pending.delete(idKey(pending.id));
+    if (pending.progressToken !== undefined) this.#progress.delete(pending.progressToken);
+    const left = (this.#open.get(pending.stream) ?? 1) - 1;
+    if (left > 0) {
+      this.#open.set(pending.stream, left);
+      return;
+    }
+    this.#open.delete(pending.stream);
+    pending.stream.finish();
+    this.#answered.push(pending.stream);
+    if (this.#answered.length > RETAINED_STREAMS) this.#streams.delete(this.#answered.shift()!.number);
+  }
+
+  #end(why: string): void {
+    if (this.#endedDone) return;
+    this.#endedDone = true;
+    this.#ended = why;
+    for (const pending of [...this.#pending.values()]) this.#answer(rpcError(pending.id, SERVER_ERROR, why));
+    this.#get.finish();
+  }
+}

@@ -1,0 +1,81 @@
+/*
+ * The local socket of `serve`: a Unix domain socket (a named pipe on Windows) carrying NDJSON, the bytes of
+ * stdio, with one child per connection. The socket file is private to its owner (0600) and removed on close.
+ */
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
+import net from 'node:net';
+import { StreamChannel } from '../client/channel.js';
+import type { StdioChannel } from '../client/stdio.js';
+import type { FrameError } from '../errors.js';
+import { isRequest } from '../jsonrpc.js';
+import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
+
+const WINDOWS = process.platform === 'win32';
+
+/** Removes a socket file that a crashed server left behind; refuses to touch anything else. */
+async function clearStale(path: string): Promise<void> {
+  if (WINDOWS) return;
+  let isSocket: boolean;
+  try {
+    isSocket = lstatSync(path).isSocket();
+  } catch {
+    return; // Nothing there.
+  }
+  if (!isSocket) throw new Error(`cannot listen on ${path}: it exists and is not a socket`);
+  const answered = await new Promise<boolean>((resolve) => {
+    const probe = net.connect(path);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+  if (answered) throw new Error(`cannot listen on ${path}: another server is listening there`);
+  unlinkSync(path);
+}
+
+/** Listens on `path` with mode 0600: the file is created under a umask that leaves the owner alone. */
+export async function listenSocket(path: string, server: net.Server): Promise<void> {
+  await clearStale(path);
+  const umask = WINDOWS ? undefined : process.umask(0o177);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(path, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } finally {
+    if (umask !== undefined) process.umask(umask);
+  }
+  if (!WINDOWS) chmodSync(path, 0o600);
+}
+
+export function removeSocket(path: string): void {
+  if (WINDOWS) return;
+  try {
+    unlinkSync(path);
+  } catch {
+    // Gone already.
+  }
+}
+
+/** Serves one connection: its own child, messages forwarded both ways until either side ends. */
+export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string): StdioChannel {
+  const child = startChild(ctx, label);
+  const peer = new StreamChannel(socket, socket, { name: 'socket client', maxMessageBytes: ctx.maxMessageBytes });
+  peer.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the client: ${err.code}: ${err.message}`));
+  peer.on('message', (msg: unknown) => {
+    child.send(msg).catch((err: Error) => {
+      if (isRequest(msg)) peer.send(rpcError(msg.id, SERVER_ERROR, err.message)).catch(() => undefined);
+    });
+  });
+  child.on('message', (msg: unknown) => void peer.send(msg).catch(() => undefined));
+  peer.on('end', () => void child.close());
+  child.on('close', () => {
+    void peer.close();
+    socket.destroySoon();
+  });
+  return child;
+}

@@ -1,0 +1,39 @@
+import { expect } from 'chai';
+import { connect } from '../../lib/client/connection.js';
+import { gone } from '../helpers/processes.js';
+import { cli } from '../helpers/run.js';
+import { serveProcess } from '../helpers/served.js';
+
+describe('mcp-frame serve', () => {
+  it('refuses bad usage before it listens: no server, an unset token variable, a bad origin', async () => {
+    const none = await cli(['serve']);
+    expect(none.code).to.equal(2);
+    expect(none.stderr).to.include('usage: mcp-frame serve');
+    const token = await cli(['serve', '--token-env', 'MCP_FRAME_UNSET_TOKEN', '--', process.execPath, 'dist/examples/server.js']);
+    expect(token.code).to.equal(2);
+    expect(token.stderr).to.include('the variable MCP_FRAME_UNSET_TOKEN is not set');
+    const origin = await cli(['serve', '--allow-origin', 'not an origin', '--', process.execPath, 'dist/examples/server.js']);
+    expect(origin.code).to.equal(2);
+    const help = await cli(['serve', '--help']);
+    expect(help.code).to.equal(0);
+    expect(help.stdout).to.include('--token-env <VAR>');
+  });
+
+  it('serves a config entry over HTTP with a token from the environment, and exits 0 on SIGINT', async function () {
+    this.timeout(20_000);
+    const { proc, stderr, exited } = await serveProcess(['demo', '--token-env', 'SERVE_TOKEN'], { ...process.env, SERVE_TOKEN: 'tok-1234567890' });
+    const url = /listening on (\S+)/.exec(stderr())![1]!;
+    expect(stderr()).to.include('mcp-frame serve: using .mcp.json');
+    const c = await connect({ type: 'http', url, headers: { Authorization: 'Bearer tok-1234567890' } });
+    expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'served ✓' } })).to.deep.include({
+      content: [{ type: 'text', text: 'served ✓' }],
+    });
+    const child = Number(/server pid (\d+)/.exec(stderr())![1]);
+    proc.kill('SIGINT');
+    expect(await exited).to.equal(0);
+    await c.close();
+    expect(await gone(child)).to.equal(true);
+    expect(stderr()).to.not.include('tok-1234567890');
+    expect(stderr()).to.match(/SIGINT: closing 1 sessions/);
+  });
+});

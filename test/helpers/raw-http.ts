@@ -1,0 +1,108 @@
+// Plain HTTP requests for the serve tests, on node:http so that any header (Host included) can be set, and
+// event streams read as they come.
+import http from 'node:http';
+
+export interface RawResponse {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+export interface RawRequest {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+export const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+/** Sends a request and resolves once the response has ended (or closed). */
+export function rawRequest(url: string, request: RawRequest = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: request.method ?? 'GET', headers: request.headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      const done = (): void => resolve({ status: res.statusCode!, headers: res.headers, body });
+      res.on('end', done);
+      res.on('close', done);
+    });
+    req.on('error', reject);
+    req.end(request.body);
+  });
+}
+
+/** An event stream read as it comes: its events so far, and a way to wait for more or drop it. */
+export interface OpenStream {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  events: Array<{ id?: string; event?: string; data: string; retry?: string }>;
+  /** Resolves once `n` events have arrived (or rejects when the stream ends first). */
+  until(n: number): Promise<void>;
+  ended: Promise<void>;
+  drop(): void;
+}
+
+function parseEvent(block: string): OpenStream['events'][number] | undefined {
+  const event: OpenStream['events'][number] = { data: '' };
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'data') data.push(value);
+    else if (field === 'id' || field === 'event' || field === 'retry') event[field] = value;
+  }
+  if (data.length === 0 && event.id === undefined) return undefined;
+  event.data = data.join('\n');
+  return event;
+}
+
+export function openStream(url: string, request: RawRequest = {}): Promise<OpenStream> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: request.method ?? 'GET', headers: request.headers, agent: false }, (res) => {
+      let buffer = '';
+      const waiters: Array<{ n: number; resolve(): void; reject(e: Error): void }> = [];
+      let finished = false;
+      const stream: OpenStream = {
+        status: res.statusCode!,
+        headers: res.headers,
+        events: [],
+        until: (n) =>
+          stream.events.length >= n
+            ? Promise.resolve()
+            : finished
+              ? Promise.reject(new Error(`the stream ended after ${stream.events.length} events`))
+              : new Promise((resolve, reject) => waiters.push({ n, resolve, reject })),
+        ended: new Promise((resolve) => res.once('close', resolve)),
+        drop: () => req.destroy(),
+      };
+      const settle = (): void => {
+        for (const w of [...waiters]) {
+          if (stream.events.length >= w.n) w.resolve();
+          else if (finished) w.reject(new Error(`the stream ended after ${stream.events.length} events`));
+          else continue;
+          waiters.splice(waiters.indexOf(w), 1);
+        }
+      };
+      res.setEncoding('utf8').on('data', (d: string) => {
+        buffer += d;
+        let end = buffer.indexOf('\n\n');
+        while (end !== -1) {
+          const event = parseEvent(buffer.slice(0, end));
+          if (event !== undefined) stream.events.push(event);
+          buffer = buffer.slice(end + 2);
+          end = buffer.indexOf('\n\n');
+        }
+        settle();
+      });
+      res.once('close', () => {
+        finished = true;
+        settle();
+      });
+      resolve(stream);
+    });
+    req.on('error', reject);
+    req.end(request.body);
+  });
+}

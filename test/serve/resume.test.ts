@@ -1,0 +1,125 @@
+import { expect } from 'chai';
+import { type Connection, connect } from '../../lib/client/connection.js';
+import type { ServeHandle } from '../../lib/serve/index.js';
+import { type CutProxy, cutProxy } from '../helpers/cut-proxy.js';
+import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
+import { rawSession, STEPS, served } from '../helpers/served.js';
+
+const call = (id: number, args: Record<string, unknown>, token?: string): string =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'steps', arguments: args, ...(token === undefined ? {} : { _meta: { progressToken: token } }) },
+  });
+
+const until = async (check: () => boolean, ms = 5000): Promise<void> => {
+  for (const end = Date.now() + ms; !check(); ) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+};
+
+describe('serve: streams that drop and resume', () => {
+  let bridge: ServeHandle | undefined;
+  let proxy: CutProxy | undefined;
+  let c: Connection | undefined;
+  afterEach(async () => {
+    await c?.close();
+    c = undefined;
+    await proxy?.close();
+    proxy = undefined;
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  it('connect() through a proxy that cuts the GET and the POST stream mid-response: every message arrives once', async () => {
+    proxy = await cutProxy();
+    ({ bridge } = await served(STEPS, { allowHosts: [`127.0.0.1:${proxy.port}`] }));
+    proxy.target = bridge.port!;
+    c = await connect({ type: 'http', url: `http://127.0.0.1:${proxy.port}/mcp` }, { reconnect: { initialDelayMs: 10, maxAttempts: 10 } });
+    const progress: number[] = [];
+    const notes: string[] = [];
+    c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
+    c.onNotification('notifications/message', (p) => notes.push((p as { data: string }).data));
+    let reconnects = 0;
+    c.on('reconnecting', () => reconnects++);
+    const answer = c.request('tools/call', { name: 'steps', arguments: { n: 12, ms: 30 }, _meta: { progressToken: 'p' } });
+    await until(() => progress.length >= 4);
+    proxy.cut();
+    expect(await answer).to.deep.equal({ content: [{ type: 'text', text: '12 steps' }] });
+    await until(() => notes.length >= 12);
+    expect(reconnects).to.be.greaterThan(0);
+    expect(progress).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(notes).to.deep.equal(Array.from({ length: 12 }, (_, i) => `note ${i + 1}`));
+  });
+
+  it('replays what followed Last-Event-ID on that stream only, then the live rest; ids are unique', async () => {
+    ({ bridge } = await served());
+    const session = await rawSession(bridge.url!);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    const first = await openStream(bridge.url!, { method: 'POST', headers, body: call(7, { n: 6, ms: 40 }, 'tok') });
+    expect(first.status).to.equal(200);
+    expect(first.headers['cache-control']).to.include('no-cache');
+    expect(first.headers['x-accel-buffering']).to.equal('no');
+    await first.until(3);
+    first.drop();
+    const [priming] = first.events;
+    expect(priming).to.deep.include({ data: '' });
+    expect(priming!.retry).to.equal('1000');
+    const last = first.events.at(-1)!.id!;
+    const rest = await openStream(bridge.url!, { headers: { accept: 'text/event-stream', 'mcp-session-id': session, 'last-event-id': last } });
+    expect(rest.status).to.equal(200);
+    await rest.ended;
+    const events = [...first.events.slice(1), ...rest.events];
+    const messages = events.map((e) => JSON.parse(e.data) as { method?: string; id?: number; params?: { progress?: number } });
+    // With one request in flight and no GET stream, its log messages ride its stream too.
+    expect(messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params!.progress)).to.deep.equal([1, 2, 3, 4, 5, 6]);
+    expect(messages.filter((m) => m.method === 'notifications/message')).to.have.length(6);
+    expect(messages.at(-1)).to.deep.include({ id: 7 });
+    const ids = [priming!.id, ...events.map((e) => e.id)];
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
+  it('says clearly when the events after an id are no longer held, or the id was never sent', async () => {
+    ({ bridge } = await served(STEPS, { replayBytes: 300 }));
+    const session = await rawSession(bridge.url!);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    const first = await openStream(bridge.url!, { method: 'POST', headers, body: call(1, { n: 8, ms: 5 }, 'tok') });
+    await first.until(1);
+    first.drop();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const get = { accept: 'text/event-stream', 'mcp-session-id': session };
+    const late = await rawRequest(bridge.url!, { headers: { ...get, 'last-event-id': first.events[0]!.id! } });
+    expect(late.status).to.equal(410);
+    expect(late.body).to.match(/no longer held.*300 bytes/);
+    const never = await rawRequest(bridge.url!, { headers: { ...get, 'last-event-id': '1-999' } });
+    expect(never.status).to.equal(410);
+    expect(never.body).to.include('never sent');
+    const unknown = await rawRequest(bridge.url!, { headers: { ...get, 'last-event-id': 'abc' } });
+    expect(unknown.status).to.equal(400);
+  });
+
+  it('holds what the server sends with no stream to carry it until the GET stream opens', async () => {
+    ({ bridge } = await served());
+    const session = await rawSession(bridge.url!);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    const later = (id: number, text: string): string =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'later', arguments: { text } } });
+    // Each message comes after its request was answered: no request's stream can carry it, and no GET is open.
+    for (const [id, text] of [
+      [1, 'first'],
+      [2, 'second'],
+    ] as const) {
+      const answer = await rawRequest(bridge.url!, { method: 'POST', headers, body: later(id, text) });
+      expect(answer.body).to.not.include('notifications/message');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const get = await openStream(bridge.url!, { headers: { accept: 'text/event-stream', 'mcp-session-id': session } });
+    await get.until(3);
+    expect(get.events.slice(1).map((e) => (JSON.parse(e.data) as { params: { data: string } }).params.data)).to.deep.equal(['first', 'second']);
+    const second = await rawRequest(bridge.url!, { headers: { accept: 'text/event-stream', 'mcp-session-id': session } });
+    expect(second.status).to.equal(409);
+    get.drop();
+  });
+});

@@ -1,0 +1,95 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '../../lib/client/connection.js';
+import { ConnectionError } from '../../lib/client/errors.js';
+import { serve, type ServeHandle } from '../../lib/serve/index.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { gone } from '../helpers/processes.js';
+import { rejection } from '../helpers/rejection.js';
+import { pidsOf, STEPS, served, serveProcess } from '../helpers/served.js';
+
+describe('serve: a local socket', () => {
+  if (process.platform === 'win32') return;
+  let dir: string;
+  let path: string;
+  let bridge: ServeHandle | undefined;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mcp-frame-socket-'));
+    path = join(dir, 'mcp.sock');
+  });
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves two hosts at once, each with its own child, on a socket only its owner can use', async () => {
+    let log: string[];
+    ({ bridge, log } = await served(STEPS, { http: false, socket: path }));
+    expect(bridge.url).to.equal(undefined);
+    expect(statSync(path).mode & 0o777).to.equal(0o600);
+    const [a, b] = await Promise.all([connect({ type: 'socket', path }), connect({ type: 'socket', path })]);
+    const [ra, rb] = await Promise.all([
+      a.request('tools/call', { name: 'echo', arguments: { text: 'from a ü' } }),
+      b.request('tools/call', { name: 'echo', arguments: { text: 'from b 👋' } }),
+    ]);
+    expect(ra).to.deep.equal({ content: [{ type: 'text', text: 'from a ü' }] });
+    expect(rb).to.deep.equal({ content: [{ type: 'text', text: 'from b 👋' }] });
+    const pids = pidsOf(log);
+    expect(new Set(pids).size).to.equal(2);
+    expect(bridge.sessions).to.equal(2);
+    await a.close();
+    expect(await gone(pids[0]!)).to.equal(true);
+    expect(await b.request('tools/call', { name: 'echo', arguments: { text: 'b goes on' } })).to.deep.include({
+      content: [{ type: 'text', text: 'b goes on' }],
+    });
+    await b.close();
+    await bridge.close();
+    expect(existsSync(path)).to.equal(false);
+    expect(await gone(pids[1]!)).to.equal(true);
+  });
+
+  it('replaces a stale socket file nothing answers on, and refuses one a live server holds', async () => {
+    // A process that listens and is killed leaves its socket file behind.
+    const holder = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`]);
+    await new Promise((resolve) => holder.stdout.once('data', resolve));
+    expect((await rejection(serve(STEPS, { http: false, socket: path, log: () => undefined }))).message).to.match(
+      /another server is listening there/,
+    );
+    holder.kill('SIGKILL');
+    await new Promise((resolve) => holder.once('exit', resolve));
+    expect(existsSync(path)).to.equal(true);
+    bridge = await serve(STEPS, { http: false, socket: path, log: () => undefined });
+    const c = await connect({ type: 'socket', path });
+    expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'fresh' } })).to.deep.include({
+      content: [{ type: 'text', text: 'fresh' }],
+    });
+    await c.close();
+  });
+
+  it('fails to connect with CONNECT_FAILED when nothing listens', async () => {
+    const err = await rejection<ConnectionError>(connect({ type: 'socket', path }));
+    expect(err).to.be.instanceOf(ConnectionError);
+    expect(err.code).to.equal('CONNECT_FAILED');
+    expect(err.message).to.include('no such socket');
+  });
+
+  it('mcp-frame serve --socket: prints where it listens, and SIGTERM removes the file and leaves no process', async function () {
+    this.timeout(20_000);
+    const { proc, stderr, exited } = await serveProcess(['--socket', path, '--', process.execPath, `${ROOT}dist/examples/server.js`]);
+    expect(stderr()).to.match(/^mcp-frame serve: listening on http:\/\/127\.0\.0\.1:\d+\/mcp and unix:.*mcp\.sock$/m);
+    const c = await connect({ type: 'socket', path });
+    expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'via the CLI' } })).to.deep.include({
+      content: [{ type: 'text', text: 'via the CLI' }],
+    });
+    const child = Number(/server pid (\d+)/.exec(stderr())![1]);
+    proc.kill('SIGTERM');
+    expect(await exited).to.equal(0);
+    await c.close();
+    expect(existsSync(path)).to.equal(false);
+    expect(await gone(child)).to.equal(true);
+  });
+});
