@@ -14,15 +14,15 @@ export interface HttpRow {
   sdk: number;
 }
 
-const CALLS = 1000;
+export const CALLS = 1000;
 const RUNS = 5;
 
-function median(xs: number[]): number {
+export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
 }
 
-type Call = (text: string) => Promise<unknown>;
+export type Call = (text: string) => Promise<unknown>;
 
 async function ourClient(url: string): Promise<{ call: Call; close: () => Promise<unknown> }> {
   const c = await connect({ type: 'http', url });
@@ -35,11 +35,29 @@ async function sdkClient(url: string): Promise<{ call: Call; close: () => Promis
   return { call: (text) => client.callTool({ name: 'echo', arguments: { text } }), close: () => client.close() };
 }
 
-async function time(call: Call, concurrent: boolean): Promise<number> {
+/** ms for CALLS calls, one after another or all at once. */
+export async function time(call: Call, concurrent: boolean): Promise<number> {
   const start = performance.now();
   if (concurrent) await Promise.all(Array.from({ length: CALLS }, (_, i) => call(`message ${i}`)));
   else for (let i = 0; i < CALLS; i++) await call(`message ${i}`);
   return performance.now() - start;
+}
+
+/**
+ * Median ms of `runs` timings of CALLS calls through each of two callers, after one warm-up each, the order
+ * alternating run by run; one row each for sequential and concurrent calls.
+ */
+export async function interleaved<K extends string>(calls: Record<K, Call>, runs: number): Promise<Array<{ label: string } & Record<K, number>>> {
+  const who = Object.keys(calls) as K[];
+  const rows: Array<{ label: string } & Record<K, number>> = [];
+  for (const concurrent of [false, true]) {
+    const t = new Map<K, number[]>(who.map((k) => [k, []]));
+    for (const k of who) await time(calls[k], concurrent);
+    for (let i = 0; i < runs; i++) for (const k of i % 2 ? [...who].reverse() : who) t.get(k)!.push(await time(calls[k], concurrent));
+    const label = `${CALLS.toLocaleString('en')} ${concurrent ? 'concurrent' : 'sequential'} tools/call`;
+    rows.push(Object.assign({ label }, Object.fromEntries(who.map((k) => [k, median(t.get(k)!)]))) as { label: string } & Record<K, number>);
+  }
+  return rows;
 }
 
 /** Median ms for CALLS round trips, each way, both clients, interleaved. */
@@ -52,28 +70,13 @@ async function runAll(): Promise<HttpRow[]> {
   const server = await sdkServer();
   const ours = await ourClient(server.url);
   const sdk = await sdkClient(server.url);
-  const rows: HttpRow[] = [];
   try {
-    for (const concurrent of [false, true]) {
-      const t = { ours: [] as number[], sdk: [] as number[] };
-      await time(ours.call, concurrent);
-      await time(sdk.call, concurrent);
-      for (let i = 0; i < RUNS; i++) {
-        for (const who of i % 2 ? (['sdk', 'ours'] as const) : (['ours', 'sdk'] as const))
-          t[who].push(await time(who === 'ours' ? ours.call : sdk.call, concurrent));
-      }
-      rows.push({
-        label: `${CALLS.toLocaleString('en')} ${concurrent ? 'concurrent' : 'sequential'} tools/call`,
-        ours: median(t.ours),
-        sdk: median(t.sdk),
-      });
-    }
+    return await interleaved({ ours: ours.call, sdk: sdk.call }, RUNS);
   } finally {
     await ours.close();
     await sdk.close();
     await server.close();
   }
-  return rows;
 }
 
 export function httpTable({ rows, warnings }: { rows: HttpRow[]; warnings: Map<string, number> }): string {

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { FrameDecoder, FrameEncoder, frameContentLength, frameSse } from '../lib/index.js';
 import { lineChart } from './chart.js';
 import { httpRoundTrips, httpTable } from './http.js';
+import { serveRoundTrips, serveTable } from './serve.js';
 import { stdioRoundTrips, stdioTable } from './stdio.js';
 import { chunk, imageResult, mixedMessages, ndjsonBytes, smallMessages } from './data.js';
 import { contentLengthDecoders, decoders, encoders, sseDecoders, validationPeers, type DecoderPeer, type EncoderPeer } from './peers.js';
@@ -290,6 +291,13 @@ for (const r of stdio.rows) {
       : `ours ${typeof r.ours === 'number' ? 'ran' : r.ours}; SDK ${typeof r.sdk === 'number' ? 'ran' : r.sdk}`,
   );
 }
+
+// Through serve -----------------------------------------------------------------------------------------------
+const served = await serveRoundTrips();
+section(
+  'Through `mcp-frame serve`: server-everything over stdio behind the bridge, against its own Streamable HTTP mode; the same client (connect())',
+  `One run of three, interleaved, medians. The bridge adds an HTTP hop in front of the child's pipes; the native mode is the MCP SDK's server transport.\n\n${serveTable(served)}`,
+);
 
 // Memory -----------------------------------------------------------------------------------------------------
 function memoryRun(args: string[]): Record<string, number> {

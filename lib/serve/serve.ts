@@ -32,7 +32,7 @@ export interface ServeOptions {
   sessionIdleMs?: number;
   /** The largest request body (and socket frame) taken; past it, 413. @defaultValue 4 MiB */
   maxMessageBytes?: number;
-  /** Event streams a session may have open at once; past it, 429. @defaultValue 16 */
+  /** Event streams a session may have open at once (each request in flight may hold one); past it, 429. @defaultValue 1024 */
   maxStreamsPerSession?: number;
   /** Requests a session may have in flight at once; past it, 429. @defaultValue 1024 */
   maxPendingPerSession?: number;
@@ -73,7 +73,7 @@ function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContex
     inheritEnv: options.inheritEnv ?? false,
     shutdownGraceMs: options.shutdownGraceMs ?? 2000,
     maxMessageBytes: options.maxMessageBytes ?? 4 * 1024 * 1024,
-    maxStreamsPerSession: options.maxStreamsPerSession ?? 16,
+    maxStreamsPerSession: options.maxStreamsPerSession ?? 1024,
     maxPendingPerSession: options.maxPendingPerSession ?? 1024,
     stream: { replayBytes: options.replayBytes ?? 1024 * 1024, retryMs: options.retryMs ?? 1000, keepaliveMs: options.keepaliveMs ?? 15_000 },
     trace: options.trace ?? false,

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
@@ -41,6 +42,22 @@ describe('serve: the MCP SDK client against server-everything behind the bridge'
     expect(bridge.sessions).to.equal(0);
     expect(log.some((l) => /ended: the client ended the session/.test(l))).to.equal(true);
     await client.close();
+  });
+
+  it("carries the server's own requests to the client and its answers back (roots/list, through connect())", async () => {
+    const c = await connect({ type: 'http', url: bridge.url! }, { capabilities: { roots: { listChanged: true } } });
+    try {
+      let asked = 0;
+      c.onRequest('roots/list', () => {
+        asked++;
+        return { roots: [{ uri: 'file:///work/ünï', name: 'work' }] };
+      });
+      const result = (await c.request('tools/call', { name: 'get-roots-list', arguments: {} })) as { content: Array<{ text: string }> };
+      expect(asked).to.be.greaterThan(0);
+      expect(result.content[0]!.text).to.include('file:///work/ünï');
+    } finally {
+      await c.close();
+    }
   });
 
   it('over the deprecated HTTP+SSE transport: lists, calls, and closing the stream ends the child', async () => {

@@ -169,6 +169,22 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     await stillServes();
   });
 
+  it('refuses streams past maxStreamsPerSession with 429, and takes them again once one ends', async () => {
+    ({ bridge, log } = await served(STEPS, { maxStreamsPerSession: 1 }));
+    const session = await rawSession(bridge.url!);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    const slow = (id: number): string =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'steps', arguments: { n: 2, ms: 50 } } });
+    const first = await openStream(bridge.url!, { method: 'POST', headers, body: slow(1) });
+    const second = await rawRequest(bridge.url!, { method: 'POST', headers, body: slow(2) });
+    expect(second.status).to.equal(429);
+    const get = await rawRequest(bridge.url!, { headers: { accept: 'text/event-stream', 'mcp-session-id': session } });
+    expect(get.status).to.equal(429);
+    await first.ended;
+    const third = await rawRequest(bridge.url!, { method: 'POST', headers, body: slow(3) });
+    expect(third.body).to.include('"2 steps"');
+  });
+
   it('closes a session left idle, and its child', async () => {
     ({ bridge, log } = await served(STEPS, { sessionIdleMs: 100 }));
     await rawSession(bridge.url!);
