@@ -10,6 +10,16 @@ import { forwardWhenListened, type Channel, type Direction } from './channel.js'
 import { isStdioServer, type ServerConfig } from './config.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
+import {
+  type ClientMeta,
+  isModernError,
+  isModernVersion,
+  MODERN_ERRORS,
+  MODERN_PROTOCOL_VERSIONS,
+  pickModernVersion,
+  type ProtocolEra,
+  withModernMeta,
+} from './modern.js';
 import { openSocket } from './socket.js';
 import { SseChannel } from './sse.js';
 import { StdioChannel, type StdioOptions } from './stdio.js';
@@ -54,8 +64,17 @@ export interface ConnectOptions extends StdioOptions {
    * @defaultValue 60000
    */
   requestTimeoutMs?: number;
-  /** @defaultValue LATEST_PROTOCOL_VERSION */
+  /**
+   * `'auto'`: find the server's era. A modern server (2026-07-28 on) answers a `server/discover` sent the modern
+   * way; anything else (an error that is not a modern one, an HTTP 4xx, or on stdio no answer within
+   * `probeTimeoutMs`) is taken as legacy, and the initialize handshake follows, asking for
+   * LATEST_PROTOCOL_VERSION. The verdict is kept for the process's lifetime per server entry. A revision
+   * instead skips detection: a modern one is spoken at once, a legacy one asked for in initialize.
+   * @defaultValue 'auto'
+   */
   protocolVersion?: string;
+  /** On stdio (or a socket): how long the `server/discover` probe waits before the server is taken as legacy. @defaultValue 2000 */
+  probeTimeoutMs?: number;
   /** @defaultValue { name: 'mcp-frame', version } */
   clientInfo?: { name: string; version: string; [key: string]: unknown };
   /** @defaultValue {} */
@@ -89,6 +108,25 @@ export function timerDelay(ms: number, what: string): number | undefined {
     throw new RangeError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, or Infinity for none; got ${String(ms)}`);
   }
   return ms;
+}
+
+/** The time left before `deadline`, or Infinity when there is none. */
+function left(deadline: number, timeoutMs: number | undefined): number {
+  return timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now());
+}
+
+/** The era found per server entry, for this process's lifetime: a known server is not probed again. */
+const KNOWN_ERAS = new Map<string, ProtocolEra>();
+
+/**
+ * Whether a failed probe says "legacy server": any JSON-RPC error (a modern one was handled before), on HTTP a
+ * 4xx, on stdio no answer in time. A process that died, a 5xx or HTTP silence is a failure, not a verdict.
+ */
+function isLegacyVerdict(err: unknown, http: boolean): boolean {
+  if (err instanceof RpcError) return true;
+  if (!(err instanceof ConnectionError)) return false;
+  if (err.code === 'TIMEOUT') return !http;
+  return err.code === 'HTTP_STATUS' && err.status !== undefined && err.status >= 400 && err.status < 500;
 }
 
 type Json = Record<string, unknown>;
@@ -128,6 +166,9 @@ export class Connection extends EventEmitter {
   readonly #requestTimeoutMs: number;
   #nextId = 1;
   #initializeResult: Json | undefined;
+  #era: ProtocolEra | undefined;
+  /** What every modern request carries in its `_meta`; undefined in the legacy era. */
+  #meta: ClientMeta | undefined;
 
   constructor(channel: Channel, options: { requestTimeoutMs?: number } = {}) {
     super();
@@ -162,12 +203,20 @@ export class Connection extends EventEmitter {
     return this.#channel.pid;
   }
 
-  /** The protocol revision the server agreed to, once connected. */
+  /** The protocol revision spoken, once connected: the one the server agreed to, or the modern one chosen. */
   get protocolVersion(): string | undefined {
-    return this.#initializeResult?.protocolVersion as string | undefined;
+    return this.#meta?.protocolVersion ?? (this.#initializeResult?.protocolVersion as string | undefined);
   }
 
-  /** The server's answer to initialize (protocolVersion, capabilities, serverInfo, instructions). */
+  /** `'modern'` (no handshake, metadata on every request) or `'legacy'` (the initialize handshake), once connected. */
+  get era(): ProtocolEra | undefined {
+    return this.#era;
+  }
+
+  /**
+   * The server's answer to initialize (protocolVersion, capabilities, serverInfo, instructions), or on a
+   * modern server its answer to `server/discover` (supportedVersions, capabilities, and serverInfo in `_meta`).
+   */
   get initializeResult(): Json | undefined {
     return this.#initializeResult;
   }
@@ -177,8 +226,41 @@ export class Connection extends EventEmitter {
     return this.#channel.stderrTail ?? [];
   }
 
-  /** Sends a request and resolves with its result; an error response rejects with RpcError. */
+  /**
+   * Sends a request and resolves with its result; an error response rejects with RpcError. To a modern server
+   * the request carries the protocol metadata in `params._meta` (the caller's own `_meta` members are kept);
+   * an UnsupportedProtocolVersion error is retried once with a version from the server's list.
+   */
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
+    if (this.#meta === undefined) return this.#call(method, params, options);
+    return this.#modernCall(method, params, options);
+  }
+
+  async #modernCall(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
+    const asked = this.#meta!.protocolVersion;
+    try {
+      return await this.#call(method, withModernMeta(params, this.#meta!), options);
+    } catch (err) {
+      if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
+      this.#useModern(this.#versionFrom(err, asked));
+      return this.#call(method, withModernMeta(params, this.#meta!), options);
+    }
+  }
+
+  /** The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. */
+  #versionFrom(err: RpcError, asked: string): string {
+    const offered = isObject(err.data) ? err.data.supported : undefined;
+    const version = pickModernVersion(offered);
+    if (version !== undefined && version !== asked) return version;
+    const theirs = Array.isArray(offered) ? offered.map(String).join(', ') : 'none named';
+    throw new ConnectionError(
+      'UNSUPPORTED_VERSION',
+      `server "${this.#channel.name}" does not speak protocol ${asked}; it speaks ${preview(theirs)}, this client ${[...MODERN_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS].join(', ')}`,
+    );
+  }
+
+  /** One request, as is. `cancelOnTimeout: false` sends no notifications/cancelled (for the era probe). */
+  #call(method: string, params: unknown, options: RequestOptions, cancelOnTimeout = true): Promise<unknown> {
     const id = this.#nextId++;
     const timeoutMs = options.timeoutMs ?? this.#requestTimeoutMs;
     const signal = options.signal;
@@ -192,7 +274,8 @@ export class Connection extends EventEmitter {
         done();
         reject(error);
         // The server may still be working on it; tell it to stop. It may be gone already: that is fine.
-        this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }).catch(() => undefined);
+        if (cancelOnTimeout || reason === 'aborted by the client')
+          this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }).catch(() => undefined);
       };
       const onAbort = (): void =>
         cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client');
@@ -256,15 +339,84 @@ export class Connection extends EventEmitter {
     return closing;
   }
 
-  /** @internal Performs the MCP handshake; used by connect(). */
-  async initialize(options: ConnectOptions): Promise<void> {
+  /**
+   * @internal Opens the session, used by connect(): finds the server's era (or takes the one asked for),
+   * then speaks modern or performs the initialize handshake. `eraKey` names the server for the era cache.
+   */
+  async initialize(options: ConnectOptions, eraKey?: string): Promise<void> {
+    const asked = options.protocolVersion ?? 'auto';
+    // timeoutMs bounds the whole opening, the probe and the handshake together.
+    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+    options = { ...options, timeoutMs: options.timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now()) };
+    const meta = { clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION }, capabilities: options.capabilities ?? {} };
+    if (asked !== 'auto') {
+      if (isModernVersion(asked)) return void (await this.#probe(options, { ...meta, protocolVersion: asked }, true));
+      return this.#handshake(options, asked);
+    }
+    const known = eraKey === undefined ? undefined : KNOWN_ERAS.get(eraKey);
+    // The deprecated HTTP+SSE transport is of the legacy era by definition.
+    const probed = known !== 'legacy' && !(this.#channel instanceof SseChannel);
+    const modern = probed && (await this.#probe(options, { ...meta, protocolVersion: MODERN_PROTOCOL_VERSIONS[0]! }, false));
+    if (eraKey !== undefined) KNOWN_ERAS.set(eraKey, modern ? 'modern' : 'legacy');
+    if (modern) return;
+    try {
+      await this.#handshake({ ...options, timeoutMs: left(deadline, options.timeoutMs) }, LATEST_PROTOCOL_VERSION);
+    } catch (err) {
+      if (!(probed && err instanceof ConnectionError && err.code === 'TIMEOUT')) throw err;
+      throw new ConnectionError(
+        'TIMEOUT',
+        `server "${this.#channel.name}" answered neither server/discover nor initialize within ${options.timeoutMs} ms`,
+        { cause: err },
+      );
+    }
+  }
+
+  #useModern(protocolVersion: string, meta: Omit<ClientMeta, 'protocolVersion'> = this.#meta!): void {
+    this.#meta = { ...meta, protocolVersion };
+    this.#era = 'modern';
+    if (this.#channel instanceof HttpChannel) this.#channel.useProtocol('modern', protocolVersion);
+  }
+
+  /**
+   * `server/discover`, sent the modern way: true when the server is modern (its answer is then
+   * initializeResult), false when it is legacy. `strict` (a modern version asked for) makes every failure an error.
+   */
+  async #probe(options: ConnectOptions, meta: ClientMeta, strict: boolean, retried = false): Promise<boolean> {
+    this.#useModern(meta.protocolVersion, meta);
+    const http = this.#channel instanceof HttpChannel;
+    // On stdio, silence is a legacy verdict: the probe takes at most half the handshake's budget.
+    const timeoutMs = strict || http ? options.timeoutMs! : Math.min(options.probeTimeoutMs ?? 2000, options.timeoutMs! / 2);
+    try {
+      const result = await this.#call('server/discover', withModernMeta(undefined, meta), { timeoutMs }, false);
+      // A DiscoverResult names the versions; a server that answers any method with some result is not modern.
+      if (!isObject(result) || !Array.isArray(result.supportedVersions)) return this.#legacy(http);
+      if (!result.supportedVersions.includes(meta.protocolVersion)) {
+        this.#useModern(this.#versionFrom(new RpcError(0, '', { supported: result.supportedVersions }), meta.protocolVersion));
+      }
+      this.#initializeResult = result;
+      return true;
+    } catch (err) {
+      if (err instanceof RpcError && err.code === MODERN_ERRORS.unsupportedProtocolVersion && !retried) {
+        return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion) }, strict, true);
+      }
+      if (strict || (err instanceof RpcError && isModernError(err.code)) || !isLegacyVerdict(err, http)) throw err;
+      return this.#legacy(http);
+    }
+  }
+
+  /** The probe's verdict "legacy": the modern metadata is dropped before the handshake. */
+  #legacy(http: boolean): false {
+    this.#meta = undefined;
+    this.#era = undefined;
+    if (http) (this.#channel as HttpChannel).useProtocol('legacy', undefined);
+    return false;
+  }
+
+  /** The initialize handshake, asking for `asked`. */
+  async #handshake(options: ConnectOptions, asked: string): Promise<void> {
     const result = await this.request(
       'initialize',
-      {
-        protocolVersion: options.protocolVersion ?? LATEST_PROTOCOL_VERSION,
-        capabilities: options.capabilities ?? {},
-        clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION },
-      },
+      { protocolVersion: asked, capabilities: options.capabilities ?? {}, clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION } },
       { timeoutMs: options.timeoutMs ?? 30_000 },
     );
     if (!isObject(result) || typeof result.protocolVersion !== 'string') {
@@ -274,7 +426,6 @@ export class Connection extends EventEmitter {
       );
     }
     // The server may negotiate down to any revision this client speaks; one it does not is an error naming both.
-    const asked = options.protocolVersion ?? LATEST_PROTOCOL_VERSION;
     if (result.protocolVersion !== asked && !SUPPORTED_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
       throw new ConnectionError(
         'INVALID_RESPONSE',
@@ -282,6 +433,7 @@ export class Connection extends EventEmitter {
       );
     }
     this.#initializeResult = result;
+    this.#era = 'legacy';
     await this.notify('notifications/initialized');
   }
 
@@ -361,9 +513,12 @@ export class Connection extends EventEmitter {
 }
 
 /**
- * Starts a stdio server from its config entry, performs the MCP handshake (initialize, then
- * notifications/initialized), and resolves with the Connection. Rejects with a ConnectionError: SPAWN_FAILED
- * (naming the command), EXITED (with exit code or signal and the last stderr lines), TIMEOUT, or NOT_STDIO.
+ * Starts a stdio server from its config entry (or reaches a remote or socket one), finds its era (a
+ * `server/discover` probe; see ConnectOptions.protocolVersion), performs the initialize handshake on a legacy
+ * server, and resolves with the Connection. Over HTTP, a server that refuses both eras' first request with
+ * 400, 404 or 405 is tried over the deprecated HTTP+SSE transport. Rejects with a ConnectionError:
+ * SPAWN_FAILED (naming the command), EXITED (with exit code or signal and the last stderr lines), TIMEOUT,
+ * UNSUPPORTED_VERSION, or NOT_STDIO.
  *
  * @example
  * ```ts
@@ -375,7 +530,21 @@ export class Connection extends EventEmitter {
  */
 export async function connect(server: ServerConfig, options: ConnectOptions = {}): Promise<Connection> {
   const channel = await openChannel(server, options);
-  return connectOver(channel, options);
+  const key = eraKey(server);
+  if (server.type !== 'http' || (options.protocolVersion ?? 'auto') !== 'auto') return connectOver(channel, options, key);
+  try {
+    return await connectOver(channel, options, key);
+  } catch (err) {
+    // Neither era answered on Streamable HTTP (initialize got 400, 404 or 405): the deprecated HTTP+SSE transport.
+    if (!(err instanceof ConnectionError && err.code === 'HTTP_STATUS' && [400, 404, 405].includes(err.status ?? 0))) throw err;
+    return connectOver(await openChannel({ ...server, type: 'sse' }, options), options, key);
+  }
+}
+
+/** What names a server for the era cache: a stdio entry's command line, cwd and env; a remote one's URL. */
+function eraKey(server: ServerConfig): string {
+  if (isStdioServer(server)) return JSON.stringify(['stdio', server.command, server.args ?? [], server.cwd ?? '', server.env ?? {}]);
+  return JSON.stringify([server.type, server.type === 'socket' ? server.path : server.url]);
 }
 
 /** The channel a config entry names: a child process, a local socket, or a remote server. */
@@ -405,12 +574,15 @@ async function openChannel(server: ServerConfig, options: ConnectOptions): Promi
   return channel;
 }
 
-/** Performs the MCP handshake over an open channel and resolves with the Connection. */
-export async function connectOver(channel: Channel, options: ConnectOptions = {}): Promise<Connection> {
+/**
+ * Opens the session over an open channel (the era found, then the initialize handshake on a legacy server) and
+ * resolves with the Connection. `eraKey` names the server for the era cache; without it, every call probes.
+ */
+export async function connectOver(channel: Channel, options: ConnectOptions = {}, eraKey?: string): Promise<Connection> {
   const connection = new Connection(channel, options);
   options.onSpawn?.(connection);
   try {
-    await connection.initialize(options);
+    await connection.initialize(options, eraKey);
   } catch (err) {
     // Reject now; the shutdown (stdin closed, then SIGTERM, then SIGKILL) goes on in the background.
     void connection.close();

@@ -28,6 +28,8 @@ export type ConnectionErrorCode =
   | 'GAVE_UP'
   /** The server ended the session (HTTP 404); requests in flight were not sent again. A new session follows. */
   | 'SESSION_EXPIRED'
+  /** A modern server speaks none of this client's protocol versions (the message names both sides'). */
+  | 'UNSUPPORTED_VERSION'
   /** Nothing answers on the local socket the config entry names. */
   | 'CONNECT_FAILED'
   /** The config entry names a transport this client does not speak. */

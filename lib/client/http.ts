@@ -1,6 +1,9 @@
 /*
- * The Streamable HTTP channel (MCP 2025-03-26 to 2025-11-25): each message a POST, answers as JSON or on an SSE
- * stream, server-initiated messages on a GET stream, and streams that resume with Last-Event-ID after a drop.
+ * The Streamable HTTP channel. In the legacy era (MCP 2025-03-26 to 2025-11-25): each message a POST, answers
+ * as JSON or on an SSE stream, server-initiated messages on a GET stream, a session id, and streams that resume
+ * with Last-Event-ID after a drop. In the modern era (2026-07-28): no session and no GET stream, the request
+ * metadata headers on every POST, and a response stream that breaks is answered by sending its request again
+ * under a new id; closing a request's stream cancels it.
  */
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
@@ -11,6 +14,7 @@ import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
 import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
+import { modernHeaders, type ProtocolEra } from './modern.js';
 import { type RemoteSettings, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
 
 export interface ReconnectOptions {
@@ -96,6 +100,14 @@ export class HttpChannel extends EventEmitter implements Channel {
   readonly #timers = new Set<NodeJS.Timeout>();
   #closed = false;
   #ended: ConnectionError | undefined;
+  #modern = false;
+  /** Modern era: the requests in flight as sent, by id, to send again when their stream breaks. */
+  readonly #inFlight = new Map<Id, Json>();
+  /** Modern era: the id a request was sent again under, to the id the session knows it by. */
+  readonly #aliases = new Map<Id, Id>();
+  /** Modern era: how many times each request (by its first id) was sent again. */
+  readonly #resent = new Map<Id, number>();
+  #nextAlias = 1;
 
   constructor(url: string | URL, options: HttpChannelOptions = {}) {
     super();
@@ -108,8 +120,19 @@ export class HttpChannel extends EventEmitter implements Channel {
     return this.#sessionId;
   }
 
+  /**
+   * Which era to speak, set by the session once it knows: `modern` with its protocol version (the headers of
+   * every POST, no session, requests sent again when their stream breaks), or `legacy`.
+   */
+  useProtocol(era: ProtocolEra, version: string | undefined): void {
+    this.#modern = era === 'modern';
+    this.#protocolVersion = version;
+  }
+
   send(msg: unknown): Promise<void> {
     if (this.#closed || this.#ended !== undefined) return Promise.reject(this.endError('cannot send'));
+    // Modern HTTP has no client notifications: closing a request's stream is its cancellation.
+    if (this.#modern && isObject(msg) && msg.method === 'notifications/cancelled') return Promise.resolve(this.#cancel(msg.params));
     let text: string;
     try {
       text = serialize(msg);
@@ -152,12 +175,18 @@ export class HttpChannel extends EventEmitter implements Channel {
   async #deliver(msg: unknown, text: string): Promise<void> {
     if (this.#renewing !== undefined && this.#initializeId !== undefined && !isInitialize(msg)) await this.#renewing;
     const owed = requestIds(msg);
-    const res = await this.#request('POST', text, {});
-    if (res.statusCode === 404 && this.#sessionId !== undefined) {
+    if (this.#modern && isObject(msg) && owed.size === 1) this.#inFlight.set(msg.id as Id, msg);
+    const res = await this.#request('POST', text, this.#modern ? modernHeaders(msg, this.#protocolVersion!) : {});
+    if (res.statusCode === 404 && this.#sessionId !== undefined && !this.#modern) {
       res.resume();
       throw await this.#sessionExpired();
     }
-    if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode >= 300) throw await this.#httpError(res, 'POST');
+    if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode >= 300) {
+      // A JSON-RPC error answering the request (modern servers send them with 400 and 404) is its answer.
+      const error = await this.#errorAnswer(res, owed);
+      if (error !== undefined) throw error;
+      return;
+    }
     this.#expiredOnce = false;
     const session = res.headers['mcp-session-id'];
     if (typeof session === 'string' && session !== '') this.#sessionId = session;
@@ -266,6 +295,15 @@ export class HttpChannel extends EventEmitter implements Channel {
       if (id === this.#initializeId && isObject(msg.result) && typeof msg.result.protocolVersion === 'string') {
         this.#protocolVersion = msg.result.protocolVersion;
       }
+      const first = this.#aliases.get(id);
+      this.#inFlight.delete(first ?? id);
+      this.#resent.delete(first ?? id);
+      if (first !== undefined) {
+        // An answer to a request sent again: the session knows it by its first id.
+        this.#aliases.delete(id);
+        this.emit('message', { ...msg, id: first });
+        return;
+      }
     }
     this.emit('message', msg);
   }
@@ -276,6 +314,11 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#closed) return;
     if (stream.kind === 'post' && stream.owed.size === 0) {
       this.#streams.delete(stream);
+      return;
+    }
+    if (this.#modern && stream.kind === 'post') {
+      this.#streams.delete(stream);
+      for (const id of stream.owed) this.#sendAgain(id, reason);
       return;
     }
     if (stream.kind === 'post' && stream.lastEventId === undefined) {
@@ -341,6 +384,81 @@ export class HttpChannel extends EventEmitter implements Channel {
       return this.#scheduleResume(stream, `HTTP ${res.statusCode}`);
     }
     this.#readStream(stream, res);
+  }
+
+  /**
+   * Modern era: a request whose stream broke before its answer is sent again under a new id (streams do not
+   * resume), after the reconnection wait, at most maxAttempts times; then it fails with STREAM_LOST.
+   */
+  #sendAgain(id: Id, reason: string): void {
+    this.#owedBy.delete(id);
+    const first = this.#aliases.get(id) ?? id;
+    this.#aliases.delete(id);
+    const request = this.#inFlight.get(first);
+    const policy = this.#remote.reconnect;
+    const attempts = this.#resent.get(first) ?? 0;
+    if (request === undefined || policy === false || attempts >= policy.maxAttempts) {
+      this.#inFlight.delete(first);
+      this.#resent.delete(first);
+      const why = policy === false ? 'and reconnect is off' : `${attempts} times`;
+      this.#undeliverable(new Set([first]), new ConnectionError('STREAM_LOST', `the response stream from "${this.name}" broke (${reason}) ${why}`));
+      return;
+    }
+    this.#resent.set(first, attempts + 1);
+    const waitMs = reconnectWait(policy, undefined, attempts);
+    this.emit('reconnecting', { attempt: attempts + 1, waitMs, reason });
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      if (this.#closed || !this.#inFlight.has(first)) return;
+      const alias = `mcp-frame-again-${this.#nextAlias++}`;
+      this.#aliases.set(alias, first);
+      const again = { ...request, id: alias };
+      this.#deliver(again, serialize(again)).catch((err: Error) => this.#undeliverable(new Set([first]), toConnectionError(err)));
+    }, waitMs);
+    this.#timers.add(timer);
+  }
+
+  /** Modern era: cancels a request by closing the stream its answer would come on. */
+  #cancel(params: unknown): void {
+    const asked = isObject(params) ? (params.requestId as Id) : undefined;
+    if (asked === undefined) return;
+    this.#inFlight.delete(asked);
+    this.#resent.delete(asked);
+    for (const [alias, first] of this.#aliases) if (first === asked) this.#aliases.delete(alias);
+    for (const stream of this.#streams) {
+      if (![...stream.owed].some((id) => id === asked || this.#aliases.get(id) === asked)) continue;
+      stream.owed.clear();
+      this.#stopStream(stream);
+      this.#streams.delete(stream);
+    }
+  }
+
+  /**
+   * The answer of a POST that failed with an HTTP status: a JSON-RPC error response to one of its requests is
+   * delivered as that request's answer (undefined is returned); anything else is an HTTP_STATUS error.
+   */
+  async #errorAnswer(res: http.IncomingMessage, owed: Set<Id>): Promise<ConnectionError | undefined> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > PREVIEW_BODY_BYTES * 16) {
+        res.destroy();
+        break;
+      }
+      chunks.push(chunk);
+    }
+    const body = Buffer.concat(chunks);
+    const value = tryParse(body.toString('utf8'));
+    if (isObject(value) && isObject(value.error) && owed.has(value.id as Id)) {
+      if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', body.toString('utf8'));
+      this.#receive(value);
+      return undefined;
+    }
+    const text = preview(body.subarray(0, PREVIEW_BODY_BYTES));
+    return new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${text ? `: ${text}` : ''}`, {
+      status: res.statusCode,
+    });
   }
 
   #giveUp(stream: EventStream, reason: string): void {
@@ -425,19 +543,6 @@ export class HttpChannel extends EventEmitter implements Channel {
     stream.response = undefined;
   }
 
-  async #httpError(res: http.IncomingMessage, method: string): Promise<ConnectionError> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      if (size < PREVIEW_BODY_BYTES) chunks.push(chunk);
-      size += chunk.length;
-    }
-    const body = preview(Buffer.concat(chunks));
-    return new ConnectionError('HTTP_STATUS', `"${this.name}" answered ${method} with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
-      status: res.statusCode,
-    });
-  }
-
   /** One HTTP request with the configured headers, the session id and the protocol version. */
   #request(method: string, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
     const headers: Record<string, string> = { ...this.#remote.headers };
@@ -445,7 +550,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       headers.accept = 'application/json, text/event-stream';
       headers['content-type'] = 'application/json';
     }
-    if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
+    if (this.#sessionId !== undefined && !this.#modern) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     Object.assign(headers, extra);
     return remoteRequest(this.#remote, this.name, { method, headers, body }, (req) => {
@@ -453,6 +558,10 @@ export class HttpChannel extends EventEmitter implements Channel {
       req.on('close', () => this.#requests.delete(req));
     });
   }
+}
+
+function toConnectionError(err: Error): ConnectionError {
+  return err instanceof ConnectionError ? err : new ConnectionError('STREAM_LOST', err.message, { cause: err });
 }
 
 function isInitialize(msg: unknown): boolean {

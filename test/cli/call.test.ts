@@ -54,8 +54,11 @@ describe('mcp-frame call', () => {
     const r = await cli(['call', 'demo', 'ping', '--trace']);
     expect(r.code).to.equal(0);
     const frames = r.stderr.split('\n').filter((l) => /^[→←] \d+ B /.test(l));
-    expect(frames.map((l) => l.slice(0, 1))).to.deep.equal(['→', '←', '→', '→', '←']);
-    expect(frames[0]).to.match(/^→ \d+ B \{"jsonrpc":"2\.0","id":1,"method":"initialize"/);
+    // The era probe (the demo server is legacy: -32601), initialize and its answer, initialized, the ping.
+    expect(frames.map((l) => l.slice(0, 1))).to.deep.equal(['→', '←', '→', '←', '→', '→', '←']);
+    expect(frames[0]).to.match(/^→ \d+ B \{"jsonrpc":"2\.0","id":1,"method":"server\/discover"/);
+    expect(frames[1]).to.match(/^← \d+ B \{"jsonrpc":"2\.0","id":1,"error":\{"code":-32601/);
+    expect(frames[2]).to.match(/^→ \d+ B \{"jsonrpc":"2\.0","id":2,"method":"initialize"/);
     expect(r.stderr).to.include('[demo stderr] mcp-frame demo server');
   });
 

@@ -57,15 +57,18 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     expect(await echo(c, 'ünï 👋')).to.deep.equal({ content: [{ type: 'text', text: 'ünï 👋' }] });
     for (let i = 0; i < 50 && !server.seen.some((s) => s.method === 'GET'); i++) await new Promise((r) => setTimeout(r, 10));
     const posts = server.seen.filter((s) => s.method === 'POST');
-    expect(posts.map((s) => s.body?.method)).to.deep.equal(['initialize', 'notifications/initialized', 'tools/call']);
+    // First the era probe, sent the modern way; the server refuses it (-32601), so the handshake follows.
+    expect(posts.map((s) => s.body?.method)).to.deep.equal(['server/discover', 'initialize', 'notifications/initialized', 'tools/call']);
     for (const s of server.seen) expect(s.headers.authorization).to.equal(SECRET);
     for (const s of posts) {
       expect(s.headers.accept).to.equal('application/json, text/event-stream');
       expect(s.headers['content-type']).to.equal('application/json');
     }
-    expect(posts[0]!.headers['mcp-protocol-version']).to.equal(undefined);
-    expect(posts[1]!.headers['mcp-protocol-version']).to.equal('2025-11-25');
-    expect(posts[2]!.headers['mcp-session-id']).to.be.a('string').and.to.equal(posts[1]!.headers['mcp-session-id']);
+    expect(posts[0]!.headers).to.include({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'server/discover' });
+    expect(posts[1]!.headers['mcp-protocol-version']).to.equal(undefined);
+    expect(posts[1]!.headers['mcp-method']).to.equal(undefined);
+    expect(posts[2]!.headers['mcp-protocol-version']).to.equal('2025-11-25');
+    expect(posts[3]!.headers['mcp-session-id']).to.be.a('string').and.to.equal(posts[2]!.headers['mcp-session-id']);
     const get = server.seen.find((s) => s.method === 'GET');
     expect(get?.headers.accept).to.equal('text/event-stream');
     server.notify('notifications/tools/list_changed', {});

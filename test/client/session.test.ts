@@ -37,7 +37,9 @@ for (const [kind, open] of [
       await c.close();
     });
 
-    it('performs the handshake', () => {
+    it('probes the era, finds a legacy server, and performs the handshake', () => {
+      expect(c.era).to.equal('legacy');
+      expect(c.protocolVersion).to.equal('2025-06-18');
       expect(c.initializeResult).to.deep.include({ protocolVersion: '2025-06-18', serverInfo: { name: 'mcp-frame-demo', version: '0.1.0' } });
     });
 
@@ -72,8 +74,9 @@ for (const [kind, open] of [
       const frames: FrameTrace[] = [];
       c.on('frame', (f: FrameTrace) => frames.push(f));
       await c.request('tools/call', { name: 'echo', arguments: { text: 'é' } });
-      const sent = `${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'é' } } })}\n`;
-      const received = JSON.stringify({ jsonrpc: '2.0', id: 2, result: { content: [{ type: 'text', text: 'é' }] } });
+      // Ids 1 and 2 went to the era probe and initialize.
+      const sent = `${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'echo', arguments: { text: 'é' } } })}\n`;
+      const received = JSON.stringify({ jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text: 'é' }] } });
       expect(frames).to.deep.equal([
         { direction: 'send', bytes: Buffer.byteLength(sent), preview: preview(sent) },
         { direction: 'receive', bytes: Buffer.byteLength(received), preview: preview(received) },
@@ -143,11 +146,11 @@ describe('StreamChannel', () => {
     const input = new PassThrough();
     const deaf = new Writable({ highWaterMark: 1024, write: () => undefined });
     const channel = new StreamChannel(input, deaf, { name: 'flood' });
-    // The handshake is answered before the flood starts.
+    // The handshake is answered before the flood starts (a fixed revision: initialize is the first request).
     channel.once('wire', () =>
       setImmediate(() => input.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { protocolVersion: '2025-06-18' } })}\n`)),
     );
-    const c = await connectOver(channel);
+    const c = await connectOver(channel, { protocolVersion: '2025-06-18' });
     let answers = 0;
     c.on('frame', (f: FrameTrace) => {
       if (f.direction === 'send') answers++;

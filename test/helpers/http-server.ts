@@ -23,7 +23,7 @@ export interface Faults {
   replayDuplicate?: boolean;
   /** Answer requests as one JSON body instead of a stream. */
   json?: boolean;
-  /** With json: this raw body instead of the answer, for requests other than initialize. */
+  /** With json: this raw body instead of the answer, for requests other than initialize (and the era probe). */
   rawJsonBody?: string;
   /** Statuses for successive GET requests (then 200); e.g. [409, 503]. */
   getStatuses?: number[];
@@ -123,7 +123,7 @@ export class FaultServer {
     const replies = this.#answer(body);
     if (this.faults.json) {
       res.writeHead(200, { ...headers, 'content-type': 'application/json' });
-      if (this.faults.rawJsonBody !== undefined && !isInit) return void res.end(this.faults.rawJsonBody);
+      if (this.faults.rawJsonBody !== undefined && !isInit && body.method !== 'server/discover') return void res.end(this.faults.rawJsonBody);
       return void res.end(JSON.stringify(replies[replies.length - 1]));
     }
     const stream = this.#openStream(res, headers);

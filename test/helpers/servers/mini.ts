@@ -16,10 +16,16 @@ export const initializeResult = (name: string): Json => ({
 });
 
 /**
- * Answers initialize and ping, and passes every other request to `handle`, whose return value (if not
- * undefined) is sent as the result. Notifications and responses go to `onOther`.
+ * Answers initialize and ping, refuses the modern era's `server/discover` probe as a legacy SDK server does
+ * (-32601; with `ignoreProbe`, not at all, as a server that drops unknown methods), and passes every other
+ * request to `handle`, whose return value (if not undefined) is sent as the result. Notifications and
+ * responses go to `onOther`.
  */
-export function serve(name: string, handle: Handler = () => undefined, options: { onEnd?: () => void; onOther?: (msg: Json) => void } = {}): void {
+export function serve(
+  name: string,
+  handle: Handler = () => undefined,
+  options: { onEnd?: () => void; onOther?: (msg: Json) => void; ignoreProbe?: boolean } = {},
+): void {
   const rl = createInterface({ input: process.stdin });
   rl.on('line', (line) => {
     if (line.trim() === '') return;
@@ -27,6 +33,10 @@ export function serve(name: string, handle: Handler = () => undefined, options: 
     if (msg.id === undefined || typeof msg.method !== 'string') return options.onOther?.(msg);
     if (msg.method === 'initialize') return write({ jsonrpc: '2.0', id: msg.id, result: initializeResult(name) });
     if (msg.method === 'ping') return write({ jsonrpc: '2.0', id: msg.id, result: {} });
+    if (msg.method === 'server/discover') {
+      if (options.ignoreProbe) return;
+      return write({ jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+    }
     const result = handle(msg);
     if (result !== undefined) write({ jsonrpc: '2.0', id: msg.id, result });
   });

@@ -1,0 +1,88 @@
+/*
+ * The 2026-07-28 revision (the "modern" era): no handshake, no session; every request carries its protocol
+ * version, the client's identity and capabilities in `_meta`, and over HTTP mirrors its method and name in
+ * headers. What the session and the HTTP channel need of it lives here.
+ */
+import { isObject } from '../jsonrpc.js';
+
+/** The modern revisions this client speaks, newest first. */
+export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
+
+/** Which era a server speaks: `modern` (2026-07-28 on, per-request metadata) or `legacy` (the initialize handshake). */
+export type ProtocolEra = 'modern' | 'legacy';
+
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+
+/** JSON-RPC error codes only a modern server sends: each one says the server is modern. */
+export const MODERN_ERRORS = {
+  headerMismatch: -32020,
+  missingRequiredClientCapability: -32021,
+  unsupportedProtocolVersion: -32022,
+} as const;
+
+export function isModernError(code: unknown): boolean {
+  return (
+    code === MODERN_ERRORS.headerMismatch ||
+    code === MODERN_ERRORS.missingRequiredClientCapability ||
+    code === MODERN_ERRORS.unsupportedProtocolVersion
+  );
+}
+
+/** True for a revision of the modern era. */
+export function isModernVersion(version: string): boolean {
+  return version >= '2026-07-28';
+}
+
+/** The newest of `offered` this client speaks, or undefined. */
+export function pickModernVersion(offered: unknown): string | undefined {
+  if (!Array.isArray(offered)) return undefined;
+  return MODERN_PROTOCOL_VERSIONS.find((v) => offered.includes(v));
+}
+
+export interface ClientMeta {
+  protocolVersion: string;
+  clientInfo: Record<string, unknown>;
+  capabilities: Record<string, unknown>;
+}
+
+/**
+ * `params` with the modern request metadata in its `_meta`: the caller's own `_meta` members are kept (a
+ * progress token, trace context), and the three protocol keys are ours. Params that are not an object are
+ * returned as they are.
+ */
+export function withModernMeta(params: unknown, meta: ClientMeta): unknown {
+  if (params !== undefined && !isObject(params)) return params;
+  const own = params === undefined ? {} : params;
+  const userMeta = isObject(own._meta) ? own._meta : {};
+  return {
+    ...own,
+    _meta: {
+      ...userMeta,
+      [META_PROTOCOL_VERSION]: meta.protocolVersion,
+      [META_CLIENT_INFO]: meta.clientInfo,
+      [META_CLIENT_CAPABILITIES]: meta.capabilities,
+    },
+  };
+}
+
+/** A header value as the spec's Value Encoding has it: plain visible ASCII as is, anything else `=?base64?...?=`. */
+export function headerValue(value: string): string {
+  const plain = /^[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?$/.test(value) && !(value.startsWith('=?base64?') && value.endsWith('?='));
+  return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
+}
+
+/** The methods whose `Mcp-Name` header mirrors a param, and which param. */
+const NAMED: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+/** The request headers a modern POST carries for `msg`: MCP-Protocol-Version, Mcp-Method and, where it applies, Mcp-Name. */
+export function modernHeaders(msg: unknown, version: string): Record<string, string> {
+  const headers: Record<string, string> = { 'mcp-protocol-version': version };
+  if (!isObject(msg) || typeof msg.method !== 'string') return headers;
+  headers['mcp-method'] = headerValue(msg.method);
+  const key = NAMED[msg.method];
+  const value = key !== undefined && isObject(msg.params) ? msg.params[key] : undefined;
+  if (typeof value === 'string') headers['mcp-name'] = headerValue(value);
+  return headers;
+}
