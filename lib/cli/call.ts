@@ -1,3 +1,4 @@
+import { isObject } from '../jsonrpc.js';
 import { basename } from 'node:path';
 import {
   ConfigError,
@@ -247,6 +248,24 @@ function failure(err: unknown, opts: CallArgs, name: string): unknown {
   return err;
 }
 
+/** `NAME VERSION (protocol P, era E, pid N)`: the server's info from initialize, or from discover's `_meta` on a modern server. */
+function describeServer(c: Connection, name: string): string {
+  const init = c.initializeResult ?? {};
+  const meta = isObject(init._meta) ? init._meta : {};
+  const info = (
+    isObject(init.serverInfo)
+      ? init.serverInfo
+      : isObject(meta['io.modelcontextprotocol/serverInfo'])
+        ? meta['io.modelcontextprotocol/serverInfo']
+        : {}
+  ) as {
+    name?: string;
+    version?: string;
+  };
+  const pid = c.pid === undefined ? '' : `, pid ${c.pid}`;
+  return safeLine(`${info.name ?? name} ${info.version ?? ''} (protocol ${String(c.protocolVersion)}, ${c.era} era${pid})`);
+}
+
 /** `mcp-frame call`, `tools`, `resources`, `prompts`: connects, acts, and resolves with the exit code. */
 export async function callCommand(args: string[], action: CallAction = 'call'): Promise<number> {
   const opts = parseCallArgs(args, action);
@@ -270,11 +289,7 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
       ...timeouts,
     });
     connection = c;
-    const init = c.initializeResult as { protocolVersion: string; serverInfo?: { name?: string; version?: string } };
-    const info = init.serverInfo;
-    process.stderr.write(
-      `connected to ${safeLine(`${info?.name ?? name} ${info?.version ?? ''}`)} (protocol ${safeLine(String(init.protocolVersion))}, pid ${c.pid})\n`,
-    );
+    process.stderr.write(`connected to ${describeServer(c, name)}\n`);
     return await act(c, opts, action);
   } catch (err) {
     const mapped = failure(err, opts, name);

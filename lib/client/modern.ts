@@ -86,3 +86,34 @@ export function modernHeaders(msg: unknown, version: string): Record<string, str
   if (typeof value === 'string') headers['mcp-name'] = headerValue(value);
   return headers;
 }
+
+/** A header value back from the Base64 form (or as it is). */
+export function decodeHeaderValue(value: string): string {
+  const match = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/.exec(value);
+  return match === null ? value : Buffer.from(match[1]!, 'base64').toString('utf8');
+}
+
+/** The protocol version a request's `_meta` names, or undefined. */
+export function metaVersion(msg: unknown): string | undefined {
+  const params = isObject(msg) ? msg.params : undefined;
+  const meta = isObject(params) ? params._meta : undefined;
+  const version = isObject(meta) ? meta[META_PROTOCOL_VERSION] : undefined;
+  return typeof version === 'string' ? version : undefined;
+}
+
+/**
+ * Why a modern request's headers do not match its body (the spec's HeaderMismatch), or undefined: the
+ * protocol version, the method and, for the named methods, the name, after Base64 decoding.
+ */
+export function headerMismatch(msg: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): string | undefined {
+  const expected = modernHeaders(msg, metaVersion(msg) ?? '');
+  for (const [name, value] of Object.entries(expected)) {
+    const got = headers[name];
+    if (typeof got !== 'string') return `the ${name} header is missing`;
+    const decoded = name === 'mcp-name' ? decodeHeaderValue(got) : got;
+    const wanted = name === 'mcp-name' ? decodeHeaderValue(value) : value;
+    if (decoded !== wanted)
+      return `the ${name} header (${JSON.stringify(decoded.slice(0, 60))}) does not match the body (${JSON.stringify(wanted.slice(0, 60))})`;
+  }
+  return undefined;
+}

@@ -5,12 +5,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
+import { headerMismatch, isModernVersion, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
 import { safeLine } from '../errors.js';
-import { isRequest, jsonRpcProblem } from '../jsonrpc.js';
+import { isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
 import { rpcError, SERVER_ERROR, type ServeContext } from './context.js';
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
+import type { ModernHub } from './modern.js';
 import { type Refusal, StreamableSession } from './session.js';
 
 /** The sessions of every transport, counted together against maxSessions. */
@@ -25,7 +27,7 @@ export interface SessionTable {
 }
 
 /** A refusal as sent: its headers, and the JSON-RPC error code of its body. */
-type Reply = Refusal & { headers?: Record<string, string>; code?: number };
+type Reply = Refusal & { headers?: Record<string, string>; code?: number; id?: unknown };
 
 class Refused extends Error {
   constructor(readonly reply: Reply) {
@@ -83,25 +85,37 @@ function parseMessages(body: string): unknown[] {
   return messages;
 }
 
+const VERSIONS = [...MODERN_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS];
+
 function checkProtocolVersion(req: IncomingMessage): void {
   const version = req.headers['mcp-protocol-version'];
-  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version as string)) {
-    refuse(
-      400,
-      `unsupported MCP-Protocol-Version ${JSON.stringify(String(version).slice(0, 40))} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-    );
+  if (version !== undefined && !VERSIONS.includes(version as string)) {
+    refuse(400, `unsupported MCP-Protocol-Version ${JSON.stringify(String(version).slice(0, 40))} (supported: ${VERSIONS.join(', ')})`);
   }
+}
+
+/** The request of a modern POST (one request whose `_meta` names a 2026-07-28-era version), or undefined. */
+function modernRequest(messages: unknown[], req: IncomingMessage): JsonRpcRequest | undefined {
+  const [msg] = messages;
+  const version = metaVersion(msg);
+  if (messages.length !== 1 || !isRequest(msg) || version === undefined || !isModernVersion(version)) return undefined;
+  const mismatch = headerMismatch(msg as unknown as Record<string, unknown>, req.headers);
+  if (mismatch !== undefined)
+    throw new Refused({ status: 400, reason: `header mismatch: ${mismatch}`, code: MODERN_ERRORS.headerMismatch, id: msg.id });
+  return msg;
 }
 
 export class HttpFront {
   readonly #ctx: ServeContext;
   readonly #guard: Guard;
   readonly #sessions: SessionTable;
+  readonly #modern: ModernHub;
 
-  constructor(ctx: ServeContext, guard: Guard, sessions: SessionTable) {
+  constructor(ctx: ServeContext, guard: Guard, sessions: SessionTable, modern: ModernHub) {
     this.#ctx = ctx;
     this.#guard = guard;
     this.#sessions = sessions;
+    this.#modern = modern;
   }
 
   /** The http.Server's request listener. */
@@ -134,6 +148,12 @@ export class HttpFront {
     requireJsonBody(req);
     checkProtocolVersion(req);
     const messages = parseMessages(await readBody(req, this.#ctx.maxMessageBytes));
+    // Modern requests carry no session: they go to the shared child, whatever session header they bear.
+    const modern = modernRequest(messages, req);
+    if (modern !== undefined) {
+      if (this.#modern.pending >= this.#ctx.maxPendingPerSession) refuse(429, `${this.#modern.pending} modern requests are in flight already`);
+      return this.#modern.handle(modern, res).catch((err: Error) => refuse(502, err.message));
+    }
     const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize');
     const session = initialize === undefined ? this.#session(req) : await this.#open(req, messages);
     const refusal = session.refusePost(messages);
@@ -218,7 +238,7 @@ export class HttpFront {
       res.destroy();
       return;
     }
-    const body = JSON.stringify(rpcError(null, reply.code ?? SERVER_ERROR, reply.reason));
+    const body = JSON.stringify(rpcError(reply.id ?? null, reply.code ?? SERVER_ERROR, reply.reason));
     // A body left unread (413) is not read on: the connection closes after the answer.
     const close = reply.status === 413 ? { Connection: 'close' } : {};
     res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers, ...close }).end(body);

@@ -9,6 +9,7 @@ import type { StdioChannel } from '../client/stdio.js';
 import type { ServeContext } from './context.js';
 import { Guard, isLoopback } from './guard.js';
 import { HttpFront, type SessionTable } from './http.js';
+import { ModernHub } from './modern.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
 
 export interface ServeOptions {
@@ -138,11 +139,12 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
   const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren);
   const httpServer = options.http === false ? undefined : http.createServer();
   const socketServer = options.socket === undefined ? undefined : net.createServer();
+  const modern = new ModernHub(ctx);
   let port: number | undefined;
   if (httpServer !== undefined) {
     port = await listenHttp(httpServer, host, options.port ?? 0);
     const guard = new Guard({ host, port, allowHosts: options.allowHosts ?? [], allowOrigins: options.allowOrigins ?? [], token: options.token });
-    const front = new HttpFront(ctx, guard, table);
+    const front = new HttpFront(ctx, guard, table, modern);
     httpServer.on('request', (req, res) => front.handle(req, res));
     if (!isLoopback(host) && options.token === undefined)
       ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
@@ -177,6 +179,7 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
     await Promise.all([
       ...[...table.streamable.values(), ...table.legacy.values()].map((s) => s.close('the server is shutting down')),
       ...[...socketChildren].map((c) => c.close()),
+      modern.close(),
     ]);
     httpServer?.closeAllConnections();
     await stopped;

@@ -41,7 +41,9 @@ describe('mcp-frame call', () => {
       'blob  Returns `bytes` deterministic pseudo-random bytes as a base64 resource, with their SHA-256.',
       '',
     ]);
-    expect(r.stderr).to.match(/^mcp-frame call: using \.mcp\.json\nconnected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, pid \d+\)\n$/);
+    expect(r.stderr).to.match(
+      /^mcp-frame call: using \.mcp\.json\nconnected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, legacy era, pid \d+\)\n$/,
+    );
   });
 
   it('calls a method with JSON params and prints the result as JSON', async () => {

@@ -1,0 +1,72 @@
+// Servers of the MCP SDK 2.x (@modelcontextprotocol/server, the 2026-07-28 revision) for the protocol-era
+// tests: one factory (echo, and steps with progress), served over HTTP on 127.0.0.1 through the SDK's
+// web-standard handler, modern-only (`legacy: 'reject'`) or dual-era (`legacy: 'stateless'`).
+import http from 'node:http';
+import type net from 'node:net';
+import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+
+export function sdk2Server(name: string): McpServer {
+  const server = new McpServer({ name, version: '2.0.0' });
+  server.registerTool('echo', { inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
+  server.registerTool('steps', { inputSchema: z.object({ n: z.number(), ms: z.number() }) }, async ({ n, ms }, ctx) => {
+    const token = ctx.mcpReq._meta?.progressToken;
+    for (let i = 1; i <= n; i++) {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      if (token !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n } });
+    }
+    return { content: [{ type: 'text', text: `${n} steps` }] };
+  });
+  return server;
+}
+
+export interface Sdk2Http {
+  url: string;
+  port: number;
+  /** Every request's method and headers, as they arrived. */
+  seen: Array<{ method: string; headers: http.IncomingHttpHeaders; body: string }>;
+  close(): Promise<void>;
+}
+
+/** An SDK 2.x server over HTTP: `modern` only, or `dual` era (legacy requests served statelessly). */
+export async function sdk2Http(era: 'modern' | 'dual'): Promise<Sdk2Http> {
+  const handler = createMcpHandler(() => sdk2Server(`sdk2-${era}`), { legacy: era === 'modern' ? 'reject' : 'stateless' });
+  const seen: Sdk2Http['seen'] = [];
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    seen.push({ method: req.method ?? '', headers: req.headers, body });
+    const headers = new Headers();
+    for (const [key, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(key, value);
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const request = new Request(`http://${req.headers.host}${req.url}`, {
+      method: req.method,
+      headers,
+      signal: abort.signal,
+      ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),
+    });
+    const response = await handler.fetch(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    if (response.body === null) return void res.end();
+    try {
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
+    } catch {
+      // The client went away.
+    }
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    seen,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await handler.close();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { expect } from 'chai';
+import { type Connection, connect } from '../../lib/client/connection.js';
+import type { ServeHandle } from '../../lib/serve/index.js';
+import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { served } from '../helpers/served.js';
+
+const SDK2 = (era: 'modern' | 'dual') => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/sdk2.js`, era] });
+const IGNORES_PROBE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/ignores-probe.js`] };
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+describe('serve: modern (2026-07-28) requests', function () {
+  this.timeout(30_000);
+  let bridge: ServeHandle;
+  let log: string[];
+  const open: Connection[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+    await bridge.close();
+  });
+
+  it('lets the MCP SDK 2.x client use a modern stdio server through the bridge', async () => {
+    ({ bridge, log } = await served(SDK2('modern')));
+    const client = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url!)));
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'steps']);
+      expect(await client.callTool({ name: 'echo', arguments: { text: 'through serve ✓' } })).to.deep.include({
+        content: [{ type: 'text', text: 'through serve ✓' }],
+      });
+    } finally {
+      await client.close();
+    }
+    // One shared child, no sessions.
+    expect(log.filter((l) => /server pid/.test(l))).to.have.length(1);
+    expect(log.some((l) => /^session /.test(l))).to.equal(false);
+  });
+
+  it('keeps two clients apart on the shared child: the same ids and progress tokens, each its own answers', async () => {
+    ({ bridge, log } = await served(SDK2('dual')));
+    const [a, b] = await Promise.all([connect({ type: 'http', url: bridge.url! }), connect({ type: 'http', url: bridge.url! })]);
+    open.push(a, b);
+    expect([a.era, b.era]).to.deep.equal(['modern', 'modern']);
+    const progress = { a: [] as number[], b: [] as number[] };
+    a.onNotification('notifications/progress', (p) => progress.a.push((p as { progress: number }).progress));
+    b.onNotification('notifications/progress', (p) => progress.b.push((p as { progress: number }).progress));
+    // Both use id 2 and progress token "same".
+    const [ra, rb] = await Promise.all([
+      a.request('tools/call', { name: 'steps', arguments: { n: 3, ms: 10 }, _meta: { progressToken: 'same' } }),
+      b.request('tools/call', { name: 'steps', arguments: { n: 5, ms: 10 }, _meta: { progressToken: 'same' } }),
+    ]);
+    expect(ra).to.deep.include({ content: [{ type: 'text', text: '3 steps' }] });
+    expect(rb).to.deep.include({ content: [{ type: 'text', text: '5 steps' }] });
+    expect(progress).to.deep.equal({ a: [1, 2, 3], b: [1, 2, 3, 4, 5] });
+  });
+
+  it('answers a request whose headers do not match its body with 400 and HeaderMismatch', async () => {
+    ({ bridge, log } = await served(SDK2('modern')));
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, _meta: META } });
+    const headers = { ...MCP_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call' };
+    const wrong = await rawRequest(bridge.url!, { method: 'POST', headers: { ...headers, 'mcp-name': 'other' }, body });
+    expect(wrong.status).to.equal(400);
+    expect(JSON.parse(wrong.body)).to.deep.include({ id: 9 });
+    expect((JSON.parse(wrong.body) as { error: { code: number } }).error.code).to.equal(-32020);
+    const missing = await rawRequest(bridge.url!, { method: 'POST', headers, body });
+    expect(missing.status).to.equal(400);
+    const right = await rawRequest(bridge.url!, { method: 'POST', headers: { ...headers, 'mcp-name': 'echo' }, body });
+    expect(right.status).to.equal(200);
+    expect(JSON.parse(right.body)).to.deep.include({ id: 9 });
+  });
+
+  it('leads a client to the handshake when the server behind it is legacy, even one that ignores the probe', async () => {
+    ({ bridge, log } = await served(IGNORES_PROBE));
+    const c = await connect({ type: 'http', url: bridge.url! });
+    open.push(c);
+    expect(c.era).to.equal('legacy');
+    expect(await c.request('tools/call', { name: 'x' })).to.deep.equal({ content: [{ type: 'text', text: 'legacy' }] });
+  });
+});
