@@ -116,6 +116,29 @@ describe('protocol eras over stdio', function () {
     expect(err.message).to.include('2030-01-01').and.to.include('2026-07-28');
   });
 
+  it('fails a request with UNSUPPORTED_VERSION when the server stops speaking the version in use', async () => {
+    // Discover succeeds; the next request is refused with a list this client shares nothing with.
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    toServer.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        const msg = JSON.parse(line) as { id?: number; method: string };
+        if (msg.id === undefined) continue;
+        const answer =
+          msg.method === 'server/discover'
+            ? { result: { supportedVersions: ['2026-07-28'], capabilities: {} } }
+            : { error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2031-01-01'] } } };
+        toClient.write(`${JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...answer })}\n`);
+      }
+    });
+    const c = await connectOver(new StreamChannel(toClient, toServer, { name: 'moving' }));
+    open.push(c);
+    expect(c.era).to.equal('modern');
+    const err = await rejection<ConnectionError>(c.request('tools/list'));
+    expect(err.code).to.equal('UNSUPPORTED_VERSION');
+    expect(err.message).to.include('2031-01-01').and.to.include('2026-07-28');
+  });
+
   it('keeps what it learnt of a server: the second connection sends no probe', async () => {
     const first = await traced(EVERYTHING);
     open.push(first.c);
@@ -180,6 +203,22 @@ describe('protocol eras over HTTP', function () {
     expect(await c.request('tools/call', { name: 'echo', arguments: { message: 'sse' } })).to.deep.include({
       content: [{ type: 'text', text: 'Echo: sse' }],
     });
+  });
+
+  it('cancels a modern request by closing its stream, with no notifications/cancelled', async () => {
+    const sdk2 = opened.add(await sdk2Http('modern'));
+    const c = opened.add(await connect({ type: 'http', url: sdk2.url }));
+    const abort = new AbortController();
+    const progress: number[] = [];
+    c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
+    const call = c.request('tools/call', { name: 'steps', arguments: { n: 20, ms: 30 }, _meta: { progressToken: 'c' } }, { signal: abort.signal });
+    for (let i = 0; i < 200 && progress.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    abort.abort();
+    expect((await rejection<ConnectionError>(call)).code).to.equal('ABORTED');
+    const seenBefore = progress.length;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(progress.length).to.equal(seenBefore);
+    expect(sdk2.seen.map((s) => s.headers['mcp-method'])).to.deep.equal(['server/discover', 'tools/call']);
   });
 
   it('sends a request again under a new id when its modern stream breaks, and delivers one answer', async () => {
