@@ -32,6 +32,20 @@ function isDataLine(head: Buffer): boolean {
   return fieldName(head, 0, colon) === 'data';
 }
 
+/** The fast path's decoded lines, and a known point (a character and its byte offset) to measure from. */
+interface Region {
+  text: string;
+  byteStart: number;
+  byteEnd: number;
+  /** One byte per character: offsets need no measuring. */
+  ascii: boolean;
+  char: number;
+  byte: number;
+}
+
+/** The start of an MCP event: its type line and the start of its data line. */
+const QUICK_TYPED = 'event: message\ndata: ';
+
 /** Framing bytes a line holds beside its data: its field name and blank (`data: `), and a BOM on the first line. */
 const FIELD_SLACK = 9;
 
@@ -85,7 +99,14 @@ export class SseDecoder implements FrameDecoderCore {
   #afterCR = false;
   #bomChecked = false;
   #data: string[] = [];
+  /**
+   * The size of #data as bytes (each line's bytes and one for its LF), except for the lines the fast path
+   * added to #dataUnits as UTF-16 units: at most 3 bytes each, so that the limit needs no measuring until
+   * 3 times the units could pass it (then #countData measures them, and the rest of the event is measured).
+   */
   #dataBytes = 0;
+  #dataUnits = 0;
+  #measureData = false;
   #eventType = '';
   /** The id of the last event dispatched; `#idBuffer` the last `id:` line read, which becomes it at dispatch. */
   #lastEventId = '';
@@ -102,7 +123,19 @@ export class SseDecoder implements FrameDecoderCore {
   #offset = 0;
   #lineStart = 0;
   #lineNo = 1;
-  #lastPos: FrameErrorPosition = {};
+  /** Where the last message dispatched started: its event number (0: none yet), line and byte offset. */
+  #lastIndex = 0;
+  #lastLine = 0;
+  #lastOffset = 0;
+  /**
+   * The chunk's complete lines, decoded at once (the fast path), while they are read: byte offsets are worked
+   * out from it only when asked for (an error, a position), from whichever end is nearer.
+   */
+  #region: Region | undefined;
+  /** When not -1, the current event started at this character of #region; its byte offset is not known yet. */
+  #eventStartChar = -1;
+  /** When not -1, the last message dispatched started at this character of #region. */
+  #lastPosChar = -1;
 
   constructor({ maxMessageBytes, maxDepth = DEFAULT_MAX_DEPTH }: DecoderLimits) {
     this.#maxDepth = maxDepth;
@@ -129,11 +162,15 @@ export class SseDecoder implements FrameDecoderCore {
   }
 
   get bufferedBytes(): number {
-    return this.#line.length + this.#dataBytes;
+    return this.#line.length + this.#dataBytes + this.#dataUnits;
   }
 
   lastPosition(): FrameErrorPosition {
-    return this.#lastPos;
+    if (this.#lastPosChar !== -1) {
+      this.#lastOffset = this.#byteAt(this.#lastPosChar);
+      this.#lastPosChar = -1;
+    }
+    return this.#lastIndex === 0 ? {} : { index: this.#lastIndex, line: this.#lastLine, offset: this.#lastOffset };
   }
 
   abandonPartial(): FrameErrorPosition | undefined {
@@ -149,6 +186,169 @@ export class SseDecoder implements FrameDecoderCore {
 
   write(chunk: Uint8Array, sink: DecodeSink): boolean {
     const buf = asBuffer(chunk);
+    this.#region = undefined;
+    // The fast path takes the chunk's complete lines in one decode; it needs LF line ends only, the BOM
+    // checked, and no line pending from the last chunk (that one line is finished here first).
+    if (this.#afterCR || buf.indexOf(CR) !== -1) return this.#writeLines(buf, sink);
+    let pos = 0;
+    if (this.#line.length > 0 || this.#lineTooLong || !this.#bomChecked) {
+      const firstLF = buf.indexOf(LF);
+      pos = firstLF === -1 ? buf.length : firstLF + 1;
+      if (!this.#writeLines(buf.subarray(0, pos), sink)) return false;
+    }
+    const lastLF = buf.lastIndexOf(LF);
+    if (lastLF >= pos) {
+      const done = this.#writeRegion(buf, pos, lastLF + 1, sink);
+      if (done === false) return false;
+      if (done === undefined && !this.#writeLines(buf.subarray(pos, lastLF + 1), sink)) return false;
+      pos = lastLF + 1;
+    }
+    return pos === buf.length || this.#writeLines(buf.subarray(pos), sink);
+  }
+
+  /**
+   * The fast path: `buf[pos, end)` holds whole lines with LF ends only, decoded in one call and read as text.
+   * Returns undefined, having read nothing, when the bytes are not valid UTF-8 (the byte path then reports
+   * the line), and false when the sink said stop.
+   */
+  #writeRegion(buf: Buffer, pos: number, end: number, sink: DecodeSink): boolean | undefined {
+    const text = decodeUtf8(buf, pos, end);
+    if (text === undefined) return undefined;
+    this.#region = {
+      text,
+      byteStart: this.#offset,
+      byteEnd: this.#offset + (end - pos),
+      ascii: text.length === end - pos,
+      char: 0,
+      byte: this.#offset,
+    };
+    let ok = true;
+    // The next colon at or after the current line's start; text.length when there is none.
+    let colon = -1;
+    for (let i = 0; i < text.length && ok; this.#lineNo++) {
+      // The shape nearly every MCP event has, `event: message` (or nothing) and one data line, read at once.
+      if (!this.#eventStarted && !this.#dropping) {
+        const next = this.#quickEvent(text, i, sink);
+        if (next !== -1) {
+          ok = next >= 0;
+          i = Math.abs(next);
+          continue;
+        }
+      }
+      const eol = text.indexOf('\n', i);
+      if (eol === i) {
+        ok = this.#dispatch(sink);
+      } else if (!this.#dropping && text.charCodeAt(i) !== 0x3a) {
+        if (colon < i) {
+          colon = text.indexOf(':', i);
+          if (colon === -1) colon = text.length;
+        }
+        ok = this.#field(text, i, Math.min(colon, eol), eol, sink);
+      }
+      i = eol + 1;
+    }
+    if (ok) {
+      // Nothing of the region may be needed once it is gone: the positions still pending are worked out now.
+      if (this.#eventStartChar !== -1) this.#eventOffset = this.#byteAt(this.#eventStartChar);
+      this.lastPosition();
+      this.#offset = this.#region.byteEnd;
+    }
+    this.#eventStartChar = -1;
+    this.#region = undefined;
+    return ok;
+  }
+
+  /**
+   * At a line start with no event open: an event of `event: message` (optional) and one `data: ` line, then
+   * its blank line, is dispatched whole. Returns -1 when the lines there have another shape (the line by line
+   * reading follows), else the index after the event's blank line (negated when the sink said stop).
+   */
+  #quickEvent(text: string, i: number, sink: DecodeSink): number {
+    const typed = text.startsWith(QUICK_TYPED, i);
+    const value = typed ? i + QUICK_TYPED.length : text.startsWith('data: ', i) ? i + 6 : -1;
+    if (value === -1) return -1;
+    const eol = text.indexOf('\n', value);
+    if (eol + 1 >= text.length || text.charCodeAt(eol + 1) !== 0x0a) return -1;
+    // Within the limit even at 3 bytes a character; else the line by line reading measures it.
+    if (this.#limit.over(3 * (eol - value))) return -1;
+    const index = this.#eventIndex++;
+    const line = this.#lineNo;
+    this.#lineNo += typed ? 2 : 1;
+    this.#lastEventId = this.#idBuffer;
+    const ok = this.#deliver(text.slice(value, eol), index, line, 0, i, sink);
+    return ok ? eol + 2 : -(eol + 2);
+  }
+
+  /** One field line of the region, `text[start, eol)`, its name ending at `nameEnd`. */
+  #field(text: string, start: number, nameEnd: number, eol: number, sink: DecodeSink): boolean {
+    let valueStart = nameEnd;
+    if (nameEnd < eol) valueStart = text.charCodeAt(nameEnd + 1) === 0x20 && nameEnd + 1 < eol ? nameEnd + 2 : nameEnd + 1;
+    const name = nameEnd - start;
+    if (name === 4 && text.startsWith('data', start)) return this.#regionData(text, start, valueStart, eol, sink);
+    // A line of another field too long to hold carries no message: dropped, as on the byte path.
+    if (3 * (eol - start) > this.#limit.holdCap && this.#limit.heldTooLong(Buffer.byteLength(text.slice(start, eol)))) return true;
+    if (name === 5 && text.startsWith('event', start)) {
+      this.#regionEventStart(start);
+      this.#eventType = eol - valueStart === 7 && text.startsWith('message', valueStart) ? 'message' : text.slice(valueStart, eol);
+    } else if (name === 2 && text.startsWith('id', start)) {
+      this.#regionEventStart(start);
+      const id = text.slice(valueStart, eol);
+      if (!id.includes('\0')) this.#idBuffer = id;
+    } else if (name === 5 && text.startsWith('retry', start)) {
+      this.#regionEventStart(start);
+      const value = text.slice(valueStart, eol);
+      if (/^[0-9]+$/.test(value)) this.#retry = Number(value);
+    } else {
+      this.#regionEventStart(start);
+    }
+    return true;
+  }
+
+  #regionData(text: string, start: number, valueStart: number, eol: number, sink: DecodeSink): boolean {
+    this.#regionEventStart(start);
+    const value = text.slice(valueStart, eol);
+    this.#data.push(value);
+    // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
+    if (this.#region!.ascii) this.#dataBytes += value.length + 1;
+    else if (this.#measureData) this.#dataBytes += Buffer.byteLength(value) + 1;
+    else this.#dataUnits += value.length + 1;
+    if (!this.#limit.over(this.#dataBytes + 3 * this.#dataUnits - 1)) return true;
+    if (this.#dataUnits > 0) {
+      this.#countData();
+      if (!this.#limit.over(this.#dataBytes - 1)) return true;
+    }
+    const error = this.#limit.error('event data', this.#position(), this.#data[0]!);
+    this.#dropEvent();
+    return sink.invalid(error);
+  }
+
+  /** Measures the event's data as bytes, and every data line of it from now on. */
+  #countData(): void {
+    this.#dataBytes = Buffer.byteLength(this.#data.join('\n')) + 1;
+    this.#dataUnits = 0;
+    this.#measureData = true;
+  }
+
+  /** A field line of the region: the event starts there if it has not yet; its offset is worked out if asked. */
+  #regionEventStart(char: number): void {
+    if (this.#eventStarted) return;
+    this.#eventStarted = true;
+    this.#eventLine = this.#lineNo;
+    this.#eventStartChar = char;
+  }
+
+  /** The byte offset in the stream of character `char` of the region, measured from the nearer known point. */
+  #byteAt(char: number): number {
+    const r = this.#region!;
+    if (r.ascii) return r.byteStart + char;
+    if (char < r.char || r.text.length - char < char - r.char) return r.byteEnd - Buffer.byteLength(r.text.slice(char));
+    r.byte += Buffer.byteLength(r.text.slice(r.char, char));
+    r.char = char;
+    return r.byte;
+  }
+
+  /** Line by line, as bytes: any line ends, a line that spans chunks, the BOM. */
+  #writeLines(buf: Buffer, sink: DecodeSink): boolean {
     let pos = 0;
     if (this.#afterCR && buf.length > 0) {
       this.#afterCR = false;
@@ -244,14 +444,21 @@ export class SseDecoder implements FrameDecoderCore {
   }
 
   #position(): FrameErrorPosition {
+    if (this.#eventStartChar !== -1) {
+      this.#eventOffset = this.#byteAt(this.#eventStartChar);
+      this.#eventStartChar = -1;
+    }
     return { index: this.#eventIndex, line: this.#eventLine, offset: this.#eventOffset };
   }
 
   #resetEvent(): void {
     this.#data = [];
     this.#dataBytes = 0;
+    this.#dataUnits = 0;
+    this.#measureData = false;
     this.#eventType = '';
     this.#eventStarted = false;
+    this.#eventStartChar = -1;
   }
 
   /** One complete line `buf[start, end)`, without its line end. */
@@ -277,6 +484,7 @@ export class SseDecoder implements FrameDecoderCore {
     }
     switch (fieldName(buf, start, colon)) {
       case 'data': {
+        if (this.#dataUnits > 0) this.#countData();
         // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
         this.#dataBytes += end - valueStart + 1;
         let error: FrameError | undefined;
@@ -322,9 +530,14 @@ export class SseDecoder implements FrameDecoderCore {
       return true;
     }
     if (!this.#eventStarted) return true;
-    const at = this.#position();
+    // On the fast path the event's byte offset is worked out only if it is asked for.
+    const lazyChar = this.#eventStartChar;
+    const index = this.#eventIndex;
+    const line = this.#eventLine;
+    if (lazyChar === -1) this.#position();
+    const offset = this.#eventOffset;
     const hadData = this.#data.length > 0;
-    const data = this.#data.join('\n');
+    const data = this.#data.length === 1 ? this.#data[0]! : this.#data.join('\n');
     const type = this.#eventType === '' ? 'message' : this.#eventType;
     this.#resetEvent();
     if (!hadData) return true;
@@ -333,18 +546,30 @@ export class SseDecoder implements FrameDecoderCore {
       sink.event?.(this.#lastEventId === '' ? { event: type, data } : { event: type, data, id: this.#lastEventId });
       return true;
     }
+    return this.#deliver(data, index, line, offset, lazyChar, sink);
+  }
+
+  /**
+   * A message event's data, parsed and handed on. The event started at byte `offset`, or, when `lazyChar` is
+   * not -1, at that character of the region, its offset not worked out unless it is asked for.
+   */
+  #deliver(data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): boolean {
     // A message event with empty data carries no message: it is the priming event MCP servers send to give a
     // stream its first id (`id: 1`, `data:`), neither a message nor an error.
     if (data === '') return true;
     const msg = tryParse(data);
     const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth) ? undefined : problemOf(msg, data, this.#maxDepth);
     if (problem === undefined) {
-      this.#lastPos = at;
+      this.#lastIndex = index;
+      this.#lastLine = line;
+      this.#lastOffset = offset;
+      this.#lastPosChar = lazyChar;
       sink.message(msg, data);
       return true;
     }
+    if (lazyChar !== -1) offset = this.#byteAt(lazyChar);
     const what = problem.code === 'INVALID_JSON' ? `event data ${problem.reason}` : problem.reason;
-    return sink.invalid(new FrameError(problem.code, what, at, preview(data)));
+    return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(data)));
   }
 }
 

@@ -112,6 +112,117 @@ describe('sse framing', () => {
     }
   });
 
+  describe("the fast path (a chunk's complete lines decoded at once)", () => {
+    /** A long stream in every shape the fast path meets, multibyte text throughout; and what it must decode to. */
+    function mixedStream(lineEnd: string): { bytes: Buffer; expected: DecodeEvent[] } {
+      const expected: DecodeEvent[] = [];
+      let text = '';
+      for (let i = 0; i < 300; i++) {
+        const msg = { jsonrpc: '2.0', id: i, result: { text: `東京 ü 😀 ${'x'.repeat((i * 53) % 700)}` } };
+        const json = JSON.stringify(msg);
+        switch (i % 6) {
+          case 0: // the MCP shape
+            text += `event: message${lineEnd}data: ${json}${lineEnd}${lineEnd}`;
+            break;
+          case 1: // no type line, and an id
+            text += `id: ${i}${lineEnd}data: ${json}${lineEnd}${lineEnd}`;
+            break;
+          case 2: // the data split over lines, joined with LF (inside a JSON string that would be a raw LF: use JSON whitespace)
+            text += `data: ${json.slice(0, 10)}${lineEnd}data: ${json.slice(10)}${lineEnd}${lineEnd}`;
+            break;
+          case 3: // a comment, another event type, then a message
+            text += `: keep-alive ö${lineEnd}event: endpoint${lineEnd}data: /messages?id=${i}${lineEnd}${lineEnd}data:${json}${lineEnd}${lineEnd}`;
+            expected.push({ event: { event: 'endpoint', data: `/messages?id=${i}` } });
+            break;
+          case 4: // a line with a U+FEFF before its field name is no field: the event has no data
+            text += `\uFEFFdata: ${json}${lineEnd}${lineEnd}data: ${json}${lineEnd}${lineEnd}`;
+            break;
+          default: // not JSON: reported, and the next one goes on
+            text += `data: {"broken": ö${lineEnd}${lineEnd}data: ${json}${lineEnd}${lineEnd}`;
+            expected.push({ invalid: { code: 'INVALID_JSON' } });
+        }
+        expected.push({ message: msg });
+      }
+      // The BOM at the very start is the stream's own, and dropped.
+      return { bytes: Buffer.from(`\uFEFF${text}`), expected };
+    }
+
+    const shape = (events: DecodeEvent[]): DecodeEvent[] =>
+      events.map((e) =>
+        'invalid' in e ? { invalid: { code: e.invalid.code } } : 'event' in e ? { event: { event: e.event.event, data: e.event.data } } : e,
+      );
+
+    for (const [name, lineEnd] of [
+      ['LF', '\n'],
+      ['CRLF', '\r\n'],
+      ['CR', '\r'],
+    ] as const) {
+      it(`decodes a long multibyte stream with ${name} line ends the same whole, byte by byte and in random chunks, positions and all`, () => {
+        const { bytes, expected } = mixedStream(lineEnd);
+        const reference = decode(byteByByte(bytes));
+        expect(shape(reference)).to.deep.equal(expected);
+        expect(decode([bytes])).to.deep.equal(reference);
+        for (let seed = 1; seed <= 6; seed++) {
+          for (const max of [300, 5000, 70_000])
+            expect(decode(randomChunks(bytes, rng(seed * 31 + max), max)), `seed ${seed} ≤${max}`).to.deep.equal(reference);
+        }
+      });
+    }
+
+    it('reports the byte offset and line of a bad event among multibyte ones, as the byte path does', () => {
+      const good = frameSse({ jsonrpc: '2.0', id: 1, result: { text: 'データ'.repeat(200) } });
+      const bytes = Buffer.from(`${good}${good}data: nope 東京\n\n${good}`);
+      const events = decode([bytes]);
+      const offset = Buffer.byteLength(good + good);
+      expect(events[2]).to.deep.equal({ invalid: { code: 'INVALID_JSON', index: 3, line: 7, offset } });
+      expect(decode(byteByByte(bytes))).to.deep.equal(events);
+    });
+
+    it('gives the position of each message to validation, as the byte path does', () => {
+      const body = { jsonrpc: '2.0', id: 1, result: { text: 'ünï'.repeat(500) } };
+      const bytes = Buffer.from(`${frameSse(body)}${frameSse({ not: 'json-rpc', text: 'é'.repeat(600) })}`);
+      const positions = (chunks: Buffer[]): unknown[] => {
+        const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
+        const out: unknown[] = [];
+        const sink: DecodeSink = { message: () => void out.push(core.lastPosition()), invalid: () => true };
+        for (const c of chunks) core.write(c, sink);
+        return out;
+      };
+      expect(positions([bytes])).to.deep.equal([
+        { index: 1, line: 1, offset: 0 },
+        { index: 2, line: 4, offset: Buffer.byteLength(frameSse(body)) },
+      ]);
+      expect(positions(byteByByte(bytes))).to.deep.equal(positions([bytes]));
+    });
+
+    it('takes invalid UTF-8 in a large chunk line by line, reporting only the bad event', () => {
+      const good = frameSse({ jsonrpc: '2.0', id: 1, result: { text: 'ö'.repeat(800) } });
+      const bytes = Buffer.concat([
+        Buffer.from(good),
+        Buffer.from('data: {"a":"'),
+        Buffer.from([0xe2, 0x82]),
+        Buffer.from('"}\n\n'),
+        Buffer.from(good),
+      ]);
+      const events = decode([bytes]);
+      expect(shape(events)).to.deep.equal([
+        { message: JSON.parse(good.slice(good.indexOf('{'), good.lastIndexOf('}') + 1)) },
+        { invalid: { code: 'INVALID_UTF8' } },
+        events[0],
+      ]);
+      expect(decode(byteByByte(bytes))).to.deep.equal(events);
+    });
+
+    it('counts data bytes, not characters, against the limit: multibyte data one byte over is refused', () => {
+      const data = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: '東京'.repeat(400) } });
+      const limit = Buffer.byteLength(data);
+      const bytes = Buffer.from(`data: ${data}\n\ndata: ${data.replace('"id":1', '"id":12')}\n\n`);
+      const events = decode([bytes], limit);
+      expect(shape(events)).to.deep.equal([{ message: JSON.parse(data) }, { invalid: { code: 'MESSAGE_TOO_LARGE' } }]);
+      expect(decode(byteByByte(bytes), limit)).to.deep.equal(events);
+    });
+  });
+
   describe('maxMessageBytes', () => {
     const body = (n: number): string => `{"t":"${'x'.repeat(n - 8)}"}`;
     it('passes data of exactly the limit and rejects one byte more, then goes on after the event', () => {
