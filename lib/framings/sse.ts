@@ -95,6 +95,11 @@ export class SseDecoder implements FrameDecoderCore {
   readonly #line: ByteAccumulator;
   /** The current line is over the limit: its bytes are dropped up to its end. */
   #lineTooLong = false;
+  /**
+   * The held line is a data line, held without its `data: ` (its value only): a message's bytes are held, not
+   * the framing's, so that an event's data of a given size takes a buffer of that size.
+   */
+  #heldValue = false;
   /** The previous chunk ended with CR: an LF first in this one belongs to it. */
   #afterCR = false;
   #bomChecked = false;
@@ -180,6 +185,7 @@ export class SseDecoder implements FrameDecoderCore {
     // The rest of a half-read line is dropped with it, and so are the event's lines up to its blank line.
     this.#lineTooLong ||= this.#line.length > 0;
     this.#line.clear();
+    this.#heldValue = false;
     this.#dropEvent();
     return at;
   }
@@ -383,7 +389,8 @@ export class SseDecoder implements FrameDecoderCore {
         if (!this.#hold(buf, pos, eol, sink)) return false;
         const tooLong = this.#lineTooLong;
         this.#lineTooLong = false;
-        ok = tooLong ? true : this.#processLine(this.#line.bytes(), 0, this.#line.length, sink);
+        ok = tooLong ? true : this.#heldValue ? this.#heldData(sink) : this.#processLine(this.#line.bytes(), 0, this.#line.length, sink);
+        this.#heldValue = false;
         this.#line.clear();
       } else {
         ok = this.#processLine(buf, pos, eol, sink);
@@ -404,18 +411,27 @@ export class SseDecoder implements FrameDecoderCore {
       sink.invalid(new FrameError('TRUNCATED', 'input ended inside an event; it is not dispatched', this.#position(), preview(text)));
     }
     this.#line.clear();
+    this.#heldValue = false;
     this.#resetEvent();
   }
 
   /** Bytes of a line that has not ended yet; false when the sink said stop. */
   #hold(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
     if (this.#lineTooLong || start === end) return true;
+    if (this.#line.length === 0 && this.#bomChecked && !this.#dropping && end - start > 5 && isWord(buf, start, start + 5, 'data:')) {
+      // At least one byte of the value is held, so that the line is known to be pending.
+      const value = buf[start + 5] === 0x20 ? start + 6 : start + 5;
+      if (value < end) {
+        this.#heldValue = true;
+        start = value;
+      }
+    }
     if (!this.#limit.heldTooLong(this.#line.length + (end - start))) {
       this.#line.append(buf, start, end);
       return true;
     }
     const head = this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start, end);
-    if (!isDataLine(head)) {
+    if (!this.#heldValue && !isDataLine(head)) {
       // A comment or another field this long carries no message: it is dropped, as it is when it comes whole.
       this.#line.clear();
       this.#lineTooLong = true;
@@ -424,6 +440,7 @@ export class SseDecoder implements FrameDecoderCore {
     if (!this.#eventStarted) this.#startEvent();
     const error = this.#limit.error('event data', this.#position(), this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start));
     this.#line.clear();
+    this.#heldValue = false;
     this.#lineTooLong = true;
     this.#dropEvent();
     return sink.invalid(error);
@@ -483,24 +500,8 @@ export class SseDecoder implements FrameDecoderCore {
       if (valueStart < end && buf[valueStart] === 0x20) valueStart++;
     }
     switch (fieldName(buf, start, colon)) {
-      case 'data': {
-        if (this.#dataUnits > 0) this.#countData();
-        // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
-        this.#dataBytes += end - valueStart + 1;
-        let error: FrameError | undefined;
-        if (this.#limit.over(this.#dataBytes - 1)) {
-          error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
-        } else {
-          const value = decodeUtf8(buf, valueStart, end);
-          if (value !== undefined) {
-            this.#data.push(value);
-            return true;
-          }
-          error = new FrameError('INVALID_UTF8', 'event data is not valid UTF-8', this.#position(), preview(buf.subarray(valueStart, end)));
-        }
-        this.#dropEvent();
-        return sink.invalid(error);
-      }
+      case 'data':
+        return this.#dataValue(buf, valueStart, end, sink);
       case 'event':
         // `event: message` comes with nearly every MCP event: compared as bytes, not decoded each time.
         this.#eventType = isWord(buf, valueStart, end, 'message') ? 'message' : buf.toString('utf8', valueStart, end);
@@ -518,6 +519,33 @@ export class SseDecoder implements FrameDecoderCore {
       default:
         return true;
     }
+  }
+
+  /** A data line held without its field name, now complete. */
+  #heldData(sink: DecodeSink): boolean {
+    if (this.#dropping) return true;
+    if (!this.#eventStarted) this.#startEvent();
+    return this.#dataValue(this.#line.bytes(), 0, this.#line.length, sink);
+  }
+
+  /** The value `buf[valueStart, end)` of a data line read as bytes. */
+  #dataValue(buf: Buffer, valueStart: number, end: number, sink: DecodeSink): boolean {
+    if (this.#dataUnits > 0) this.#countData();
+    // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
+    this.#dataBytes += end - valueStart + 1;
+    let error: FrameError | undefined;
+    if (this.#limit.over(this.#dataBytes - 1)) {
+      error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
+    } else {
+      const value = decodeUtf8(buf, valueStart, end);
+      if (value !== undefined) {
+        this.#data.push(value);
+        return true;
+      }
+      error = new FrameError('INVALID_UTF8', 'event data is not valid UTF-8', this.#position(), preview(buf.subarray(valueStart, end)));
+    }
+    this.#dropEvent();
+    return sink.invalid(error);
   }
 
   /** A blank line: the event ends. */

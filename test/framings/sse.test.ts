@@ -213,6 +213,14 @@ describe('sse framing', () => {
       expect(decode(byteByByte(bytes))).to.deep.equal(events);
     });
 
+    it('holds the value of a data line that spans chunks, not its field name', () => {
+      const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
+      const sink: DecodeSink = { message: () => undefined, invalid: () => true };
+      core.write(Buffer.from('event: message\ndata: {"jsonrpc":'), sink);
+      core.write(Buffer.from(`"2.0","id":1,"result":{"text":"${'é'.repeat(50_000)}`), sink);
+      expect(core.bufferedBytes).to.equal(Buffer.byteLength(`{"jsonrpc":"2.0","id":1,"result":{"text":"${'é'.repeat(50_000)}`));
+    });
+
     it('counts data bytes, not characters, against the limit: multibyte data one byte over is refused', () => {
       const data = JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: '東京'.repeat(400) } });
       const limit = Buffer.byteLength(data);
