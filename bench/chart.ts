@@ -5,7 +5,7 @@ export interface Series {
   points: Array<[number, number]>;
 }
 
-const COLORS = ['#1b9e77', '#d95f02', '#7570b3', '#e7298a', '#66a61e', '#e6ab02'];
+const COLORS = ['#1b9e77', '#d95f02', '#7570b3', '#e7298a', '#66a61e', '#e6ab02', '#a6761d', '#666666'];
 
 function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -48,6 +48,45 @@ export function lineChart(title: string, xLabel: string, yLabel: string, series:
     const ly = top + 10 + i * 20;
     out.push(`<line x1="${width - right + 15}" x2="${width - right + 40}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="3"/>`);
     out.push(`<text x="${width - right + 46}" y="${ly + 4}">${escapeXml(s.name)}</text>`);
+  });
+  out.push('</svg>');
+  return `${out.join('\n')}\n`;
+}
+
+export interface BarGroup {
+  label: string;
+  /** One bar per client; a missing value (the client could not do it) is drawn as a note. */
+  bars: Array<{ name: string; value: number | undefined }>;
+}
+
+/** Horizontal bars, one group per case, each bar's length its value (ms) against the group's longest. */
+export function barChart(title: string, unit: string, groups: BarGroup[]): string {
+  const width = 760;
+  const left = 300;
+  const barHeight = 14;
+  const rowsPerGroup = Math.max(...groups.map((g) => g.bars.length));
+  const groupHeight = rowsPerGroup * (barHeight + 4) + 14;
+  const height = 50 + groups.length * groupHeight;
+  const names = [...new Set(groups.flatMap((g) => g.bars.map((b) => b.name)))];
+  const out: string[] = [];
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`);
+  out.push(`<rect width="${width}" height="${height}" fill="white"/>`);
+  out.push(`<text x="10" y="22" font-size="14" font-weight="bold">${escapeXml(title)}</text>`);
+  groups.forEach((g, gi) => {
+    const y0 = 40 + gi * groupHeight;
+    out.push(`<text x="10" y="${y0 + 12}">${escapeXml(g.label)}</text>`);
+    const longest = Math.max(...g.bars.map((b) => b.value ?? 0), 1);
+    g.bars.forEach((b, bi) => {
+      const y = y0 + bi * (barHeight + 4);
+      const color = COLORS[names.indexOf(b.name) % COLORS.length]!;
+      if (b.value === undefined) {
+        out.push(`<text x="${left}" y="${y + 11}" fill="${color}">${escapeXml(b.name)}: could not do it</text>`);
+        return;
+      }
+      const w = (b.value / longest) * (width - left - 150);
+      out.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barHeight}" fill="${color}"/>`);
+      out.push(`<text x="${(left + w + 6).toFixed(1)}" y="${y + 11}">${escapeXml(`${b.name} ${b.value.toFixed(0)} ${unit}`)}</text>`);
+    });
   });
   out.push('</svg>');
   return `${out.join('\n')}\n`;

@@ -3,6 +3,7 @@
 // runs interleaved. npm run bench runs it; `node --expose-gc dist/bench/stdio.js` runs it alone.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { connect } from '../lib/client/index.js';
 import { countingWarnings, warningNote } from './warnings.js';
@@ -12,9 +13,11 @@ export interface StdioRow {
   /** Median ms, or why it could not be run. */
   ours: number | string;
   sdk: number | string;
+  /** The same case through a bare client (no framing library, no checks): the pipe and the server alone. */
+  bare: number | string;
 }
 
-const CALLS = 2000;
+const CALLS = 10_000;
 const RUNS = 3;
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const SERVERS = {
@@ -44,6 +47,44 @@ async function sdk(server: { command: string; args: readonly string[] }): Promis
   return { call: (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 }), close: () => client.close() };
 }
 
+/**
+ * The least a client can do: the request written as a line, the answer's line found by its LF in the new bytes
+ * only, parsed, and matched by id; no validation, no timeouts. What it takes is the pipe's and the server's
+ * time, and what connect() takes beyond it is its own.
+ */
+async function bare(server: { command: string; args: readonly string[] }): Promise<Peer> {
+  const child = spawn(server.command, [...server.args], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const waiting = new Map<number, (result: unknown) => void>();
+  let held: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    let start = 0;
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      held.push(chunk.subarray(start, nl));
+      const msg = JSON.parse(Buffer.concat(held).toString('utf8')) as { id?: number; result?: unknown };
+      held = [];
+      start = nl + 1;
+      if (typeof msg.id === 'number') waiting.get(msg.id)?.(msg.result);
+      waiting.delete(msg.id as number);
+    }
+    if (start < chunk.length) held.push(chunk.subarray(start));
+  });
+  let next = 1;
+  const request = (method: string, params: unknown): Promise<unknown> => {
+    const id = next++;
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    return new Promise((resolve) => waiting.set(id, resolve));
+  };
+  await request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bare', version: '1' } });
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+  return {
+    call: (name, args) => request('tools/call', { name, arguments: args }),
+    close: async () => {
+      child.stdin.end();
+      if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
 function median(xs: number[]): number {
   return [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 }
@@ -65,6 +106,8 @@ async function runAll(): Promise<StdioRow[]> {
   for (const [label, server] of Object.entries(SERVERS)) {
     const a = await ours(server);
     const b = await sdk(server);
+    const c = await bare(server);
+    const peers = { ours: a, sdk: b, bare: c };
     const cases: Array<[string, (p: Peer) => Promise<unknown>]> = [
       [
         `${CALLS.toLocaleString('en')} sequential`,
@@ -80,25 +123,31 @@ async function runAll(): Promise<StdioRow[]> {
     if (label === 'example server') cases.push(['one 20 MiB result', (p) => p.call('blob', { bytes: 20 * 1024 * 1024 })]);
     try {
       for (const [name, run] of cases) {
-        const t = { ours: [] as number[], sdk: [] as number[] };
+        const t = { ours: [] as number[], sdk: [] as number[], bare: [] as number[] };
         // A client that cannot do a case at all (the SDK's stdio reader caps a message at 10 MB) is reported.
-        const failed: Partial<Record<'ours' | 'sdk', string>> = {};
+        const failed: Partial<Record<'ours' | 'sdk' | 'bare', string>> = {};
         for (let i = 0; i <= RUNS; i++) {
-          for (const who of i % 2 ? (['sdk', 'ours'] as const) : (['ours', 'sdk'] as const)) {
+          for (const who of i % 2 ? (['bare', 'sdk', 'ours'] as const) : (['ours', 'sdk', 'bare'] as const)) {
             if (failed[who] !== undefined) continue;
             try {
-              const ms = await time(() => run(who === 'ours' ? a : b));
+              const ms = await time(() => run(peers[who]));
               if (i > 0) t[who].push(ms);
             } catch (err) {
               failed[who] = `failed: ${(err as Error).message.slice(0, 60)}`;
             }
           }
         }
-        rows.push({ label: `${label}: ${name} tools/call`, ours: failed.ours ?? median(t.ours), sdk: failed.sdk ?? median(t.sdk) });
+        rows.push({
+          label: `${label}: ${name} tools/call`,
+          ours: failed.ours ?? median(t.ours),
+          sdk: failed.sdk ?? median(t.sdk),
+          bare: failed.bare ?? median(t.bare),
+        });
       }
     } finally {
       await a.close();
       await b.close();
+      await c.close();
     }
   }
   return rows;
@@ -107,9 +156,14 @@ async function runAll(): Promise<StdioRow[]> {
 export function stdioTable({ rows, warnings }: { rows: StdioRow[]; warnings: Map<string, number> }): string {
   const ms = (v: number | string): string => (typeof v === 'number' ? v.toFixed(0) : v);
   const ratio = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.sdk === 'number' ? `${(r.ours / r.sdk).toFixed(2)}x` : '–');
-  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} |`);
-  const table = ['| case | connect() ms | SDK Client ms | connect() vs SDK |', '| --- | ---: | ---: | ---: |', ...lines].join('\n');
-  return `${table}${warningNote(warnings, "the SDK client's, at 2,000 concurrent requests")}`;
+  const own = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.bare === 'number' ? (r.ours - r.bare).toFixed(0) : '–');
+  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} | ${ms(r.bare)} | ${own(r)} |`);
+  const table = [
+    "| case | connect() ms | SDK Client ms | connect() vs SDK | bare client ms (the pipe and the server) | connect()'s own ms (connect() less bare) |",
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    ...lines,
+  ].join('\n');
+  return `${table}${warningNote(warnings, "the SDK client's, at 10,000 concurrent requests")}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(`${stdioTable(await stdioRoundTrips())}\n`);
