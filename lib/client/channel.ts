@@ -65,6 +65,8 @@ interface Queued {
   /** The frame still to write; empty once written, while it waits for 'drain' to resolve. */
   text: string;
   bytes: number;
+  /** A response to the peer's request (not one of our own requests or notifications). */
+  answer: boolean;
   resolve(): void;
   reject(error: Error): void;
 }
@@ -82,6 +84,9 @@ export class StreamChannel extends EventEmitter implements Channel {
   readonly #maxQueued: number;
   readonly #queue: Queued[] = [];
   #queuedBytes = 0;
+  /** Of the queue, the answers to the peer's requests: only they throttle the input (see #throttle). */
+  #queuedAnswers = 0;
+  #queuedAnswerBytes = 0;
   #waitingForDrain = false;
   #paused = false;
   #ended: ConnectionError | undefined;
@@ -128,7 +133,7 @@ export class StreamChannel extends EventEmitter implements Channel {
     if (this.#queue.length === 0 && !this.#waitingForDrain) {
       if (this.#output.write(text)) return Promise.resolve();
       this.#waitForDrain();
-      return new Promise((resolve, reject) => this.#queue.unshift({ text: '', bytes: 0, resolve, reject }));
+      return new Promise((resolve, reject) => this.#queue.unshift({ text: '', bytes: 0, answer: false, resolve, reject }));
     }
     const bytes = Buffer.byteLength(text);
     if (this.#queuedBytes + bytes > this.#maxQueued) {
@@ -137,7 +142,12 @@ export class StreamChannel extends EventEmitter implements Channel {
       );
     }
     this.#queuedBytes += bytes;
-    const sent = new Promise<void>((resolve, reject) => this.#queue.push({ text, bytes, resolve, reject }));
+    const answer = isAnswer(msg);
+    if (answer) {
+      this.#queuedAnswers++;
+      this.#queuedAnswerBytes += bytes;
+    }
+    const sent = new Promise<void>((resolve, reject) => this.#queue.push({ text, bytes, answer, resolve, reject }));
     this.#throttle();
     return sent;
   }
@@ -180,12 +190,14 @@ export class StreamChannel extends EventEmitter implements Channel {
   }
 
   /**
-   * Stops reading what the peer sends while it leaves much of what we send unread (backpressure both ways),
-   * so that answers to a flood of its requests cannot pile up. A little is let wait without stopping, so that
-   * a peer that writes while we write does not deadlock with us.
+   * Stops reading what the peer sends while it leaves many of our answers to its requests unread
+   * (backpressure both ways), so that answers to a flood of its requests cannot pile up. Only answers count:
+   * our own requests waiting for the peer to read them must not stop us reading its answers to them, or a peer
+   * that stops reading until its output is read would deadlock with us (10,000 concurrent requests did). A
+   * little is let wait without stopping, so that a peer that writes while we write does not deadlock with us.
    */
   #throttle(): void {
-    const full = this.#queue.length > PAUSE_MESSAGES || this.#queuedBytes > PAUSE_BYTES;
+    const full = this.#queuedAnswers > PAUSE_MESSAGES || this.#queuedAnswerBytes > PAUSE_BYTES;
     if (full && !this.#paused) this.#decoder.pause();
     else if (!full && this.#paused && !this.#closed) this.#decoder.resume();
     this.#paused = full;
@@ -198,9 +210,13 @@ export class StreamChannel extends EventEmitter implements Channel {
       const item = this.#queue.shift()!;
       if (item.text !== '') {
         this.#queuedBytes -= item.bytes;
+        if (item.answer) {
+          this.#queuedAnswers--;
+          this.#queuedAnswerBytes -= item.bytes;
+        }
         if (!this.#output.write(item.text)) {
           // Handed on, but the output is full again: it resolves at the next drain.
-          this.#queue.unshift({ text: '', bytes: 0, resolve: item.resolve, reject: item.reject });
+          this.#queue.unshift({ text: '', bytes: 0, answer: false, resolve: item.resolve, reject: item.reject });
           return this.#waitForDrain();
         }
       }
@@ -212,7 +228,15 @@ export class StreamChannel extends EventEmitter implements Channel {
   #failQueue(error: Error): void {
     for (const item of this.#queue.splice(0)) item.reject(error);
     this.#queuedBytes = 0;
+    this.#queuedAnswers = 0;
+    this.#queuedAnswerBytes = 0;
   }
+}
+
+/** A response (or a batch of them): an answer to the peer's request, with no method. */
+function isAnswer(msg: unknown): boolean {
+  const first = Array.isArray(msg) ? msg[0] : msg;
+  return typeof first === 'object' && first !== null && !('method' in first);
 }
 
 /** Calls `attach` once, the first time a listener for `event` is added to `emitter`. */

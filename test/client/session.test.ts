@@ -70,6 +70,16 @@ for (const [kind, open] of [
       }
     });
 
+    it('answers 10,000 concurrent requests: its own waiting requests never stop it reading the answers', async () => {
+      // The server stops reading while its output is not read; pausing our reads on our own queue deadlocked.
+      const results = await Promise.all(
+        Array.from({ length: 10_000 }, (_, i) => c.request('tools/call', { name: 'echo', arguments: { text: `m${i}` } }, { timeoutMs: 20_000 })),
+      );
+      expect(results.map((r) => (r as { content: Array<{ text: string }> }).content[0]!.text)).to.deep.equal(
+        Array.from({ length: 10_000 }, (_, i) => `m${i}`),
+      );
+    });
+
     it('traces the frames as they crossed the wire', async () => {
       const frames: FrameTrace[] = [];
       c.on('frame', (f: FrameTrace) => frames.push(f));
