@@ -15,7 +15,7 @@ import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { modernHeaders, type ProtocolEra } from './modern.js';
-import { type RemoteSettings, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
+import { type RemoteSettings, readCapped, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
 
 export interface ReconnectOptions {
   /** The wait before the first attempt, when the server sent no `retry:`. @defaultValue 1000 */
@@ -212,17 +212,11 @@ export class HttpChannel extends EventEmitter implements Channel {
    * nesting limit). Returns the problem, reported on 'invalid' too, when it is not one.
    */
   async #readJson(res: http.IncomingMessage): Promise<FrameError | undefined> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > this.#remote.maxBytes) {
-        res.destroy();
-        return this.#invalid(new FrameError('MESSAGE_TOO_LARGE', `a response body larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
-      }
-      chunks.push(chunk);
+    const { body, over } = await readCapped(res, this.#remote.maxBytes);
+    if (over) {
+      res.destroy();
+      return this.#invalid(new FrameError('MESSAGE_TOO_LARGE', `a response body larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
     }
-    const body = Buffer.concat(chunks);
     const text = decodeUtf8(body, 0, body.length);
     if (text === undefined) return this.#invalid(new FrameError('INVALID_UTF8', 'a response body that is not valid UTF-8', {}, preview(body)));
     const value = tryParse(text);
@@ -438,17 +432,8 @@ export class HttpChannel extends EventEmitter implements Channel {
    * delivered as that request's answer (undefined is returned); anything else is an HTTP_STATUS error.
    */
   async #errorAnswer(res: http.IncomingMessage, owed: Set<Id>): Promise<ConnectionError | undefined> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > PREVIEW_BODY_BYTES * 16) {
-        res.destroy();
-        break;
-      }
-      chunks.push(chunk);
-    }
-    const body = Buffer.concat(chunks);
+    const { body, over } = await readCapped(res, PREVIEW_BODY_BYTES * 16);
+    if (over) res.destroy();
     const value = tryParse(body.toString('utf8'));
     if (isObject(value) && isObject(value.error) && owed.has(value.id as Id)) {
       if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', body.toString('utf8'));

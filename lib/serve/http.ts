@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
+import { readCapped } from '../client/remote.js';
 import { headerMismatch, isModernVersion, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
 import { safeLine } from '../errors.js';
 import { isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
@@ -51,24 +52,12 @@ function requireJsonBody(req: IncomingMessage): void {
 }
 
 /** The body, read no further than `limit` bytes: past it, 413 and the rest is not read. */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length']);
-  if (declared > limit) return Promise.reject(new Refused({ status: 413, reason: `the body is ${declared} bytes, over the limit of ${limit}` }));
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.pause();
-        reject(new Refused({ status: 413, reason: `the body is over the limit of ${limit} bytes` }));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
-    req.on('error', reject);
-  });
+  if (declared > limit) throw new Refused({ status: 413, reason: `the body is ${declared} bytes, over the limit of ${limit}` });
+  const { body, over } = await readCapped(req, limit);
+  if (over) throw new Refused({ status: 413, reason: `the body is over the limit of ${limit} bytes` });
+  return body.toString('utf8');
 }
 
 /** The body's messages (a batch as its elements), or 400 with a JSON-RPC parse or shape error. */
