@@ -6,6 +6,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { connect } from '../lib/client/index.js';
+import { median } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
 
 export interface StdioRow {
@@ -83,10 +84,6 @@ async function bare(server: { command: string; args: readonly string[] }): Promi
       if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
     },
   };
-}
-
-function median(xs: number[]): number {
-  return [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 }
 
 async function time(run: () => Promise<unknown>): Promise<number> {

@@ -293,19 +293,15 @@ export class SseDecoder implements FrameDecoderCore {
     if (name === 4 && text.startsWith('data', start)) return this.#regionData(text, start, valueStart, eol, sink);
     // A line of another field too long to hold carries no message: dropped, as on the byte path.
     if (3 * (eol - start) > this.#limit.holdCap && this.#limit.heldTooLong(Buffer.byteLength(text.slice(start, eol)))) return true;
+    this.#regionEventStart(start);
     if (name === 5 && text.startsWith('event', start)) {
-      this.#regionEventStart(start);
       this.#eventType = eol - valueStart === 7 && text.startsWith('message', valueStart) ? 'message' : text.slice(valueStart, eol);
     } else if (name === 2 && text.startsWith('id', start)) {
-      this.#regionEventStart(start);
       const id = text.slice(valueStart, eol);
       if (!id.includes('\0')) this.#idBuffer = id;
     } else if (name === 5 && text.startsWith('retry', start)) {
-      this.#regionEventStart(start);
       const value = text.slice(valueStart, eol);
       if (/^[0-9]+$/.test(value)) this.#retry = Number(value);
-    } else {
-      this.#regionEventStart(start);
     }
     return true;
   }

@@ -5,7 +5,7 @@
  * event stream when a notification comes before it. A client that closes its response cancels the request.
  */
 import type { ServerResponse } from 'node:http';
-import { MODERN_ERRORS } from '../client/modern.js';
+import { isModernError } from '../client/modern.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
@@ -26,12 +26,7 @@ interface Exchange {
 function statusOf(msg: Record<string, unknown>): number {
   const code = isObject(msg.error) ? msg.error.code : undefined;
   if (code === -32601) return 404;
-  if (
-    code === MODERN_ERRORS.unsupportedProtocolVersion ||
-    code === MODERN_ERRORS.headerMismatch ||
-    code === MODERN_ERRORS.missingRequiredClientCapability
-  )
-    return 400;
+  if (isModernError(code)) return 400;
   return 200;
 }
 

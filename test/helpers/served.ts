@@ -7,7 +7,8 @@ import { MCP_HEADERS, rawRequest } from './raw-http.js';
 
 export const STEPS = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/steps.js`] };
 
-const INIT = JSON.stringify({
+/** An initialize request, as a raw client sends it. */
+export const INIT = JSON.stringify({
   jsonrpc: '2.0',
   id: 1,
   method: 'initialize',

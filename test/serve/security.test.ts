@@ -3,14 +3,8 @@ import { connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { gone } from '../helpers/processes.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
-import { pidsOf, rawSession, STEPS, served } from '../helpers/served.js';
+import { INIT, pidsOf, rawSession, STEPS, served } from '../helpers/served.js';
 
-const INIT = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-});
 const ECHO = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'echo', arguments: { text: 'ok' } } });
 
 describe('serve: who gets in, and what the bridge refuses', () => {
