@@ -1,17 +1,28 @@
+import { constants } from 'node:buffer';
+
 /** Held buffers up to this size are kept between frames and reused. */
 const SMALL = 64 * 1024;
+/** Buffers up to this size come from the allocator; a frame that outgrows it moves to a resizable ArrayBuffer. */
+const RECYCLED = 16 * 1024 * 1024;
+/** How far a resizable buffer grows ahead of the bytes it holds: one resize per 256 KiB rather than per chunk. */
+const STEP = 256 * 1024;
 
 /**
  * The bytes of one unfinished frame, copied in as they arrive and read out once, when the frame ends. Each byte
  * is copied a bounded number of times whatever the chunking, and each chunk can be collected at once.
  *
- * Keeping a list of the chunks and joining it at the end instead held every byte twice at the peak (4.2N RSS for
- * one N-byte message against 3.6N; bench/RESULTS.md). The buffer doubles: reserving the largest allowed size at
- * once costs nothing until written, but then every frame lands in fresh pages, and decoding 2-8 MiB messages
- * took 1.8x as long; doubled sizes come back from memory the allocator has used before.
+ * Up to 16 MiB the buffer doubles. The allocator hands buffers of that size back to the next frame from memory it
+ * has used before; reserving the largest allowed size at once instead put every frame in fresh pages, and
+ * decoding 1-16 MiB messages took about 1.5x as long (bench/RESULTS.md). A frame past 16 MiB moves to one
+ * resizable ArrayBuffer that grows in place (no copy, no outgrown halves left for the collector) and whose pages
+ * are given back to the system by `clear()`, at once rather than at some later collection; a buffer of 32 MiB
+ * or more is fresh pages from the system either way. Keeping a list of the chunks and joining it at the end held
+ * every byte twice at the peak (4.2N RSS for one N-byte message).
  */
 export class ByteAccumulator {
   #buf: Buffer | undefined;
+  /** The resizable storage under `#buf` once the frame is past RECYCLED. */
+  #large: ArrayBuffer | undefined;
   #len = 0;
   readonly #cap: number;
 
@@ -24,24 +35,23 @@ export class ByteAccumulator {
     return this.#len;
   }
 
-  /** Makes room for exactly `total` bytes in all, when the frame's size is known in advance. */
+  /** Makes room for `total` bytes in all, when the frame's size is known in advance. */
   reserve(total: number): void {
-    if (this.#buf !== undefined && this.#buf.length >= total) return;
-    const grown = Buffer.allocUnsafe(Math.max(total, Math.min(SMALL, this.#cap)));
-    if (this.#buf !== undefined && this.#len > 0) this.#buf.copy(grown, 0, 0, this.#len);
-    this.#buf = grown;
+    if (total > RECYCLED) {
+      // Straight to the resizable buffer, which then grows with the bytes that come rather than at once.
+      if (this.#large === undefined) this.#moveToLarge(this.#len);
+    } else if (this.#buf === undefined || this.#buf.length < total) {
+      this.#grow(Math.max(total, Math.min(SMALL, this.#cap)));
+    }
   }
 
   append(src: Uint8Array, start = 0, end = src.length): void {
     const need = this.#len + (end - start);
-    let buf = this.#buf;
-    if (buf === undefined || buf.length < need) {
-      const size = need <= SMALL ? SMALL : Math.max(need, 2 * (buf?.length ?? 0));
-      const grown = Buffer.allocUnsafe(Math.min(size, Math.max(need, this.#cap)));
-      if (buf !== undefined && this.#len > 0) buf.copy(grown, 0, 0, this.#len);
-      this.#buf = buf = grown;
+    if ((this.#buf?.length ?? 0) < need) {
+      if (this.#large !== undefined) this.#resize(Math.min(need + STEP, Math.max(need, this.#cap)));
+      else this.#grow(Math.min(need <= SMALL ? SMALL : Math.max(need, 2 * (this.#buf?.length ?? 0)), Math.max(need, this.#cap)), need);
     }
-    buf.set(src.subarray(start, end), this.#len);
+    this.#buf!.set(src.subarray(start, end), this.#len);
     this.#len = need;
   }
 
@@ -50,9 +60,57 @@ export class ByteAccumulator {
     return this.#buf === undefined ? Buffer.alloc(0) : this.#buf.subarray(0, this.#len);
   }
 
-  /** Forgets the held bytes; a large buffer is let go, a small one kept for the next frame. */
+  /**
+   * Forgets the held bytes: a large buffer is let go (the pages of a resizable one returned to the system now),
+   * a small one kept for the next frame. Callers clear as soon as a frame's bytes are decoded to text, before
+   * the JSON is parsed, so that the bytes and the parsed message are not held at once.
+   */
   clear(): void {
     this.#len = 0;
-    if (this.#buf !== undefined && this.#buf.length > SMALL) this.#buf = undefined;
+    if (this.#large !== undefined) {
+      this.#large.resize(0);
+      this.#large = undefined;
+      this.#buf = undefined;
+    } else if (this.#buf !== undefined && this.#buf.length > SMALL) {
+      this.#buf = undefined;
+    }
+  }
+
+  /** Room for `size` bytes, the held ones kept; past RECYCLED, room for just the `need` bytes there are. */
+  #grow(size: number, need = size): void {
+    if (size > RECYCLED && this.#moveToLarge(need)) return;
+    const old = this.#buf;
+    this.#buf = Buffer.allocUnsafe(size);
+    if (old !== undefined && this.#len > 0) old.copy(this.#buf, 0, 0, this.#len);
+  }
+
+  /** Moves the held bytes to a resizable buffer of `size`; false where none can be had. */
+  #moveToLarge(size: number): boolean {
+    const large = resizable(this.#cap);
+    if (large === undefined) return false;
+    const old = this.#buf;
+    this.#large = large;
+    this.#resize(Math.max(size, this.#len));
+    if (old !== undefined && this.#len > 0) old.copy(this.#buf!, 0, 0, this.#len);
+    return true;
+  }
+
+  /**
+   * The resizable buffer grows with the bytes held, at most STEP ahead of them: the engine zeroes every byte it
+   * had when it shrinks, and zeroing pages never written would first fault them in (116 ms for 32 MiB, against
+   * 6 ms for written ones).
+   */
+  #resize(size: number): void {
+    this.#large!.resize(size);
+    this.#buf = Buffer.from(this.#large!, 0, size);
+  }
+}
+
+/** An empty ArrayBuffer that can grow to `cap` bytes, or undefined where the address space cannot be reserved. */
+function resizable(cap: number): ArrayBuffer | undefined {
+  try {
+    return new ArrayBuffer(0, { maxByteLength: Math.min(cap, constants.MAX_LENGTH) });
+  } catch {
+    return undefined;
   }
 }

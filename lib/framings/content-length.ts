@@ -313,18 +313,22 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     this.#remaining -= take;
     if (this.#remaining > 0) return pos + take;
     const body = this.#body.bytes();
-    const ok = this.#finishBody(body, 0, body.length, sink, this.#base + pos + take);
+    const ok = this.#finishBody(body, 0, body.length, sink, this.#base + pos + take, this.#body);
     this.#body.clear();
     return ok ? pos + take : -1;
   }
 
-  /** A complete body in `buf[start, end)`; `next` is the stream offset just past it. */
-  #finishBody(buf: Buffer, start: number, end: number, sink: DecodeSink, next: number): boolean {
+  /**
+   * A complete body in `buf[start, end)`; `next` is the stream offset just past it. `held`, when `buf` is its
+   * bytes, is cleared once the body is text, so that the bytes are let go before the JSON is parsed.
+   */
+  #finishBody(buf: Buffer, start: number, end: number, sink: DecodeSink, next: number, held?: ByteAccumulator): boolean {
     const at = this.#position();
     this.#nextFrame(next);
     this.#state = State.Header;
     const text = decodeUtf8(buf, start, end);
     if (text === undefined) return sink.invalid(new FrameError('INVALID_UTF8', 'body is not valid UTF-8', at, preview(buf.subarray(start, end))));
+    held?.clear();
     const msg = tryParse(text);
     const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth) ? undefined : problemOf(msg, text, this.#maxDepth);
     if (problem === undefined) {

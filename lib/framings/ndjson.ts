@@ -120,7 +120,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
       this.#discarding = false;
       return;
     }
-    this.#decodeLine(this.#held.bytes(), true, sink);
+    this.#decodeLine(this.#held.bytes(), true, sink, this.#held);
     this.#held.clear();
   }
 
@@ -159,13 +159,16 @@ export class NdjsonDecoder implements FrameDecoderCore {
       return sink.invalid(error);
     }
     this.#held.append(buf, 0, nl);
-    const ok = this.#decodeLine(this.#held.bytes(), false, sink);
+    const ok = this.#decodeLine(this.#held.bytes(), false, sink, this.#held);
     this.#held.clear();
     return ok;
   }
 
-  /** One line held whole in `buf` (without its LF): the path for lines that spanned chunks. */
-  #decodeLine(buf: Buffer, atEnd: boolean, sink: DecodeSink): boolean {
+  /**
+   * One line held whole in `buf` (without its LF): the path for lines that spanned chunks. `held`, when `buf` is
+   * its bytes, is cleared once the line is text, so that the bytes are let go before the JSON is parsed.
+   */
+  #decodeLine(buf: Buffer, atEnd: boolean, sink: DecodeSink, held?: ByteAccumulator): boolean {
     const end = buf.length;
     const line = this.#line;
     const offset = this.#offset;
@@ -177,6 +180,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     if (text === undefined) {
       return sink.invalid(new FrameError('INVALID_UTF8', 'line is not valid UTF-8', { line, offset }, preview(buf.subarray(start))));
     }
+    held?.clear();
     const msg = tryParse(text);
     const problem = this.#problem(msg, text);
     if (problem === 'blank') return true;
