@@ -1,5 +1,6 @@
-// One memory measurement in a fresh process, so that peaks do not carry over between decoders.
+// One memory measurement in a fresh process, so that peaks do not carry over between decoders or clients.
 // Usage: node --expose-gc memory.js <decoder> one-message <file> | <decoder> slow-consumer <seconds>
+//        | <client> round-trip <MiB>   (client: connect() | SDK Client | bare client; the example server's blob)
 // Prints {"peakOverBaseline": bytes, ...} as JSON.
 import { createReadStream, readFileSync, writeFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
@@ -8,6 +9,7 @@ import type { Transform } from 'node:stream';
 import split2 from 'split2';
 import { FrameDecoder } from '../lib/index.js';
 import { ndjsonBytes, smallMessages } from './data.js';
+import { bare, ours, type Peer, SERVERS, sdk } from './stdio.js';
 
 const [decoder = 'FrameDecoder', mode = 'one-message', arg = ''] = process.argv.slice(2);
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -34,7 +36,30 @@ function peak(): number {
   return Number(hwm[1]) * 1024;
 }
 
-if (mode === 'one-message') {
+if (mode === 'round-trip') {
+  // One tools/call whose result is a blob of `arg` MiB, base64: the client's peak over its state once connected.
+  const clients: Record<string, (server: { command: string; args: readonly string[] }) => Promise<Peer>> = {
+    'connect()': ours,
+    'SDK Client': sdk,
+    'bare client': bare,
+  };
+  const open = clients[decoder];
+  if (!open) throw new Error(`unknown client ${decoder}`);
+  const peer = await open(SERVERS['example server']);
+  const bytes = Number(arg) * 1024 * 1024;
+  const base = baseline();
+  const start = performance.now();
+  let outcome: Record<string, unknown>;
+  try {
+    const result = (await peer.call('blob', { bytes })) as { structuredContent?: { bytes?: number } };
+    if (result.structuredContent?.bytes !== bytes) throw new Error('the result does not hold the blob asked for');
+    outcome = { ms: performance.now() - start, peakOverBaseline: peak() - base };
+  } catch (err) {
+    outcome = { failed: (err as Error).message.slice(0, 80) };
+  }
+  await peer.close();
+  process.stdout.write(`${JSON.stringify(outcome)}\n`);
+} else if (mode === 'one-message') {
   const base = baseline();
   let messages = 0;
   let keep: unknown;

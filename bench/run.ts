@@ -347,6 +347,42 @@ section(
   `| decoder | messages consumed | MiB produced | peak RSS over baseline, MiB |\n| --- | ---: | ---: | ---: |\n${slowRows.join('\n')}`,
 );
 
+// One large result over stdio, each client in a fresh process: time and the client's peak RSS ----------------
+const tripRows: string[] = [];
+const trips = new Map<string, { ms?: number; peak?: number; failed?: string }>();
+for (const mib of [6, 20]) {
+  // N: the result's base64 text, nearly all of the message on the wire.
+  const n = Math.ceil((mib * MiB) / 3) * 4;
+  for (const client of ['connect()', 'SDK Client', 'bare client']) {
+    const runs = [0, 1, 2].map(() => memoryRun([client, 'round-trip', String(mib)]) as { ms?: number; peakOverBaseline?: number; failed?: string });
+    const failed = runs.find((r) => r.failed !== undefined)?.failed;
+    const ms = failed === undefined ? median(runs.map((r) => r.ms!)) : undefined;
+    const peak = failed === undefined ? median(runs.map((r) => r.peakOverBaseline!)) : undefined;
+    trips.set(`${client} ${mib}`, { ms, peak, failed });
+    tripRows.push(
+      failed === undefined
+        ? `| ${mib} MiB | ${client} | ${ms!.toFixed(0)} | ${(peak! / MiB).toFixed(1)} | ${(peak! / n).toFixed(2)}N |`
+        : `| ${mib} MiB | ${client} | ${failed} | – | – |`,
+    );
+  }
+}
+section(
+  "Memory and time: one large tools/call result over stdio (the example server's blob), each client in a fresh process",
+  `Median of 3 processes. Peak RSS is the client process's, over its state once connected; N is the result's base64 text, nearly all of the message. 6 MiB is the largest blob whose message the SDK's stdio reader takes (it stops at 10 MB).\n\n| blob | client | ms | peak RSS over baseline, MiB | × N |\n| --- | --- | ---: | ---: | ---: |\n${tripRows.join('\n')}`,
+);
+{
+  const ours20 = trips.get('connect() 20')!;
+  const sdk20 = trips.get('SDK Client 20')!;
+  const ahead = ours20.failed === undefined && (sdk20.failed !== undefined || (ours20.ms! <= sdk20.ms! && ours20.peak! <= sdk20.peak!));
+  verdict(
+    'stdio, example server: one 20 MiB result: time and peak RSS ahead of the SDK',
+    ahead,
+    sdk20.failed === undefined
+      ? `${fmtX(ours20.ms! / sdk20.ms!)} of its time, ${fmtX(ours20.peak! / sdk20.peak!)} of its peak RSS`
+      : `ours ${(ours20.peak! / MiB).toFixed(0)} MiB peak; SDK ${sdk20.failed}`,
+  );
+}
+
 // Chart: decode time against message size --------------------------------------------------------------------
 const sizes = [0.25, 0.5, 1, 2, 4, 8, 16, 32];
 const chartTimes = new Map<string, Array<[number, number]>>(decoders.map((d) => [d.name, []]));

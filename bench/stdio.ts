@@ -21,7 +21,7 @@ export interface StdioRow {
 const CALLS = 10_000;
 const RUNS = 3;
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const SERVERS = {
+export const SERVERS = {
   'example server': { command: process.execPath, args: [`${root}dist/examples/server.js`], tool: 'echo', key: 'text' },
   'server-everything': {
     command: process.execPath,
@@ -32,17 +32,17 @@ const SERVERS = {
 } as const;
 
 type Call = (name: string, args: Record<string, unknown>) => Promise<unknown>;
-interface Peer {
+export interface Peer {
   call: Call;
   close(): Promise<unknown>;
 }
 
-async function ours(server: { command: string; args: readonly string[] }): Promise<Peer> {
+export async function ours(server: { command: string; args: readonly string[] }): Promise<Peer> {
   const c = await connect({ command: server.command, args: [...server.args] });
   return { call: (name, args) => c.request('tools/call', { name, arguments: args }, { timeoutMs: 120_000 }), close: () => c.close() };
 }
 
-async function sdk(server: { command: string; args: readonly string[] }): Promise<Peer> {
+export async function sdk(server: { command: string; args: readonly string[] }): Promise<Peer> {
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(new StdioClientTransport({ command: server.command, args: [...server.args], stderr: 'ignore' }));
   return { call: (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 }), close: () => client.close() };
@@ -53,7 +53,7 @@ async function sdk(server: { command: string; args: readonly string[] }): Promis
  * only, parsed, and matched by id; no validation, no timeouts. What it takes is the pipe's and the server's
  * time, and what connect() takes beyond it is its own.
  */
-async function bare(server: { command: string; args: readonly string[] }): Promise<Peer> {
+export async function bare(server: { command: string; args: readonly string[] }): Promise<Peer> {
   const child = spawn(server.command, [...server.args], { stdio: ['pipe', 'pipe', 'ignore'] });
   const waiting = new Map<number, (result: unknown) => void>();
   let held: Buffer[] = [];
