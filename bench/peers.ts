@@ -41,6 +41,34 @@ export function floorDecode(whole: Buffer): number {
   return n;
 }
 
+/**
+ * The copy floors: the least a streaming decoder must do with lines that span chunks. The chunks are copied into
+ * one buffer of the known total size (which a decoder cannot know), then each line is decoded and parsed as the
+ * floor does. With `fresh`, the buffer is a resizable ArrayBuffer whose pages are given back once the text is
+ * decoded, before the parse, as FrameDecoder does past 16 MiB: fresh pages every time, against memory the
+ * allocator may hand back from the run before.
+ */
+export function copyFloor(chunks: readonly Buffer[], fresh = false): number {
+  let total = 0;
+  for (const c of chunks) total += c.length;
+  const storage = fresh ? new ArrayBuffer(total, { maxByteLength: total }) : undefined;
+  const buf = storage === undefined ? Buffer.allocUnsafeSlow(total) : Buffer.from(storage);
+  let at = 0;
+  for (const c of chunks) {
+    buf.set(c, at);
+    at += c.length;
+  }
+  if (storage === undefined) return floorDecode(buf);
+  const text = buf.toString('utf8');
+  storage.resize(0);
+  let n = 0;
+  for (let start = 0, nl = text.indexOf('\n'); nl !== -1; start = nl + 1, nl = text.indexOf('\n', start)) {
+    JSON.parse(text.slice(start, nl));
+    n++;
+  }
+  return n;
+}
+
 export const decoders: DecoderPeer[] = [
   { name: 'floor', run: (_chunks, whole) => floorDecode(whole) },
   { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder(), chunks) },
