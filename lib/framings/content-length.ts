@@ -9,6 +9,8 @@ export const MAX_HEADER_BYTES = 8 * 1024;
 const HEADER_NAME = Buffer.from('content-length');
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const NAME_AND_COLON = Buffer.from('content-length:');
+/** The header as frameContentLength and LSP write it, read straight from the bytes. */
+const PLAIN_HEADER = Buffer.from('Content-Length: ');
 
 /** `Content-Length: <UTF-8 byte length>\r\n\r\n<compact JSON>`, as LSP frames its messages. */
 export function frameContentLength(msg: unknown): string {
@@ -31,6 +33,25 @@ function headerEnd(buf: Buffer, pos: number): number {
     lf = buf.indexOf(LF, lf + 1);
   }
   return -1;
+}
+
+/**
+ * The length in a header block `buf[pos, end)` of exactly the usual shape, `Content-Length: <1-15 digits>` and
+ * CRLF CRLF, or -1 for any other block (which the general reader then takes). Most frames have that shape,
+ * and reading it from the bytes skips a string and a split per message.
+ */
+function plainLength(buf: Buffer, pos: number, end: number): number {
+  const digitsEnd = end - 4;
+  const digits = digitsEnd - pos - PLAIN_HEADER.length;
+  if (digits < 1 || digits > 15 || buf[digitsEnd] !== CR || buf[digitsEnd + 1] !== LF || buf[digitsEnd + 2] !== CR) return -1;
+  if (buf.compare(PLAIN_HEADER, 0, PLAIN_HEADER.length, pos, pos + PLAIN_HEADER.length) !== 0) return -1;
+  let n = 0;
+  for (let i = digitsEnd - digits; i < digitsEnd; i++) {
+    const d = buf[i]! - 0x30;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
 }
 
 enum State {
@@ -213,6 +234,8 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     if (this.#head.length === 0 && buf[pos] !== CR && buf[pos] !== LF) {
       const end = headerEnd(buf, pos);
       if (end !== -1 && end - pos <= MAX_HEADER_BYTES) {
+        const length = plainLength(buf, pos, end);
+        if (length !== -1) return this.#lengthKnown(length, sink, this.#base + end) ? end : -1;
         this.#head.append(buf, pos, end);
         return this.#headersDone(sink, this.#base + end) ? end : -1;
       }
@@ -244,13 +267,18 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     if ('problem' in parsed) return this.#badHeader(parsed.problem, sink);
     this.#head.clear();
     this.#lineHasContent = false;
-    this.#bodyLength = this.#remaining = parsed.length;
-    if (this.#limit.over(parsed.length)) {
+    return this.#lengthKnown(parsed.length, sink, end);
+  }
+
+  /** A header block gave the body's `length`; `end` is the stream offset just past the block. */
+  #lengthKnown(length: number, sink: DecodeSink, end: number): boolean {
+    this.#bodyLength = this.#remaining = length;
+    if (this.#limit.over(length)) {
       this.#state = State.SkipBody;
-      return sink.invalid(this.#limit.error(`Content-Length ${parsed.length}`, this.#position(), ''));
+      return sink.invalid(this.#limit.error(`Content-Length ${length}`, this.#position(), ''));
     }
     this.#state = State.Body;
-    if (parsed.length === 0) return this.#finishBody(Buffer.alloc(0), 0, 0, sink, end);
+    if (length === 0) return this.#finishBody(Buffer.alloc(0), 0, 0, sink, end);
     return true;
   }
 

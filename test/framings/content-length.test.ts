@@ -53,6 +53,8 @@ describe('content-length framing', () => {
       'Content-Type: application/json',
       'Content-Length 2',
       'Content-Length: 2\r\nContent-Length: 3',
+      'Content-Length: 1234567890123456',
+      'Content-Length: 2 2',
     ]) {
       it(`rejects ${JSON.stringify(bad)} as INVALID_HEADER and resyncs at the next header`, () => {
         expect(codeOf(bad)).to.deep.equal(['INVALID_HEADER', '[]']);
@@ -64,6 +66,14 @@ describe('content-length framing', () => {
       'CONTENT-LENGTH:   2  ',
       'Content-Type: x\r\nContent-Length: 2',
       'Content-Length: 2\r\nContent-Length: 2',
+      // Next to the shape read straight from the bytes (`Content-Length: <digits>` CRLF CRLF): the others.
+      'Content-Length: 02',
+      'Content-Length: 000000000000002',
+      'Content-Length: 2 ',
+      'Content-Length:\t2',
+      'Content-length: 2',
+      'Content-Length: 2\r',
+      'Content-Length: 2\r\nX-Extra: 1',
     ]) {
       it(`accepts ${JSON.stringify(good)}`, () => {
         expect(codeOf(good)).to.deep.equal(['{}', '[]']);
