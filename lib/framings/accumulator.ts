@@ -15,9 +15,10 @@ const STEP = 256 * 1024;
  * has used before; reserving the largest allowed size at once instead put every frame in fresh pages, and
  * decoding 1-16 MiB messages took about 1.5x as long (bench/RESULTS.md). A frame past 16 MiB moves to one
  * resizable ArrayBuffer that grows in place (no copy, no outgrown halves left for the collector) and whose pages
- * are given back to the system by `clear()`, at once rather than at some later collection; a buffer of 32 MiB
- * or more is fresh pages from the system either way. Keeping a list of the chunks and joining it at the end held
- * every byte twice at the peak (4.2N RSS for one N-byte message).
+ * are given back to the system by `clear()`, at once rather than at some later collection: one N-byte message
+ * then peaks at 2.5N, against 3.6N, at the price of fresh pages for each such frame (one 32 MiB message 1.6x the
+ * floor, against 1.46x when the allocator recycles its buffer). Keeping a list of the chunks and joining it at
+ * the end held every byte twice at the peak (4.2N RSS for one N-byte message).
  */
 export class ByteAccumulator {
   #buf: Buffer | undefined;
