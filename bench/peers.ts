@@ -44,9 +44,11 @@ export function floorDecode(whole: Buffer): number {
 /**
  * The copy floors: the least a streaming decoder must do with lines that span chunks. The chunks are copied into
  * one buffer of the known total size (which a decoder cannot know), then each line is decoded and parsed as the
- * floor does. With `fresh`, the buffer is a resizable ArrayBuffer whose pages are given back once the text is
- * decoded, before the parse, as FrameDecoder does past 16 MiB: fresh pages every time, against memory the
- * allocator may hand back from the run before.
+ * floor does. With `fresh`, the buffer is a resizable ArrayBuffer whose pages are given back before the parse,
+ * as FrameDecoder does past 16 MiB: fresh pages every time, against memory the allocator may hand back from the
+ * run before. Giving them back first means decoding the whole buffer in one call (the floor decodes line by
+ * line from the buffer, which must then live through every parse); on the one-line cases it is run on, the
+ * two are the same work.
  */
 export function copyFloor(chunks: readonly Buffer[], fresh = false): number {
   let total = 0;
