@@ -158,7 +158,12 @@ abstract class DecodingTransform extends FailAfterOutput {
       this.off('newListener', onNewListener);
     };
     this.on('newListener', onNewListener);
+    const stream = this;
     this.sink = {
+      // Without a trace, a large frame need not be made into text.
+      get textUnused() {
+        return !stream.#tracing;
+      },
       message: (msg, text) => {
         // The wire text of each frame, for a trace; a batch is one frame.
         if (this.#tracing) this.emit('frame', text);

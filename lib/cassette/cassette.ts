@@ -52,6 +52,7 @@ export interface RecordOptions {
 function recordingSink(recorder: EventRecorder, from: Side): DecodeSink {
   const clean = recorder.redact === false ? (msg: unknown) => msg : redactMessage;
   return {
+    textUnused: true,
     message: (msg) => recorder.write({ from, t: recorder.now(), msg: clean(msg) }),
     invalid: (err: FrameError) => {
       recorder.write({ from, t: recorder.now(), invalid: err.preview, code: err.code });
@@ -333,6 +334,7 @@ export function replayStream(events: readonly CassetteEvent[], options: ReplayOp
   const decoder = new NdjsonDecoder({ maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
   let duplex: Duplex;
   const sink: DecodeSink = {
+    textUnused: true,
     message: (msg) => {
       for (const reply of replayer.answer(msg)) duplex.push(frame(reply));
     },

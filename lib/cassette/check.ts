@@ -139,6 +139,7 @@ export async function checkStream(source: AsyncIterable<Buffer | string>, framin
   const core = framingByName(framing).createDecoder({ maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
   let n = 0;
   const sink: DecodeSink = {
+    textUnused: true,
     message: (msg) => {
       const pos = core.lastPosition();
       const at: CapturePosition = { message: ++n };

@@ -259,6 +259,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       frame: (text) => {
         if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
       },
+      tracing: () => this.listenerCount('wire') > 0,
       invalid: (err) => this.emit('invalid', err),
       message: (msg, id) => {
         if (id !== '') {

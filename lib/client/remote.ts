@@ -84,8 +84,10 @@ export function readCapped(stream: NodeJS.ReadableStream, cap: number): Promise<
 }
 
 export interface EventStreamHandlers {
-  /** A frame's JSON text, before its message (for a trace). */
+  /** A frame's JSON text, before its message (for a trace); '' for a large frame when `tracing` said no. */
   frame?(text: string): void;
+  /** Whether frame() uses its text now; when it does not, a large frame is parsed without making its text. */
+  tracing?(): boolean;
   /** A message (a batch arrives as its elements), with the id of the event that carried it ('' for none). */
   message(msg: unknown, eventId: string): void;
   invalid(error: FrameError): void;
@@ -103,6 +105,9 @@ export interface EventStreamHandlers {
 export function readEventStream(res: http.IncomingMessage, maxMessageBytes: number, idleMs: number, on: EventStreamHandlers): () => void {
   const core = new SseDecoder({ maxMessageBytes });
   const sink: DecodeSink = {
+    get textUnused() {
+      return on.frame === undefined || on.tracing?.() === false;
+    },
     message: (msg, text) => {
       on.frame?.(text);
       const id = core.lastEventId;

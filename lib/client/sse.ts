@@ -129,6 +129,7 @@ export class SseChannel extends EventEmitter implements Channel {
       frame: (text) => {
         if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
       },
+      tracing: () => this.listenerCount('wire') > 0,
       invalid: (err) => this.emit('invalid', err),
       event: endpointEvent,
       message: (msg) => {

@@ -18,7 +18,8 @@ const STEP = 256 * 1024;
  * are given back to the system by `clear()`, at once rather than at some later collection: one N-byte message
  * then peaks at 2.5N, against 3.6N, at the price of fresh pages for each such frame (one 32 MiB message 1.6x the
  * floor, against 1.46x when the allocator recycles its buffer). Keeping a list of the chunks and joining it at
- * the end held every byte twice at the peak (4.2N RSS for one N-byte message).
+ * the end held every byte twice at the peak (4.2N RSS for one N-byte message). A frame whose bulk is long string
+ * literals (see large.ts) is parsed from these bytes with no whole text made, and cleared after the parse.
  */
 export class ByteAccumulator {
   #buf: Buffer | undefined;

@@ -5,8 +5,16 @@ import type { FrameError, FrameErrorPosition } from '../errors.js';
  * order.
  */
 export interface DecodeSink {
-  /** A message, and the JSON text it was parsed from (a line's text may keep its CR). */
+  /**
+   * A message, and the JSON text it was parsed from (a line's text may keep its CR); '' when `textUnused` is true
+   * and the frame was parsed without making its whole text.
+   */
   message(msg: unknown, text: string): void;
+  /**
+   * The sink does not use message()'s text: a decoder may then parse a frame of megabytes from its bytes (see
+   * parseLarge), never making the frame's whole text. Read at each large frame, so it may change between frames.
+   */
+  readonly textUnused?: boolean;
   /** A bad frame. Return true to go on decoding after it, false to stop at once (the input is abandoned). */
   invalid(error: FrameError): boolean;
   /** An event that carries no message (an SSE event of a type other than `message`). */

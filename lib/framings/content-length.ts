@@ -2,6 +2,7 @@ import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
+import { LARGE_FRAME, parseLarge } from './large.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** A header block longer than this is INVALID_HEADER. */
@@ -354,19 +355,34 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     const at = this.#position();
     this.#nextFrame(next);
     this.#state = State.Header;
+    const large = end - start >= LARGE_FRAME && sink.textUnused === true ? parseLarge(buf.subarray(start, end)) : undefined;
+    if (large !== undefined) {
+      const error = this.#problem(large.msg, large.skeleton, at, buf.subarray(start, end));
+      held?.clear();
+      return error === undefined ? this.#deliver(large.msg, '', at, sink) : sink.invalid(error);
+    }
     const text = decodeUtf8(buf, start, end);
     if (text === undefined) return sink.invalid(new FrameError('INVALID_UTF8', 'body is not valid UTF-8', at, preview(buf.subarray(start, end))));
     held?.clear();
     const msg = tryParse(text);
-    const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth) ? undefined : problemOf(msg, text, this.#maxDepth);
-    if (problem === undefined) {
-      this.#lastIndex = at.index!;
-      this.#lastOffset = at.offset!;
-      sink.message(msg, text);
-      return true;
-    }
+    const error = this.#problem(msg, text, at, text);
+    return error === undefined ? this.#deliver(msg, text, at, sink) : sink.invalid(error);
+  }
+
+  /** What is wrong with the body that parsed to `msg` (its text, or a skeleton as long), or undefined. */
+  #problem(msg: unknown, text: string, at: FrameErrorPosition, head: string | Uint8Array): FrameError | undefined {
+    if (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth)) return undefined;
+    const problem = problemOf(msg, text, this.#maxDepth);
+    if (problem === undefined) return undefined;
     const what = problem.code === 'INVALID_JSON' ? `body ${problem.reason}` : problem.reason;
-    return sink.invalid(new FrameError(problem.code, what, at, preview(text)));
+    return new FrameError(problem.code, what, at, preview(head));
+  }
+
+  #deliver(msg: unknown, text: string, at: FrameErrorPosition, sink: DecodeSink): boolean {
+    this.#lastIndex = at.index!;
+    this.#lastOffset = at.offset!;
+    sink.message(msg, text);
+    return true;
   }
 
   /** The frame is over; the next one starts at stream offset `at`. */

@@ -3,6 +3,7 @@ import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, decodeUtf8, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
+import { LARGE_FRAME, parseLarge } from './large.js';
 import { DEFAULT_MAX_DEPTH, type FrameProblem, isJsonBlank, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** Framing bytes a line holds beside its message: a BOM (3) on the first line and the CR of a CRLF (1). */
@@ -176,6 +177,16 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#offset += end + 1;
     const start = line === 1 && startsWithBom(buf, 0, end) ? 3 : 0;
     if (this.#limit.over(withoutCR(buf, start, end) - start)) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start)));
+    const large = end - start >= LARGE_FRAME && sink.textUnused === true ? parseLarge(buf.subarray(start, end)) : undefined;
+    if (large !== undefined) {
+      const problem = this.#problem(large.msg, large.skeleton);
+      const error = problem === undefined || problem === 'blank' ? undefined : lineError(problem, atEnd, { line, offset }, buf.subarray(start));
+      held?.clear();
+      if (error !== undefined) return sink.invalid(error);
+      this.#delivered(line, offset);
+      sink.message(large.msg, '');
+      return true;
+    }
     const text = decodeUtf8(buf, start, end);
     if (text === undefined) {
       return sink.invalid(new FrameError('INVALID_UTF8', 'line is not valid UTF-8', { line, offset }, preview(buf.subarray(start))));
@@ -185,11 +196,16 @@ export class NdjsonDecoder implements FrameDecoderCore {
     const problem = this.#problem(msg, text);
     if (problem === 'blank') return true;
     if (problem !== undefined) return sink.invalid(lineError(problem, atEnd, { line, offset }, text));
+    this.#delivered(line, offset);
+    sink.message(msg, text);
+    return true;
+  }
+
+  /** The line about to go to the sink, for lastPosition(). */
+  #delivered(line: number, offset: number): void {
     this.#lastLine = line;
     this.#lastOffset = offset;
     this.#lastBlock = undefined;
-    sink.message(msg, text);
-    return true;
   }
 
   /** What is wrong with a line that tryParse gave `msg` for: nothing, 'blank' (JSON whitespace only), or a problem. */
@@ -269,7 +285,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
 }
 
 /** The error for a line that did not parse to a message; at the end of the input, a line cut off is TRUNCATED. */
-function lineError(parsed: FrameProblem, atEnd: boolean, at: FrameErrorPosition, text: string): FrameError {
+function lineError(parsed: FrameProblem, atEnd: boolean, at: FrameErrorPosition, text: string | Uint8Array): FrameError {
   if (parsed.code === 'INVALID_JSON') {
     return atEnd
       ? new FrameError('TRUNCATED', 'input ended inside a message', at, preview(text))

@@ -2,6 +2,7 @@ import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
+import { LARGE_FRAME, type LargeParse, parseLarge } from './large.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** `buf[start, end)` holds exactly the ASCII `word`, compared as bytes. */
@@ -105,6 +106,11 @@ export class SseDecoder implements FrameDecoderCore {
   #bomChecked = false;
   #data: string[] = [];
   /**
+   * The event's one data line, parsed from its bytes (see parseLarge) when it was large and its blank line came
+   * with it; `#data` then holds '' for it.
+   */
+  #parsed: LargeParse | undefined;
+  /**
    * The size of #data as bytes (each line's bytes and one for its LF), except for the lines the fast path
    * added to #dataUnits as UTF-16 units: at most 3 bytes each, so that the limit needs no measuring until
    * 3 times the units could pass it (then #countData measures them, and the rest of the event is measured).
@@ -200,6 +206,9 @@ export class SseDecoder implements FrameDecoderCore {
     if (this.#line.length > 0 || this.#lineTooLong || !this.#bomChecked) {
       const firstLF = buf.indexOf(LF);
       pos = firstLF === -1 ? buf.length : firstLF + 1;
+      // A held line is most often an event's last data line: its blank line is read with it, so that #heldData
+      // knows the event ends there.
+      if (pos < buf.length && buf[pos] === LF) pos++;
       if (!this.#writeLines(buf.subarray(0, pos), sink)) return false;
     }
     const lastLF = buf.lastIndexOf(LF);
@@ -385,7 +394,8 @@ export class SseDecoder implements FrameDecoderCore {
         if (!this.#hold(buf, pos, eol, sink)) return false;
         const tooLong = this.#lineTooLong;
         this.#lineTooLong = false;
-        ok = tooLong ? true : this.#heldValue ? this.#heldData(sink) : this.#processLine(this.#line.bytes(), 0, this.#line.length, sink);
+        const eventEnds = lineEnd < buf.length && (buf[lineEnd] === LF || buf[lineEnd] === CR);
+        ok = tooLong ? true : this.#heldValue ? this.#heldData(sink, eventEnds) : this.#processLine(this.#line.bytes(), 0, this.#line.length, sink);
         this.#heldValue = false;
         this.#line.clear();
       } else {
@@ -466,6 +476,7 @@ export class SseDecoder implements FrameDecoderCore {
 
   #resetEvent(): void {
     this.#data = [];
+    this.#parsed = undefined;
     this.#dataBytes = 0;
     this.#dataUnits = 0;
     this.#measureData = false;
@@ -517,11 +528,23 @@ export class SseDecoder implements FrameDecoderCore {
     }
   }
 
-  /** A data line held without its field name, now complete. */
-  #heldData(sink: DecodeSink): boolean {
+  /** A data line held without its field name, now complete; `eventEnds`: a blank line follows it. */
+  #heldData(sink: DecodeSink, eventEnds: boolean): boolean {
     if (this.#dropping) return true;
     if (!this.#eventStarted) this.#startEvent();
-    return this.#dataValue(this.#line.bytes(), 0, this.#line.length, sink);
+    const bytes = this.#line.bytes();
+    // An event of one large data line, the usual shape of a large MCP message, is parsed from its bytes now:
+    // nothing can follow it but its dispatch, which takes the message as it is.
+    const single = eventEnds && this.#data.length === 0 && (this.#eventType === '' || this.#eventType === 'message');
+    if (single && bytes.length >= LARGE_FRAME && sink.textUnused === true && !this.#limit.over(bytes.length)) {
+      this.#parsed = parseLarge(bytes);
+      if (this.#parsed !== undefined) {
+        this.#data.push('');
+        this.#dataBytes += bytes.length + 1;
+        return true;
+      }
+    }
+    return this.#dataValue(bytes, 0, bytes.length, sink);
   }
 
   /** The value `buf[valueStart, end)` of a data line read as bytes. */
@@ -563,6 +586,7 @@ export class SseDecoder implements FrameDecoderCore {
     const hadData = this.#data.length > 0;
     const data = this.#data.length === 1 ? this.#data[0]! : this.#data.join('\n');
     const type = this.#eventType === '' ? 'message' : this.#eventType;
+    const parsed = this.#parsed;
     this.#resetEvent();
     if (!hadData) return true;
     this.#eventIndex++;
@@ -570,19 +594,21 @@ export class SseDecoder implements FrameDecoderCore {
       sink.event?.(this.#lastEventId === '' ? { event: type, data } : { event: type, data, id: this.#lastEventId });
       return true;
     }
-    return this.#deliver(data, index, line, offset, lazyChar, sink);
+    return this.#deliver(data, index, line, offset, lazyChar, sink, parsed);
   }
 
   /**
    * A message event's data, parsed and handed on. The event started at byte `offset`, or, when `lazyChar` is
-   * not -1, at that character of the region, its offset not worked out unless it is asked for.
+   * not -1, at that character of the region, its offset not worked out unless it is asked for. `parsed`: the
+   * data was parsed from its bytes, and `data` is ''.
    */
-  #deliver(data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): boolean {
+  #deliver(data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink, parsed?: LargeParse): boolean {
     // A message event with empty data carries no message: it is the priming event MCP servers send to give a
     // stream its first id (`id: 1`, `data:`), neither a message nor an error.
-    if (data === '') return true;
-    const msg = tryParse(data);
-    const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth) ? undefined : problemOf(msg, data, this.#maxDepth);
+    if (data === '' && parsed === undefined) return true;
+    const msg = parsed === undefined ? tryParse(data) : parsed.msg;
+    const text = parsed === undefined ? data : parsed.skeleton;
+    const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth) ? undefined : problemOf(msg, text, this.#maxDepth);
     if (problem === undefined) {
       this.#lastIndex = index;
       this.#lastLine = line;
@@ -593,7 +619,7 @@ export class SseDecoder implements FrameDecoderCore {
     }
     if (lazyChar !== -1) offset = this.#byteAt(lazyChar);
     const what = problem.code === 'INVALID_JSON' ? `event data ${problem.reason}` : problem.reason;
-    return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(data)));
+    return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(text)));
   }
 }
 

@@ -91,6 +91,21 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     });
   }
 
+  it('takes a large answer from its event stream, traced or not (a trace has the frame whole)', async () => {
+    await start();
+    const text = `${'ü 東京 '.repeat(100_000)}${'QUJD'.repeat(300_000)}`;
+    const traced = await client();
+    const frames: FrameTrace[] = [];
+    traced.on('frame', (f: FrameTrace) => frames.push(f));
+    expect(await echo(traced, text)).to.deep.equal({ content: [{ type: 'text', text }] });
+    const received = frames.filter((f) => f.direction === 'receive').map((f) => f.bytes);
+    expect(Math.max(...received)).to.be.above(Buffer.byteLength(text));
+    // No trace: the frame is parsed from its bytes, never made into text.
+    const plain = await connect({ type: 'http', url }, { name: 'plain', reconnect: fast });
+    open.push(plain);
+    expect(await echo(plain, text)).to.deep.equal({ content: [{ type: 'text', text }] });
+  });
+
   it('takes answers as one JSON body too', async () => {
     await start({ json: true });
     const c = await client();
