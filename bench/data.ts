@@ -49,6 +49,26 @@ export function imageResult(bytes: number, id = 1): object {
   return shell;
 }
 
+/**
+ * A result of `bytes` or a little more made of small objects (a long listing): no long string literal, so that
+ * FrameDecoder decodes its text and parses it as a whole, the way other large messages take.
+ */
+export function listingResult(bytes: number, id = 1): object {
+  const items: object[] = [];
+  let size = 0;
+  for (let i = 0; size < bytes; i++) {
+    const item = {
+      name: `src/module-${i % 97}/file-${i}.ts`,
+      size: (i * 7919) % 100_000,
+      kind: i % 5 === 0 ? 'directory' : 'file',
+      tags: ['tracked', `owner-${i % 13}`],
+    };
+    size += Buffer.byteLength(JSON.stringify(item)) + 1;
+    items.push(item);
+  }
+  return { jsonrpc: '2.0', id, result: { items } };
+}
+
 export function ndjsonBytes(messages: readonly object[]): Buffer {
   return Buffer.from(messages.map((m) => `${JSON.stringify(m)}\n`).join(''));
 }
