@@ -153,10 +153,12 @@ async function runAll(): Promise<StdioRow[]> {
 export function stdioTable({ rows, warnings }: { rows: StdioRow[]; warnings: Map<string, number> }): string {
   const ms = (v: number | string): string => (typeof v === 'number' ? v.toFixed(0) : v);
   const ratio = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.sdk === 'number' ? `${(r.ours / r.sdk).toFixed(2)}x` : '–');
-  const own = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.bare === 'number' ? (r.ours - r.bare).toFixed(0) : '–');
-  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} | ${ms(r.bare)} | ${own(r)} |`);
+  // A ratio, not a difference: connect() can beat the bare client, on a large result because it parses it from
+  // its bytes where the bare client decodes the whole text first, elsewhere within a median of three's noise.
+  const bareRatio = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.bare === 'number' ? `${(r.ours / r.bare).toFixed(2)}x` : '–');
+  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} | ${ms(r.bare)} | ${bareRatio(r)} |`);
   const table = [
-    "| case | connect() ms | SDK Client ms | connect() vs SDK | bare client ms (the pipe and the server) | connect()'s own ms (connect() less bare) |",
+    '| case | connect() ms | SDK Client ms | connect() vs SDK | bare client ms (the pipe and the server) | connect() vs bare |',
     '| --- | ---: | ---: | ---: | ---: | ---: |',
     ...lines,
   ].join('\n');
