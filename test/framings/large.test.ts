@@ -128,6 +128,20 @@ describe('hasControl', () => {
       }
     }
   });
+
+  it('reads a view of a resizable buffer block by block, a control byte found in any block and at their edges', () => {
+    const size = 3 * 64 * 1024 + 5;
+    const storage = new ArrayBuffer(0, { maxByteLength: size + 16 });
+    storage.resize(size + 1);
+    const view = Buffer.from(storage, 1, size).fill(0x61);
+    expect(hasControl(view)).to.equal(false);
+    for (const at of [0, 1, 65535, 65536, 65537, 2 * 65536, size - 1]) {
+      view[at] = 0x09;
+      expect(hasControl(view), `at ${at}`).to.equal(true);
+      view[at] = 0x61;
+    }
+    expect(hasControl(view)).to.equal(false);
+  });
 });
 
 /** A sink that records what the decoder reports, including the text of each message. */
