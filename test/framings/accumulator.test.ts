@@ -42,6 +42,20 @@ describe('ByteAccumulator', () => {
     expect((acc.bytes().buffer as ArrayBuffer).resizable).to.equal(false);
   });
 
+  it('doubles its buffer up to 1 MiB and quadruples it past that, up to 16 MiB', () => {
+    const acc = new ByteAccumulator(64 * MiB);
+    const capacity = (): number => acc.bytes().buffer.byteLength;
+    const chunk = Buffer.alloc(16 * 1024, 0x64);
+    for (let i = 0; i < 64; i++) acc.append(chunk);
+    expect(capacity()).to.equal(MiB);
+    acc.append(chunk);
+    expect(capacity()).to.equal(4 * MiB);
+    while (acc.length < 4 * MiB) acc.append(chunk);
+    acc.append(chunk);
+    expect(capacity()).to.equal(16 * MiB);
+    expect(acc.bytes().every((b) => b === 0x64)).to.equal(true);
+  });
+
   it('takes a known size past 16 MiB in the resizable buffer at once, committing memory only as bytes come', () => {
     const acc = new ByteAccumulator(64 * MiB);
     acc.append(Buffer.from('head:'));
