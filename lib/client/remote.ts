@@ -144,7 +144,12 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
  * One HTTP request of a remote channel: its agent (GET streams on their own), the headers given, and a GET that
  * gets no answer at all taken as silent as a stream that stops (the idle watchdog; a POST may take long to
  * answer, as a slow tool's one JSON body, and is never timed out here). A network error names the server, never
- * the configured headers. `track` sees the request, for a channel that aborts its requests on close.
+ * the configured headers. `track` sees each request sent, for a channel that aborts its requests on close.
+ *
+ * A request sent on a kept-alive socket that the server resets before any answer is sent once more, on a new
+ * socket: the server closed the idle socket just as the request went out on it (the keep-alive race Node's
+ * docs describe under `request.reusedSocket`), so it never read the request. Only once, and never on a fresh
+ * socket or when the request was destroyed here (a channel closing), where the reset says something else.
  */
 export function remoteRequest(
   remote: RemoteSettings,
@@ -155,12 +160,22 @@ export function remoteRequest(
   const url = request.url ?? remote.url;
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const agent = request.method === 'GET' ? remote.streamAgent : remote.agent;
-    const req = transport.request(url, { method: request.method, headers: request.headers, agent });
-    if (request.method === 'GET') req.setTimeout(remote.idleMs, () => req.destroy(new Error(`no answer for ${remote.idleMs} ms`)));
-    track?.(req);
-    req.on('response', resolve);
-    req.on('error', (err) => reject(new ConnectionError('HTTP_STATUS', `cannot reach "${name}": ${redact(err.message)}`, { cause: err })));
-    req.end(request.body);
+    const send = (retried: boolean): void => {
+      const agent = request.method === 'GET' ? remote.streamAgent : remote.agent;
+      const req = transport.request(url, { method: request.method, headers: request.headers, agent });
+      if (request.method === 'GET') req.setTimeout(remote.idleMs, () => req.destroy(new Error(`no answer for ${remote.idleMs} ms`)));
+      track?.(req);
+      let answered = false;
+      req.on('response', (res) => {
+        answered = true;
+        resolve(res);
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (!retried && !answered && req.reusedSocket && !req.destroyed && err.code === 'ECONNRESET') return send(true);
+        reject(new ConnectionError('HTTP_STATUS', `cannot reach "${name}": ${redact(err.message)}`, { cause: err }));
+      });
+      req.end(request.body);
+    };
+    send(false);
   });
 }
