@@ -106,8 +106,8 @@ export class SseDecoder implements FrameDecoderCore {
   #bomChecked = false;
   #data: string[] = [];
   /**
-   * The event's one data line, parsed from its bytes (see parseLarge) when it was large and its blank line came
-   * with it; `#data` then holds '' for it.
+   * The event's one data line, parsed from its bytes (see parseLarge) when it was large, a message, and its
+   * blank line came with it; `#data` then holds '' for it.
    */
   #parsed: LargeParse | undefined;
   /**
@@ -537,8 +537,10 @@ export class SseDecoder implements FrameDecoderCore {
     // nothing can follow it but its dispatch, which takes the message as it is.
     const single = eventEnds && this.#data.length === 0 && (this.#eventType === '' || this.#eventType === 'message');
     if (single && bytes.length >= LARGE_FRAME && sink.textUnused === true && !this.#limit.over(bytes.length)) {
-      this.#parsed = parseLarge(bytes);
-      if (this.#parsed !== undefined) {
+      const parsed = parseLarge(bytes);
+      // A bad one (nested too deep) goes the text way, which reports it with a preview of its text.
+      if (parsed !== undefined && problemOf(parsed.msg, parsed.skeleton, this.#maxDepth) === undefined) {
+        this.#parsed = parsed;
         this.#data.push('');
         this.#dataBytes += bytes.length + 1;
         return true;
@@ -600,15 +602,16 @@ export class SseDecoder implements FrameDecoderCore {
   /**
    * A message event's data, parsed and handed on. The event started at byte `offset`, or, when `lazyChar` is
    * not -1, at that character of the region, its offset not worked out unless it is asked for. `parsed`: the
-   * data was parsed from its bytes, and `data` is ''.
+   * data was parsed from its bytes and is a message, and `data` is ''.
    */
   #deliver(data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink, parsed?: LargeParse): boolean {
     // A message event with empty data carries no message: it is the priming event MCP servers send to give a
     // stream its first id (`id: 1`, `data:`), neither a message nor an error.
     if (data === '' && parsed === undefined) return true;
     const msg = parsed === undefined ? tryParse(data) : parsed.msg;
-    const text = parsed === undefined ? data : parsed.skeleton;
-    const problem = msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth) ? undefined : problemOf(msg, text, this.#maxDepth);
+    // One parsed from its bytes was checked then (#heldData).
+    const fine = parsed !== undefined || (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth));
+    const problem = fine ? undefined : problemOf(msg, data, this.#maxDepth);
     if (problem === undefined) {
       this.#lastIndex = index;
       this.#lastLine = line;
@@ -619,7 +622,7 @@ export class SseDecoder implements FrameDecoderCore {
     }
     if (lazyChar !== -1) offset = this.#byteAt(lazyChar);
     const what = problem.code === 'INVALID_JSON' ? `event data ${problem.reason}` : problem.reason;
-    return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(text)));
+    return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(data)));
   }
 }
 

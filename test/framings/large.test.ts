@@ -144,6 +144,13 @@ describe('hasControl', () => {
   });
 });
 
+/** A frame's text, framed as is (valid JSON or not). */
+function framed(framing: Framing, text: string): Buffer {
+  if (framing.name === 'ndjson') return Buffer.from(`${text}\n`);
+  if (framing.name === 'sse') return Buffer.from(`event: message\ndata: ${text}\n\n`);
+  return Buffer.from(`Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+}
+
 /** A sink that records what the decoder reports, including the text of each message. */
 function recorder(textUnused: boolean): { sink: DecodeSink; events: DecodeEvent[]; texts: string[] } {
   const events: DecodeEvent[] = [];
@@ -205,13 +212,7 @@ describe('decoding large frames from their bytes', () => {
       `{"jsonrpc":"2.0","id":4,"result":{"a":"${blob}"}}}`,
       `{"jsonrpc":"2.0","id":5,"result":{"a":"${blob}"}}`,
     ];
-    const rawWire = Buffer.concat(
-      frames.map((f) => {
-        if (framing.name === 'ndjson') return Buffer.from(`${f}\n`);
-        if (framing.name === 'sse') return Buffer.from(`event: message\ndata: ${f}\n\n`);
-        return Buffer.from(`Content-Length: ${Buffer.byteLength(f)}\r\n\r\n${f}`);
-      }),
-    );
+    const rawWire = Buffer.concat(frames.map((f) => framed(framing, f)));
     it(`${framing.name}: reports bad large frames as the text way does, and decodes the good ones around them`, () => {
       const chunks = fixedChunks(rawWire, 16 * KiB);
       const fast = run(framing.createDecoder(limits), chunks, true);
@@ -220,6 +221,26 @@ describe('decoding large frames from their bytes', () => {
       const codes = fast.events.map((e) => ('invalid' in e ? e.invalid.code : 'message'));
       expect(codes).to.deep.equal(['message', 'INVALID_JSON', 'INVALID_MESSAGE', 'INVALID_JSON', 'message']);
       expect(fast.texts[1]).to.equal('');
+    });
+
+    it(`${framing.name}: previews a large frame nested too deep by its text, as the text way does`, () => {
+      // The long literal comes first, so that the preview shows where it stood.
+      const deep = `{"a":"${blob}","b":${'['.repeat(150)}1${']'.repeat(150)}}`;
+      const after = { jsonrpc: '2.0', id: 7, result: {} };
+      const wire = Buffer.concat([framed(framing, deep), Buffer.from(encoder.encode(after))]);
+      const previews = [true, false].map((textUnused) => {
+        const errors: FrameError[] = [];
+        const messages: unknown[] = [];
+        const core = framing.createDecoder(limits);
+        const sink: DecodeSink = { textUnused, message: (m) => void messages.push(m), invalid: (e) => errors.push(e) > 0 };
+        for (const chunk of fixedChunks(wire, 16 * KiB)) core.write(chunk, sink);
+        core.end(sink);
+        expect(messages).to.deep.equal([after]);
+        expect(errors.map((e) => e.code)).to.deep.equal(['INVALID_MESSAGE']);
+        return errors[0]!.preview;
+      });
+      expect(previews[0]).to.equal(previews[1]);
+      expect(previews[0]).to.equal(`${deep.slice(0, 80)}…`);
     });
   }
 
