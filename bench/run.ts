@@ -258,7 +258,7 @@ for (const [label, encode, peers, smallPeers] of [
   });
   if (label === 'SSE') {
     // Where the time goes: each stream against the other, and each codec without one against the bound.
-    const of = (a: string, b: string): string => `${a}: ${fmtX(ratio(smallTimings, a, b))} of ${b}'s time`;
+    const of = (a: string, b: string): string => `${a} took ${fmtX(ratio(smallTimings, a, b))} the time of ${b}`;
     note([
       of('FrameDecoder', `${esp} in an object-mode Transform`),
       of('SseDecoder, the codec without a stream', esp),
