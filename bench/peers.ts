@@ -177,11 +177,19 @@ export const contentLengthDecoders: DecoderPeer[] = [
   },
 ];
 
+/** The names of the SSE peers that bench/run.ts compares by name. */
+export const SSE_PEER = {
+  esp: 'eventsource-parser + JSON.parse',
+  espStream: 'eventsource-parser + JSON.parse in an object-mode Transform',
+  codec: 'SseDecoder, the codec without a stream',
+  bare: 'bare loop: TextDecoder + JSON.parse per data line',
+} as const;
+
 export const sseDecoders: DecoderPeer[] = [
   { name: 'floor', run: (_chunks, whole) => sseFloor(whole) },
   { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder({ framing: 'sse' }), chunks) },
   {
-    name: 'eventsource-parser + JSON.parse',
+    name: SSE_PEER.esp,
     run: (chunks) => {
       let n = 0;
       const parser = createParser({
@@ -232,11 +240,11 @@ class EventSourceParserStream extends Transform {
 export const sseSmallPeers: DecoderPeer[] = [
   ...sseDecoders,
   {
-    name: 'eventsource-parser + JSON.parse in an object-mode Transform',
+    name: SSE_PEER.espStream,
     run: (chunks) => throughStream(() => new EventSourceParserStream(), chunks),
   },
   {
-    name: 'SseDecoder, the codec without a stream',
+    name: SSE_PEER.codec,
     run: (chunks) => {
       let n = 0;
       const decoder = new SseDecoder({ maxMessageBytes: 1 << 30 });
@@ -247,7 +255,7 @@ export const sseSmallPeers: DecoderPeer[] = [
     },
   },
   {
-    name: 'bare loop: TextDecoder + JSON.parse per data line',
+    name: SSE_PEER.bare,
     run: (chunks) => {
       let n = 0;
       let carry = '';

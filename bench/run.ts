@@ -22,6 +22,7 @@ import {
   decoders,
   encoders,
   sseDecoders,
+  SSE_PEER,
   sseSmallPeers,
   validationPeers,
   type DecoderPeer,
@@ -122,16 +123,17 @@ function table(timings: Timing[], ours: string): string {
 
 const report: string[] = [];
 const verdicts: string[] = [];
-function section(title: string, body: string): void {
-  const text = `### ${title}\n\n${body}\n`;
+/** Text for the report, printed as it is added. */
+function emit(text: string): void {
   report.push(text);
   process.stdout.write(`\n${text}`);
 }
-/** Lines under the last section, as a list, in the report too. */
+function section(title: string, body: string): void {
+  emit(`### ${title}\n\n${body}\n`);
+}
+/** Lines under the last section, as a list. */
 function note(lines: string[]): void {
-  const text = lines.map((line) => `- ${line}\n`).join('');
-  report.push(text);
-  process.stdout.write(`\n${text}`);
+  emit(lines.map((line) => `- ${line}\n`).join(''));
 }
 function verdict(label: string, ok: boolean, detail: string): void {
   verdicts.push(`| ${label} | ${detail} | ${ok ? 'met' : '**missed**'} |`);
@@ -243,7 +245,6 @@ const validateCost = ratio(validated, 'FrameDecoder, validate: true', 'FrameDeco
 process.stdout.write(`validation costs ${fmtX(validateCost)} of decoding without it\n`);
 
 const framed = (encode: (m: unknown) => string, messages: readonly object[]): Buffer => Buffer.from(messages.map((m) => encode(m)).join(''));
-const esp = 'eventsource-parser + JSON.parse';
 for (const [label, encode, peers, smallPeers] of [
   ['Content-Length', frameContentLength, contentLengthDecoders, contentLengthDecoders],
   ['SSE', (m: unknown) => frameSse(m), sseDecoders, sseSmallPeers],
@@ -260,10 +261,10 @@ for (const [label, encode, peers, smallPeers] of [
     // Where the time goes: each stream against the other, and each codec without one against the bound.
     const of = (a: string, b: string): string => `${a} took ${fmtX(ratio(smallTimings, a, b))} the time of ${b}`;
     note([
-      of('FrameDecoder', `${esp} in an object-mode Transform`),
-      of('SseDecoder, the codec without a stream', esp),
-      of('SseDecoder, the codec without a stream', 'bare loop: TextDecoder + JSON.parse per data line'),
-      of(esp, 'bare loop: TextDecoder + JSON.parse per data line'),
+      of('FrameDecoder', SSE_PEER.espStream),
+      of(SSE_PEER.codec, SSE_PEER.esp),
+      of(SSE_PEER.codec, SSE_PEER.bare),
+      of(SSE_PEER.esp, SSE_PEER.bare),
     ]);
   }
   const big = await decodeCase({
@@ -277,12 +278,12 @@ for (const [label, encode, peers, smallPeers] of [
   const r = ratio(smallTimings, 'FrameDecoder', 'floor');
   const b = ratio(big, 'FrameDecoder', 'floor');
   if (label === 'SSE') {
-    const rp = ratio(smallTimings, 'FrameDecoder', esp);
+    const rp = ratio(smallTimings, 'FrameDecoder', SSE_PEER.esp);
     verdict('decode SSE, small messages: at most 1.15x the floor', r <= 1.15, fmtX(r));
-    verdict(`decode SSE, small messages: faster than ${esp}`, rp < 1, `${fmtX(rp)} of its time`);
-    const bp = ratio(big, 'FrameDecoder', esp);
+    verdict(`decode SSE, small messages: faster than ${SSE_PEER.esp}`, rp < 1, `${fmtX(rp)} of its time`);
+    const bp = ratio(big, 'FrameDecoder', SSE_PEER.esp);
     verdict('decode SSE, one 32 MiB message in 16 KiB chunks: at most 1.5x the floor', b <= 1.5, fmtX(b));
-    verdict(`decode SSE, one 32 MiB message in 16 KiB chunks: not behind ${esp}`, bp <= 1, `${fmtX(bp)} of its time`);
+    verdict(`decode SSE, one 32 MiB message in 16 KiB chunks: not behind ${SSE_PEER.esp}`, bp <= 1, `${fmtX(bp)} of its time`);
   } else {
     verdict(`decode ${label}, small messages: at most 1.25x the floor`, r <= 1.25, fmtX(r));
     verdict(`decode ${label}, one 32 MiB message in 16 KiB chunks: at most 1.5x the floor`, b <= 1.5, fmtX(b));
