@@ -72,7 +72,9 @@ export interface FrameDecoderOptions extends DecodeOptions {
  * stops reading its buffer: a `for await` consumer would lose messages that were decoded before a bad frame,
  * depending on timing. So while pushed output is still buffered, the failure waits, input is dropped, and the
  * read() that empties the buffer destroys the stream. Every way of consuming a Readable (pipe, 'data',
- * 'readable', async iteration) goes through read().
+ * 'readable', async iteration) goes through read(). That read() is the instance's own, set only when a failure
+ * starts to wait: a read() of the class's would cost every message a call, and measured 4-6% of decoding small
+ * messages.
  */
 class FailAfterOutput extends Transform {
   #failure: Error | undefined;
@@ -87,14 +89,14 @@ class FailAfterOutput extends Transform {
    */
   protected failAfterOutput(error: Error, callback: TransformCallback, final = false): void {
     if (this.readableLength === 0) return callback(error);
-    this.#failure = error;
+    this.#wait(error);
     if (!final) callback();
   }
 
   /** Fails the stream from outside a write (a timer), once the output already pushed has been read. */
   protected failOutsideWrite(error: Error): void {
     if (this.readableLength === 0) this.destroy(error);
-    else this.#failure = error;
+    else this.#wait(error);
   }
 
   /** True once a failure is waiting; input should be dropped. */
@@ -102,11 +104,16 @@ class FailAfterOutput extends Transform {
     return this.#failure !== undefined;
   }
 
-  // biome-ignore lint/suspicious/noExplicitAny: as in Readable itself; the object side yields messages, the byte side Buffers.
-  override read(size?: number): any {
-    const chunk: unknown = super.read(size);
-    if (this.#failure !== undefined && this.readableLength === 0 && !this.destroyed) this.destroy(this.#failure);
-    return chunk;
+  #wait(error: Error): void {
+    if (this.#failure !== undefined) return;
+    this.#failure = error;
+    const read = this.read;
+    // biome-ignore lint/suspicious/noExplicitAny: as in Readable itself; the object side yields messages, the byte side Buffers.
+    this.read = (size?: number): any => {
+      const chunk: unknown = read.call(this, size);
+      if (this.readableLength === 0 && !this.destroyed) this.destroy(error);
+      return chunk;
+    };
   }
 }
 
@@ -236,19 +243,31 @@ abstract class DecodingTransform extends FailAfterOutput {
     return false;
   }
 
+  /**
+   * A decoded message, on to the readable side unless a check refuses it. The usual case (no batch split, no
+   * validation) is kept to a few lines, so that the engine inlines it into the sink: with the rest of the
+   * rules in the same function, decoding small messages took 3-6% longer.
+   */
   #accept(msg: unknown): void {
     if (this.#invalid !== undefined) return;
-    if (this.#split && Array.isArray(msg)) {
-      if (this.#validate && msg.length === 0) return void this.#report(this.#notJsonRpc('an empty batch', msg));
-      for (let i = 0; i < msg.length; i++) {
-        const element: unknown = msg[i];
-        const problem = this.#validate ? jsonRpcProblem(element) : undefined;
-        if (problem === undefined) this.deliver(element);
-        else if (!this.#report(this.#notJsonRpc(`batch element ${i}: ${problem}`, element))) return;
-      }
-      return;
+    if (this.#split && Array.isArray(msg)) this.#acceptBatch(msg);
+    else if (this.#validate) this.#acceptChecked(msg);
+    else this.deliver(msg);
+  }
+
+  /** A batch, split: each element on its own, checked when `validate` is set. */
+  #acceptBatch(batch: unknown[]): void {
+    if (this.#validate && batch.length === 0) return void this.#report(this.#notJsonRpc('an empty batch', batch));
+    for (let i = 0; i < batch.length; i++) {
+      const element: unknown = batch[i];
+      const problem = this.#validate ? jsonRpcProblem(element) : undefined;
+      if (problem === undefined) this.deliver(element);
+      else if (!this.#report(this.#notJsonRpc(`batch element ${i}: ${problem}`, element))) return;
     }
-    const problem = this.#validate ? frameProblem(msg) : undefined;
+  }
+
+  #acceptChecked(msg: unknown): void {
+    const problem = frameProblem(msg);
     if (problem === undefined) this.deliver(msg);
     else this.#report(this.#notJsonRpc(problem, msg));
   }
