@@ -411,6 +411,43 @@ describe('FrameDecoder options', () => {
     });
   });
 
+  it("traces each frame's text from the moment a 'frame' listener is added, with any options, the messages unchanged", async () => {
+    for (const framing of ['ndjson', 'content-length', 'sse'] as const) {
+      for (const options of [{}, { validate: true }, { batch: 'split' as const }]) {
+        const decoder = new FrameDecoder({ framing, ...options });
+        const seen: unknown[] = [];
+        decoder.on('data', (m) => seen.push(m));
+        const first = await encodeAll([request], framing);
+        const rest = await encodeAll([[note, reply], reply], framing);
+        await new Promise<void>((resolve) => decoder.write(first, () => resolve()));
+        const traced: string[] = [];
+        decoder.on('frame', (text: string) => traced.push(text));
+        const ended = new Promise((resolve) => decoder.on('end', resolve));
+        decoder.end(rest);
+        await ended;
+        const how = `${framing} ${JSON.stringify(options)}`;
+        expect(traced, how).to.deep.equal([JSON.stringify([note, reply]), JSON.stringify(reply)]);
+        expect(seen, how).to.deep.equal(options.batch === 'split' ? [request, note, reply, reply] : [request, [note, reply], reply]);
+      }
+    }
+  });
+
+  it("delivers nothing after the bad frame that stops an onInvalid: 'error' decoder, traced or not", async () => {
+    for (const framing of ['ndjson', 'content-length', 'sse'] as const) {
+      for (const trace of [false, true]) {
+        const good = await encodeAll([request], framing);
+        const bad = framing === 'ndjson' ? 'nope\n' : framing === 'sse' ? 'data: nope\n\n' : 'Content-Length: 4\r\n\r\nnope';
+        const decoder = new FrameDecoder({ framing });
+        const traced: string[] = [];
+        if (trace) decoder.on('frame', (text: string) => traced.push(text));
+        const { seen, caught } = await readAll(Readable.from([Buffer.concat([good, Buffer.from(bad), good])]).pipe(decoder));
+        expect(seen, framing).to.deep.equal([request]);
+        expect((caught as FrameError).code, framing).to.equal('INVALID_JSON');
+        expect(traced, framing).to.deep.equal(trace ? [JSON.stringify(request)] : []);
+      }
+    }
+  });
+
   it("emits other SSE event types on 'event' and exposes the last event id", async () => {
     const decoder = new FrameDecoder({ framing: 'sse' });
     const events: unknown[] = [];
