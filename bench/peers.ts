@@ -2,6 +2,7 @@
 import { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { createParser } from 'eventsource-parser';
 import * as ndjson from 'ndjson';
+import { transcode } from 'node:buffer';
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
 import * as rpc from 'vscode-jsonrpc/node';
@@ -183,7 +184,19 @@ export const SSE_PEER = {
   espStream: 'eventsource-parser + JSON.parse in an object-mode Transform',
   codec: 'SseDecoder, the codec without a stream',
   bare: 'bare loop: TextDecoder + JSON.parse per data line',
+  bareTranscode: 'bare loop: transcode + JSON.parse per data line',
 } as const;
+
+/** Parses each `data: ` line of `text`, which holds whole lines; returns how many. */
+function parseDataLines(text: string): number {
+  let n = 0;
+  for (let data = text.indexOf('data: '), eol = 0; data !== -1; data = text.indexOf('data: ', eol + 1)) {
+    eol = text.indexOf('\n', data);
+    JSON.parse(text.slice(data + 6, eol));
+    n++;
+  }
+  return n;
+}
 
 export const sseDecoders: DecoderPeer[] = [
   { name: 'floor', run: (_chunks, whole) => sseFloor(whole) },
@@ -262,15 +275,30 @@ export const sseSmallPeers: DecoderPeer[] = [
       const text = new TextDecoder();
       for (const c of chunks) {
         const s = carry + text.decode(c, { stream: true });
-        let at = 0;
-        for (let data = s.indexOf('data: '); data !== -1; data = s.indexOf('data: ', at)) {
-          const eol = s.indexOf('\n', data);
-          if (eol === -1) break;
-          JSON.parse(s.slice(data + 6, eol));
-          n++;
-          at = eol + 1;
+        const end = s.lastIndexOf('\n') + 1;
+        n += parseDataLines(s.slice(0, end));
+        carry = s.slice(end);
+      }
+      return n;
+    },
+  },
+  {
+    // The same loop on text decoded as the codec decodes it: each chunk's complete lines transcoded to UTF-16 at
+    // once, and the line that spans two chunks on its own.
+    name: SSE_PEER.bareTranscode,
+    run: (chunks) => {
+      let n = 0;
+      let carry = Buffer.alloc(0);
+      const decode = (bytes: Buffer): string => transcode(bytes, 'utf8', 'utf16le').toString('utf16le');
+      for (const c of chunks) {
+        const first = c.indexOf(10) + 1;
+        const last = c.lastIndexOf(10) + 1;
+        if (first === 0) {
+          carry = Buffer.concat([carry, c]);
+          continue;
         }
-        carry = s.slice(at);
+        n += parseDataLines(decode(Buffer.concat([carry, c.subarray(0, first)]))) + parseDataLines(decode(c.subarray(first, last)));
+        carry = Buffer.from(c.subarray(last));
       }
       return n;
     },

@@ -258,13 +258,15 @@ for (const [label, encode, peers, smallPeers] of [
     peers: [...smallPeers],
   });
   if (label === 'SSE') {
-    // Where the time goes: each stream against the other, and each codec without one against the bound.
+    // Where the time goes: each stream against the other, each codec without one against the bound that decodes
+    // as it does, and the two decodes against each other.
     const of = (a: string, b: string): string => `${a} took ${fmtX(ratio(smallTimings, a, b))} the time of ${b}`;
     note([
       of('FrameDecoder', SSE_PEER.espStream),
       of(SSE_PEER.codec, SSE_PEER.esp),
-      of(SSE_PEER.codec, SSE_PEER.bare),
+      of(SSE_PEER.codec, SSE_PEER.bareTranscode),
       of(SSE_PEER.esp, SSE_PEER.bare),
+      of(SSE_PEER.bareTranscode, SSE_PEER.bare),
     ]);
   }
   const big = await decodeCase({
