@@ -89,6 +89,8 @@ export class StreamChannel extends EventEmitter implements Channel {
   #queuedAnswerBytes = 0;
   #waitingForDrain = false;
   #paused = false;
+  /** Holds on the input taken by holdInput() and not released yet. */
+  #holds = 0;
   #ended: ConnectionError | undefined;
   #outputError: ConnectionError | undefined;
   #closed = false;
@@ -176,6 +178,23 @@ export class StreamChannel extends EventEmitter implements Channel {
     this.#output.end();
   }
 
+  /**
+   * Stops reading what the peer sends until the returned function is called (each hold is released once, and
+   * reading goes on when none is left): for a consumer that cannot take the peer's messages as fast as they
+   * come, such as a slow HTTP client of `serve`. The peer then blocks on its own writes.
+   */
+  holdInput(): () => void {
+    this.#holds++;
+    this.#throttle();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#holds--;
+      this.#throttle();
+    };
+  }
+
   /** No more input: nothing waiting can be answered. */
   #end(): void {
     if (this.#ended !== undefined) return;
@@ -197,7 +216,7 @@ export class StreamChannel extends EventEmitter implements Channel {
    * little is let wait without stopping, so that a peer that writes while we write does not deadlock with us.
    */
   #throttle(): void {
-    const full = this.#queuedAnswers > PAUSE_MESSAGES || this.#queuedAnswerBytes > PAUSE_BYTES;
+    const full = this.#holds > 0 || this.#queuedAnswers > PAUSE_MESSAGES || this.#queuedAnswerBytes > PAUSE_BYTES;
     if (full && !this.#paused) this.#decoder.pause();
     else if (!full && this.#paused && !this.#closed) this.#decoder.resume();
     this.#paused = full;

@@ -168,6 +168,11 @@ export class StdioChannel extends EventEmitter implements Channel {
     return this.#stream.send(msg);
   }
 
+  /** Stops reading the server's stdout until the returned function is called (see StreamChannel.holdInput). */
+  holdInput(): () => void {
+    return this.#stream.holdInput();
+  }
+
   /** An error describing why the server cannot answer: closing, exited (with its status), or its stdout closed. */
   endError(what: string): ConnectionError {
     // The server's stderr goes into messages that get logged: redacted, and escaped for a terminal.

@@ -14,6 +14,12 @@ export interface EventStreamOptions {
   keepaliveMs: number;
 }
 
+/** What an event stream needs of its session besides the settings. */
+export interface EventStreamHooks {
+  /** Stops reading the session's server until the returned release is called (a slow reader's backpressure). */
+  hold?(): () => void;
+}
+
 interface Held {
   seq: number;
   text: string;
@@ -28,11 +34,47 @@ export const EVENT_STREAM_HEADERS = {
   Connection: 'keep-alive',
 } as const;
 
-/** Writes a `: keepalive` comment every `ms` while `res` is open; stops when it closes. */
-export function keepAlive(res: ServerResponse, ms: number): void {
-  const timer = setInterval(() => res.write(': keepalive\n\n'), ms);
-  res.once('close', () => clearInterval(timer));
+/**
+ * Writes to an event stream's response unless it has ended or closed: a keep-alive timer or a late message must
+ * never write after end() (Node reports that as an 'error' on the response, fatal without a listener). False
+ * when the response holds more than its buffer (the reader is slow): the caller waits for 'drain'.
+ */
+export function writeEvent(res: ServerResponse, text: string): boolean {
+  if (res.writableEnded || res.destroyed) return true;
+  return res.write(text);
 }
+
+/** Writes a `: keepalive` comment every `ms` while `res` is open; stops when it ends or closes. */
+export function keepAlive(res: ServerResponse, ms: number): void {
+  const timer = setInterval(() => {
+    // A reader that has not taken what was sent needs no keep-alive; its buffer must not grow by them.
+    if (res.writableNeedDrain) return;
+    writeEvent(res, ': keepalive\n\n');
+  }, ms);
+  const stop = (): void => clearInterval(timer);
+  res.once('close', stop);
+  res.once('finish', stop);
+}
+
+/**
+ * Backpressure from a response to the process whose messages it carries: when a write leaves `res` needing
+ * drain, `hold()` is called (it stops reading that process) and the release it returns runs once the response
+ * drains or closes. One hold per response at a time.
+ */
+export function holdUntilDrained(res: ServerResponse, hold: () => () => void): void {
+  if (!res.writableNeedDrain || holding.has(res)) return;
+  holding.add(res);
+  const release = hold();
+  const done = (): void => {
+    res.off('drain', done);
+    res.off('close', done);
+    holding.delete(res);
+    release();
+  };
+  res.on('drain', done);
+  res.on('close', done);
+}
+const holding = new WeakSet<ServerResponse>();
 
 /** An event id `<stream>-<seq>`, split; undefined when the text is not one. */
 export function parseEventId(text: string): { stream: number; seq: number } | undefined {
@@ -55,9 +97,12 @@ export class EventStream {
   #primed = false;
   #complete = false;
 
-  constructor(number: number, options: EventStreamOptions) {
+  readonly #hooks: EventStreamHooks;
+
+  constructor(number: number, options: EventStreamOptions, hooks: EventStreamHooks = {}) {
     this.number = number;
     this.#options = options;
+    this.#hooks = hooks;
   }
 
   /** True while a client's response carries this stream. */
@@ -99,9 +144,14 @@ export class EventStream {
     });
     if (!this.#primed) {
       this.#primed = true;
-      res.write(`id: ${this.number}-${this.#seq}\nretry: ${this.#options.retryMs}\ndata:\n\n`);
+      // The priming id names the point before the events this response is about to carry (those queued before
+      // the first GET among them), so that a client resuming from it misses none of them.
+      const before = Math.max(afterSeq, this.#droppedThrough);
+      writeEvent(res, `id: ${this.number}-${before}\nretry: ${this.#options.retryMs}\ndata:\n\n`);
     }
     for (const event of this.#held) if (event.seq > afterSeq) this.#write(event);
+    // The headers go out now, even with no event to send: a client must not wait for one to see its stream.
+    res.flushHeaders();
     keepAlive(res, this.#options.keepaliveMs);
     if (this.#complete) res.end();
   }
@@ -134,7 +184,9 @@ export class EventStream {
   }
 
   #write(event: Held): void {
-    this.#res!.write(event.text);
+    const res = this.#res!;
+    writeEvent(res, event.text);
     this.#written = event.seq;
+    if (this.#hooks.hold !== undefined) holdUntilDrained(res, this.#hooks.hold);
   }
 }

@@ -8,6 +8,7 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
 import { readCapped } from '../client/remote.js';
 import { headerMismatch, isModernVersion, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
 import { safeLine } from '../errors.js';
+import { decodeUtf8 } from '../framings/bytes.js';
 import { isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
 import { rpcError, SERVER_ERROR, type ServeContext } from './context.js';
@@ -57,7 +58,36 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   if (declared > limit) throw new Refused({ status: 413, reason: `the body is ${declared} bytes, over the limit of ${limit}` });
   const { body, over } = await readCapped(req, limit);
   if (over) throw new Refused({ status: 413, reason: `the body is over the limit of ${limit} bytes` });
-  return body.toString('utf8');
+  // Replacing bad bytes with U+FFFD would change the message (two keys could become one): refused, as the
+  // decoders refuse them.
+  const text = decodeUtf8(body, 0, body.length);
+  if (text === undefined) throw new Refused({ status: 400, reason: 'the body is not valid UTF-8', code: -32700 });
+  return text;
+}
+
+/** What a refused body may still be read for, so that its client gets to read the answer instead of a reset. */
+const DRAIN_BYTES = 16 * 1024 * 1024;
+const DRAIN_MS = 5000;
+
+/**
+ * Reads and discards the rest of a refused body, up to DRAIN_BYTES or DRAIN_MS; past either the connection is
+ * destroyed. Closing at once would reset the connection while the client still sends, and a reset drops the
+ * answer from the client's receive buffer before it reads it (curl happens to see it; most clients do not).
+ */
+function drainOrClose(req: IncomingMessage): void {
+  let left = DRAIN_BYTES;
+  const stop = (): void => {
+    clearTimeout(timer);
+    req.destroy();
+  };
+  const timer = setTimeout(stop, DRAIN_MS);
+  timer.unref();
+  req.on('data', (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) stop();
+  });
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
 }
 
 /** The body's messages (a batch as its elements), or 400 with a JSON-RPC parse or shape error. */
@@ -109,6 +139,9 @@ export class HttpFront {
 
   /** The http.Server's request listener. */
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // A client that resets its connection makes the response emit 'error'; that must never end the process.
+    res.on('error', () => undefined);
+    req.on('error', () => undefined);
     this.#route(req, res).catch((err: unknown) => {
       const reply: Reply = err instanceof Refused ? err.reply : { status: 500, reason: safeLine((err as Error).message) };
       this.#refuse(req, res, reply);
@@ -222,15 +255,16 @@ export class HttpFront {
   }
 
   #refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
-    this.#ctx.log(`${reply.status} ${safeLine(req.method ?? '')} ${safeLine((req.url ?? '').slice(0, 80))}: ${safeLine(reply.reason)}`);
+    // The path alone: a query may carry a session id (the legacy endpoint's) or a token.
+    const path = new URL(req.url ?? '/', 'http://bridge').pathname;
+    this.#ctx.log(`${reply.status} ${safeLine(req.method ?? '')} ${safeLine(path.slice(0, 80))}: ${safeLine(reply.reason)}`);
     if (res.headersSent) {
       res.destroy();
       return;
     }
     const body = JSON.stringify(rpcError(reply.id ?? null, reply.code ?? SERVER_ERROR, reply.reason));
-    // A body left unread (413) is not read on: the connection closes after the answer.
-    const close = reply.status === 413 ? { Connection: 'close' } : {};
-    res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers, ...close }).end(body);
-    if (reply.status === 413) res.once('finish', () => req.destroy());
+    res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers }).end(body);
+    // A body left unread (413) is drained within bounds, so that the client reads the answer.
+    if (reply.status === 413) drainOrClose(req);
   }
 }

@@ -6,9 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
-import { isRequest } from '../jsonrpc.js';
+import { isRequest, isResponse } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
-import { EVENT_STREAM_HEADERS, keepAlive } from './event-stream.js';
+import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, writeEvent } from './event-stream.js';
+
+const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
 
 export class LegacySession {
   readonly id = randomUUID();
@@ -17,14 +19,22 @@ export class LegacySession {
   readonly #ctx: ServeContext;
   #res: ServerResponse | undefined;
   #ended: string | undefined;
+  /** Requests sent to the child and not answered yet, by id as sent: a child that dies owes each an error. */
+  readonly #pending = new Map<string, unknown>();
 
   constructor(ctx: ServeContext, onEnd: (session: LegacySession, why: string) => void) {
     this.#ctx = ctx;
     this.label = `session ${shortId(this.id)}`;
     this.channel = startChild(ctx, this.label);
-    this.channel.on('message', (msg: unknown) => this.#write(msg));
+    this.channel.on('message', (msg: unknown) => {
+      if (isResponse(msg)) this.#pending.delete(idKey(msg.id));
+      this.#write(msg);
+    });
     this.channel.on('close', () => {
       this.#ended ??= this.channel.endError('the server is gone').message;
+      // As on /mcp: what was in flight is answered at once, not left to the client's own timeout.
+      for (const id of this.#pending.values()) this.#write(rpcError(id, SERVER_ERROR, this.#ended));
+      this.#pending.clear();
       this.#res?.end();
       onEnd(this, this.#ended);
     });
@@ -34,15 +44,16 @@ export class LegacySession {
   attach(res: ServerResponse): void {
     this.#res = res;
     res.writeHead(200, EVENT_STREAM_HEADERS);
-    res.write(`event: endpoint\ndata: /messages?sessionId=${this.id}\n\n`);
+    writeEvent(res, `event: endpoint\ndata: /messages?sessionId=${this.id}\n\n`);
     keepAlive(res, this.#ctx.stream.keepaliveMs);
     res.once('close', () => void this.close('the client closed its event stream'));
   }
 
   post(messages: unknown[]): void {
     for (const msg of messages) {
+      if (isRequest(msg)) this.#pending.set(idKey(msg.id), msg.id);
       this.channel.send(msg).catch((err: Error) => {
-        if (isRequest(msg)) this.#write(rpcError(msg.id, SERVER_ERROR, err.message));
+        if (isRequest(msg) && this.#pending.delete(idKey(msg.id))) this.#write(rpcError(msg.id, SERVER_ERROR, err.message));
       });
     }
   }
@@ -54,6 +65,10 @@ export class LegacySession {
   }
 
   #write(msg: unknown): void {
-    this.#res?.write(`event: message\ndata: ${JSON.stringify(msg)}\n\n`);
+    const res = this.#res;
+    if (res === undefined) return;
+    writeEvent(res, `event: message\ndata: ${JSON.stringify(msg)}\n\n`);
+    // A client that does not read its stream stops its server being read, instead of filling our memory.
+    holdUntilDrained(res, () => this.channel.holdInput());
   }
 }

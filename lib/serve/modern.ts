@@ -9,7 +9,14 @@ import { isModernError } from '../client/modern.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
-import { EVENT_STREAM_HEADERS, keepAlive } from './event-stream.js';
+import { EVENT_STREAM_HEADERS, keepAlive, writeEvent } from './event-stream.js';
+
+/**
+ * Bytes a modern request's response may hold unread before the request is cancelled. The child is shared by
+ * every client, so one that stops reading cannot be allowed to stop it (as a session's own child is stopped):
+ * its request goes instead.
+ */
+const UNREAD_BYTES = 8 * 1024 * 1024;
 
 /** How long a `server/discover` may go unanswered before the bridge says the server does not speak it. */
 const DISCOVER_TIMEOUT_MS = 2000;
@@ -111,7 +118,12 @@ export class ModernHub {
     const exchange = n === undefined ? undefined : this.#exchanges.get(n);
     if (exchange === undefined) return this.#dropped(msg, 'it belongs to no request in flight');
     const out = params.progressToken === undefined ? msg : { ...msg, params: { ...params, progressToken: exchange.token } };
-    this.#stream(exchange).write(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
+    const res = this.#stream(exchange);
+    writeEvent(res, `event: message\ndata: ${JSON.stringify(out)}\n\n`);
+    if (res.writableLength > Math.max(UNREAD_BYTES, this.#ctx.maxMessageBytes)) {
+      this.#ctx.log(`cancelled a modern request: its client left ${res.writableLength} bytes of its response unread`);
+      res.destroy();
+    }
   }
 
   /** The request's answer, with its own id back: as JSON, or as the last event of its stream. */
@@ -119,6 +131,7 @@ export class ModernHub {
     const exchange = this.#exchanges.get(n);
     if (exchange === undefined || !this.#forget(n)) return;
     const out = { ...msg, id: exchange.id };
+    if (exchange.res.destroyed) return;
     if (exchange.streaming) {
       exchange.res.end(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
       return;

@@ -67,6 +67,21 @@ export interface ServeHandle {
   close(): Promise<void>;
 }
 
+/** A whole session id (a UUID) in a log line: only its first characters are kept (see shortId). */
+const SESSION_ID = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+
+/**
+ * Every log line passes here: the token serve checks and whole session ids never reach a log, whatever text
+ * (a client's request line, a server's stderr) carried them.
+ */
+function scrubbing(log: (line: string) => void, token: string | undefined): (line: string) => void {
+  return (line) => {
+    let out = line.replace(SESSION_ID, '$1…');
+    if (token !== undefined && token !== '') out = out.split(token).join('[REDACTED]');
+    log(out);
+  };
+}
+
 function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContext {
   return {
     entry,
@@ -78,7 +93,7 @@ function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContex
     maxPendingPerSession: options.maxPendingPerSession ?? 1024,
     stream: { replayBytes: options.replayBytes ?? 1024 * 1024, retryMs: options.retryMs ?? 1000, keepaliveMs: options.keepaliveMs ?? 15_000 },
     trace: options.trace ?? false,
-    log: options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)),
+    log: scrubbing(options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)), options.token),
   };
 }
 

@@ -54,9 +54,9 @@ export class StreamableSession {
   constructor(ctx: ServeContext, onEnd: (session: StreamableSession, why: string) => void) {
     this.#ctx = ctx;
     this.label = `session ${shortId(this.id)}`;
-    this.#get = new EventStream(0, ctx.stream);
-    this.#streams.set(0, this.#get);
     this.channel = startChild(ctx, this.label);
+    this.#get = this.#newStream(0);
+    this.#streams.set(0, this.#get);
     this.channel.on('message', (msg: unknown) => this.#fromServer(msg));
     this.channel.on('close', () => {
       this.#end(this.channel.endError('the server is gone').message);
@@ -99,7 +99,7 @@ export class StreamableSession {
     this.lastActive = Date.now();
     const requests = messages.filter(isRequest);
     if (requests.length > 0) {
-      const stream = new EventStream(this.#nextStream++, this.#ctx.stream);
+      const stream = this.#newStream(this.#nextStream++);
       this.#streams.set(stream.number, stream);
       this.#open.set(stream, requests.length);
       for (const request of requests) {
@@ -146,6 +146,11 @@ export class StreamableSession {
   async close(why: string): Promise<void> {
     this.#end(why);
     await this.channel.close();
+  }
+
+  /** A stream whose slow reader stops the child being read until it catches up (the child then waits). */
+  #newStream(number: number): EventStream {
+    return new EventStream(number, this.#ctx.stream, { hold: () => this.channel.holdInput() });
   }
 
   #toServer(msg: unknown): void {

@@ -1,6 +1,7 @@
 // A stdio server for the serve tests, on mini.ts: `steps` sends n progress notifications (to the request's
 // progress token) and n log messages, `ms` apart, then answers; `exit` exits mid-request; `later` answers,
-// then sends a log message; `echo` echoes.
+// then sends a log message; `echo` echoes; `flood` sends `count` log messages of `size` characters as fast as
+// its stdout takes them (saying on stderr how many it has written, every 10), then answers.
 import { serve, write } from './mini.js';
 
 type Json = Record<string, unknown>;
@@ -17,6 +18,22 @@ serve('steps', (msg) => {
     return { content: [{ type: 'text', text: 'later' }] };
   }
   if (params.name === 'env') return { content: [{ type: 'text', text: String(process.env[String(args.name)]) }] };
+  if (params.name === 'flood') {
+    const count = Number(args.count ?? 100);
+    const data = 'x'.repeat(Number(args.size ?? 1024));
+    let i = 0;
+    const more = (): void => {
+      while (i < count) {
+        i++;
+        if (i % 10 === 0) process.stderr.write(`flood wrote ${i}\n`);
+        const line = `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `${i} ${data}` } })}\n`;
+        if (!process.stdout.write(line)) return void process.stdout.once('drain', more);
+      }
+      write({ jsonrpc: '2.0', id: msg.id, result: { content: [{ type: 'text', text: `${count} sent` }] } });
+    };
+    more();
+    return undefined;
+  }
   if (params.name === 'steps') {
     const n = Number(args.n ?? 5);
     const token = ((params._meta ?? {}) as Json).progressToken;

@@ -1,0 +1,207 @@
+// serve against clients that misbehave on purpose: pipelined requests, slow and stalled readers, bodies that
+// are not UTF-8 or too large, secrets in request lines. The process must survive each, and go on serving.
+import http from 'node:http';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { connect } from '../../lib/client/connection.js';
+import type { ServeHandle } from '../../lib/serve/index.js';
+import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
+import { rawSession, STEPS, served } from '../helpers/served.js';
+
+const call = (id: number, name: string, args: Record<string, unknown>): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+
+/** A POST whose response is handed over unread: the caller decides when (and whether) to read it. */
+function postUnread(url: string, session: string, body: string): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': session }, agent: false }, (res) => {
+      res.pause();
+      resolve(res);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Reads a response to its end, counting the occurrences of `needle` (across chunk boundaries). */
+async function countIn(res: http.IncomingMessage, needle: string): Promise<{ count: number; tail: string }> {
+  let count = 0;
+  let carry = '';
+  res.setEncoding('utf8');
+  for await (const chunk of res as AsyncIterable<string>) {
+    const text = carry + chunk;
+    let at = text.indexOf(needle);
+    let last = -1;
+    while (at !== -1) {
+      count++;
+      last = at;
+      at = text.indexOf(needle, at + needle.length);
+    }
+    carry = text.slice(Math.max(last === -1 ? 0 : last + needle.length, text.length - needle.length - 200));
+  }
+  return { count, tail: carry };
+}
+
+describe('serve: clients that try to kill, freeze or read it', () => {
+  let bridge: ServeHandle | undefined;
+  let log: string[];
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  async function stillServes(): Promise<void> {
+    const c = await connect({ type: 'http', url: bridge!.url! });
+    try {
+      expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'still here' } })).to.deep.include({
+        content: [{ type: 'text', text: 'still here' }],
+      });
+    } finally {
+      await c.close();
+    }
+  }
+
+  it('survives a GET stream and a POST pipelined on one connection, keep-alives running', async () => {
+    ({ bridge, log } = await served(STEPS, { keepaliveMs: 5 }));
+    const session = await rawSession(bridge.url!);
+    const port = bridge.port!;
+    const common = `Host: 127.0.0.1:${port}\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: ${session}\r\n`;
+    const body = call(2, 'echo', { text: 'pipelined' });
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    socket.write(
+      `GET /mcp HTTP/1.1\r\n${common}\r\n` +
+        `POST /mcp HTTP/1.1\r\n${common}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await sleep(300);
+    socket.destroy();
+    await sleep(50);
+    expect(received).to.include(': keepalive');
+    await stillServes();
+  });
+
+  it('survives a client that reads a large answer slowly, keep-alives running', async () => {
+    ({ bridge, log } = await served(STEPS, { keepaliveMs: 1, maxMessageBytes: 64 * 1024 * 1024 }));
+    const session = await rawSession(bridge.url!);
+    const text = 'y'.repeat(24_000_000);
+    const res = await postUnread(bridge.url!, session, call(2, 'echo', { text }));
+    await sleep(300);
+    let received = '';
+    res.setEncoding('utf8');
+    for await (const chunk of res as AsyncIterable<string>) received += chunk;
+    const answer = JSON.parse(/^data: (\{.*)$/m.exec(received)![1]!);
+    expect(answer).to.deep.equal({ jsonrpc: '2.0', id: 2, result: { content: [{ type: 'text', text }] } });
+    await stillServes();
+  });
+
+  it("stops reading a session's server while its client does not read, and delivers everything once it does", async () => {
+    ({ bridge, log } = await served(STEPS));
+    const session = await rawSession(bridge.url!);
+    const count = 1000;
+    const rssBefore = process.memoryUsage().rss;
+    const res = await postUnread(bridge.url!, session, call(2, 'flood', { count, size: 64 * 1024 }));
+    await sleep(1500);
+    const written = Math.max(0, ...log.map((l) => Number(/flood wrote (\d+)/.exec(l)?.[1] ?? 0)));
+    const grown = process.memoryUsage().rss - rssBefore;
+    // 1,000 messages of 64 KiB: what the pipe, the socket buffers and the decoder's few messages hold is far less.
+    expect(written, 'messages the server could write while nobody read').to.be.below(count / 2);
+    expect(grown, 'RSS growth while nobody read').to.be.below(48 * 1024 * 1024);
+    const { count: delivered, tail } = await countIn(res, '"method":"notifications/message"');
+    expect(delivered).to.equal(count);
+    expect(tail).to.include(`${count} sent`);
+    await stillServes();
+  });
+
+  it('refuses a body that is not UTF-8 with 400 and a parse error, where a replacement character would merge keys', async () => {
+    ({ bridge, log } = await served(STEPS));
+    const session = await rawSession(bridge.url!);
+    const body = Buffer.concat([
+      Buffer.from('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a","'),
+      Buffer.from([0xff]),
+      Buffer.from('":1,"'),
+      Buffer.from([0xfe]),
+      Buffer.from('":2}}}'),
+    ]);
+    const res = await rawRequest(bridge.url!, { method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': session }, body });
+    expect(res.status).to.equal(400);
+    expect(JSON.parse(res.body).error.code).to.equal(-32700);
+    expect(log.some((l) => l.startsWith('400 POST /mcp') && l.includes('UTF-8'))).to.equal(true);
+    await stillServes();
+  });
+
+  it('answers an oversized body with a 413 the client can read while it is still sending', async () => {
+    ({ bridge, log } = await served(STEPS, { maxMessageBytes: 1000 }));
+    // A client that sends its whole body before it reads (as most do): a reset while it sends would drop the
+    // answer from its receive buffer unread.
+    const size = 4 * 1024 * 1024;
+    const socket = net.connect(bridge.port!, '127.0.0.1');
+    socket.pause();
+    socket.on('error', () => undefined);
+    const head = `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${bridge.port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${size}\r\n\r\n`;
+    socket.write(head);
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    for (let sent = 0; sent < size && !socket.destroyed; sent += chunk.length) {
+      if (!socket.write(chunk)) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await sleep(200);
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    const error = await new Promise<Error | undefined>((resolve) => {
+      socket.once('error', resolve);
+      socket.once('close', () => resolve(undefined));
+      socket.resume();
+    });
+    expect(received.split('\r\n')[0], error?.message).to.equal('HTTP/1.1 413 Payload Too Large');
+    await stillServes();
+  });
+
+  it('logs request paths without their query, whole session ids or the token', async () => {
+    const token = 'sekrit-token-4242';
+    ({ bridge, log } = await served(STEPS, { token }));
+    const auth = { authorization: `Bearer ${token}` };
+    const stream = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.get(bridge!.url!.replace('/mcp', '/sse'), { headers: { accept: 'text/event-stream', ...auth }, agent: false }, resolve);
+      req.on('error', reject);
+    });
+    const endpoint = await new Promise<string>((resolve) => {
+      stream.setEncoding('utf8').on('data', (d: string) => {
+        const match = /data: (\S+)/.exec(d);
+        if (match !== null) resolve(match[1]!);
+      });
+    });
+    const sessionId = new URL(endpoint, 'http://x').searchParams.get('sessionId')!;
+    const base = bridge.url!.replace('/mcp', '');
+    // A wrong Content-Type on the session's endpoint, a token in the query of a refused request, a wrong path.
+    await rawRequest(`${base}${endpoint}`, { method: 'POST', headers: { 'content-type': 'text/plain', ...auth }, body: '{}' });
+    await rawRequest(`${base}/mcp?key=${token}`, { method: 'POST', headers: MCP_HEADERS, body: '{}' });
+    await rawRequest(`${base}/nowhere?sessionId=${sessionId}&key=${token}`, { headers: auth });
+    stream.destroy();
+    await sleep(50);
+    const refusals = log.filter((l) => /^\d{3} /.test(l));
+    expect(refusals).to.have.length(3);
+    expect(refusals.join('\n')).to.include('415 POST /messages:').and.include('401 POST /mcp:').and.include('404 GET /nowhere:');
+    for (const line of log) {
+      expect(line).not.to.include(sessionId);
+      expect(line).not.to.include(token);
+    }
+    expect(log.join('\n')).to.include(sessionId.slice(0, 8));
+  });
+
+  it('answers the requests in flight at once when the server of a legacy /sse session dies, as /mcp does', async () => {
+    ({ bridge, log } = await served(STEPS));
+    const sse = bridge.url!.replace('/mcp', '/sse');
+    const stream = await openStream(sse, { headers: { accept: 'text/event-stream' } });
+    await stream.until(1);
+    const endpoint = new URL(stream.events[0]!.data, sse).href;
+    const posted = await rawRequest(endpoint, { method: 'POST', headers: MCP_HEADERS, body: call(7, 'exit', {}) });
+    expect(posted.status).to.equal(202);
+    await stream.ended;
+    const answers = stream.events.slice(1).map((e) => JSON.parse(e.data));
+    expect(answers).to.have.length(1);
+    expect(answers[0]).to.deep.include({ jsonrpc: '2.0', id: 7 });
+    expect(answers[0].error.code).to.equal(-32000);
+    expect(answers[0].error.message).to.include('exited with code 3');
+  });
+});
