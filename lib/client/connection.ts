@@ -7,7 +7,7 @@ import { FrameError, preview } from '../errors.js';
 import { jsonRpcProblem, isObject } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { forwardWhenListened, type Channel, type Direction } from './channel.js';
-import { isStdioServer, type ServerConfig } from './config.js';
+import { ConfigError, isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from './config.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
 import {
@@ -529,6 +529,7 @@ export class Connection extends EventEmitter {
  * ```
  */
 export async function connect(server: ServerConfig, options: ConnectOptions = {}): Promise<Connection> {
+  server = entryOf(server);
   const channel = await openChannel(server, options);
   const key = eraKey(server);
   if (server.type !== 'http' || (options.protocolVersion ?? 'auto') !== 'auto') return connectOver(channel, options, key);
@@ -539,6 +540,18 @@ export async function connect(server: ServerConfig, options: ConnectOptions = {}
     if (!(err instanceof ConnectionError && err.code === 'HTTP_STATUS' && [400, 404, 405].includes(err.status ?? 0))) throw err;
     return connectOver(await openChannel({ ...server, type: 'sse' }, options), options, key);
   }
+}
+
+/**
+ * An entry as given in code, read as a config file's entry is: one with a `url` and no `command` is remote
+ * (Streamable HTTP unless its type says otherwise); one with neither is a ConfigError, not a spawn of nothing.
+ */
+function entryOf(server: ServerConfig): ServerConfig {
+  if (server.type !== undefined && server.type !== 'stdio') return server;
+  const entry = server as Partial<StdioServerConfig> & { url?: unknown };
+  if (typeof entry.command === 'string' && entry.command !== '') return server;
+  if (server.type === undefined && typeof entry.url === 'string') return { ...(server as object), type: 'http' } as RemoteServerConfig;
+  throw new ConfigError('connect()', 'the server entry has neither a command (a stdio server) nor a url (a remote one)');
 }
 
 /** What names a server for the era cache: a stdio entry's command line, cwd and env; a remote one's URL. */
@@ -561,7 +574,7 @@ async function openChannel(server: ServerConfig, options: ConnectOptions): Promi
     if (server.type === 'http') return new HttpChannel(server.url, http);
     if (server.type === 'sse') {
       const channel = new SseChannel(server.url, http);
-      await channel.open().catch(async (err: unknown) => {
+      await channel.open(options.timeoutMs ?? 30_000).catch(async (err: unknown) => {
         await channel.close();
         throw err;
       });

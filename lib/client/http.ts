@@ -3,7 +3,7 @@
  * as JSON or on an SSE stream, server-initiated messages on a GET stream, a session id, and streams that resume
  * with Last-Event-ID after a drop. In the modern era (2026-07-28): no session and no GET stream, the request
  * metadata headers on every POST, and a response stream that breaks is answered by sending its request again
- * under a new id; closing a request's stream cancels it.
+ * under a new id when running it twice does no harm (else STREAM_LOST); closing a request's stream cancels it.
  */
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
@@ -15,44 +15,48 @@ import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { modernHeaders, type ProtocolEra } from './modern.js';
-import { type RemoteSettings, readCapped, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
+import {
+  type HttpChannelOptions,
+  ownCopy,
+  PREVIEW_BODY_BYTES,
+  RecentIds,
+  type RemoteSettings,
+  readCapped,
+  readEventStream,
+  reconnectWait,
+  remoteRequest,
+  remoteSettings,
+} from './remote.js';
 
-export interface ReconnectOptions {
-  /** The wait before the first attempt, when the server sent no `retry:`. @defaultValue 1000 */
-  initialDelayMs?: number;
-  /** The longest wait between attempts. @defaultValue 30000 */
-  maxDelayMs?: number;
-  /** Each failed attempt multiplies the wait by this. @defaultValue 2 */
-  factor?: number;
-  /** Failed attempts in a row before the connection gives up (GAVE_UP). @defaultValue 8 */
-  maxAttempts?: number;
-}
-
-export interface HttpChannelOptions {
-  /** A name for the server in error messages. @defaultValue the URL's host */
-  name?: string;
-  /** Sent on every request (Authorization, cookies, API keys); they appear nowhere else. */
-  headers?: Record<string, string>;
-  /** How dropped streams are resumed; `false` never resumes. */
-  reconnect?: ReconnectOptions | false;
-  /**
-   * A stream that carries no bytes (keep-alive comments included) for this long is taken as broken and
-   * resumed. It never fails a request by itself.
-   * @defaultValue 300000 (5 minutes)
-   */
-  idleTimeoutMs?: number;
-  /** @defaultValue 64 MiB */
-  maxMessageBytes?: number;
-  /**
-   * POSTs in flight at once (each is a connection while its answer streams); more wait their turn. GET
-   * streams are not counted.
-   * @defaultValue 64
-   */
-  maxSockets?: number;
-}
+export type { HttpChannelOptions, ReconnectOptions } from './remote.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
+
+/**
+ * Modern era: methods a request of which may be sent again when its stream breaks, since running it twice does
+ * no harm. Anything else fails with STREAM_LOST: whether to run it again is the caller's decision.
+ */
+const HARMLESS_METHODS = new Set([
+  'ping',
+  'server/discover',
+  'tools/list',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'prompts/list',
+  'prompts/get',
+  'completion/complete',
+]);
+
+/** Modern era: how many times at most a harmless request is sent again after its stream broke. */
+const RESEND_ATTEMPTS = 2;
+
+/** How many recent event ids are kept to drop replayed duplicates. */
+const SEEN_IDS = 4096;
+
+/** How long close() waits for the server to answer the DELETE that ends the session. */
+const DELETE_TIMEOUT_MS = 2000;
 
 /** A stream of events from the server: a POST's answer, or the GET stream. */
 interface EventStream {
@@ -61,8 +65,8 @@ interface EventStream {
   owed: Set<Id>;
   /** The last event id seen on it, for Last-Event-ID. */
   lastEventId: string | undefined;
-  /** Event ids delivered already: an event replayed after a resumption is delivered once. */
-  seen: Set<string>;
+  /** Modern era (no session): event ids this stream delivered already, the most recent of them. */
+  seen: RecentIds;
   /** The server's `retry:`, in ms. */
   retry: number | undefined;
   /** Failed reconnection attempts in a row. */
@@ -71,8 +75,6 @@ interface EventStream {
   /** Stops the idle watchdog of the response being read. */
   stopWatch: (() => void) | undefined;
 }
-
-const PREVIEW_BODY_BYTES = 4096;
 
 /**
  * A Streamable HTTP channel. The session above it is unaware of HTTP: it sends messages and receives them.
@@ -94,9 +96,13 @@ export class HttpChannel extends EventEmitter implements Channel {
   #expiredOnce = false;
   #getStream: EventStream | undefined;
   readonly #streams = new Set<EventStream>();
+  /** The event ids of the session's streams delivered most recently (legacy era: ids are unique in a session). */
+  readonly #seen = new RecentIds(SEEN_IDS);
   /** Which stream owes the response to each request in flight. */
   readonly #owedBy = new Map<Id, EventStream>();
   readonly #requests = new Set<http.ClientRequest>();
+  /** The POST that carried each request (alone) until it closes: destroyed when the caller gives up on it. */
+  readonly #posts = new Map<Id, http.ClientRequest>();
   readonly #timers = new Set<NodeJS.Timeout>();
   #closed = false;
   #ended: ConnectionError | undefined;
@@ -108,6 +114,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   /** Modern era: how many times each request (by its first id) was sent again. */
   readonly #resent = new Map<Id, number>();
   #nextAlias = 1;
+  /** Modern era: tools annotated as safe to run twice (readOnlyHint or idempotentHint), from tools/list. */
+  readonly #harmlessTools = new Set<string>();
 
   constructor(url: string | URL, options: HttpChannelOptions = {}) {
     super();
@@ -133,6 +141,8 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#closed || this.#ended !== undefined) return Promise.reject(this.endError('cannot send'));
     // Modern HTTP has no client notifications: closing a request's stream is its cancellation.
     if (this.#modern && isObject(msg) && msg.method === 'notifications/cancelled') return Promise.resolve(this.#cancel(msg.params));
+    // A request given up on (timeout, abort) must not hold a socket: 64 of them would hold them all.
+    if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params)) this.#abandon(msg.params.requestId as Id);
     let text: string;
     try {
       text = serialize(msg);
@@ -160,9 +170,15 @@ export class HttpChannel extends EventEmitter implements Channel {
     this.#timers.clear();
     for (const stream of this.#streams) this.#stopStream(stream);
     if (this.#sessionId !== undefined) {
-      await this.#request('DELETE', undefined, {})
-        .then((res) => res.resume())
-        .catch(() => undefined);
+      // A server that never answers the DELETE must not keep the caller (bridge, call) from exiting.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.#request('DELETE', undefined, {})
+          .then((res) => res.resume())
+          .catch(() => undefined),
+        new Promise((resolve) => (timer = setTimeout(resolve, DELETE_TIMEOUT_MS))),
+      ]);
+      clearTimeout(timer);
     }
     for (const req of this.#requests) req.destroy();
     this.#remote.agent.destroy();
@@ -176,7 +192,13 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#renewing !== undefined && this.#initializeId !== undefined && !isInitialize(msg)) await this.#renewing;
     const owed = requestIds(msg);
     if (this.#modern && isObject(msg) && owed.size === 1) this.#inFlight.set(msg.id as Id, msg);
-    const res = await this.#request('POST', text, this.#modern ? modernHeaders(msg, this.#protocolVersion!) : {});
+    const [only] = owed;
+    const res = await this.#request(
+      'POST',
+      text,
+      this.#modern ? modernHeaders(msg, this.#protocolVersion!) : {},
+      owed.size === 1 ? (req) => this.#trackPost(only!, req) : undefined,
+    );
     if (res.statusCode === 404 && this.#sessionId !== undefined && !this.#modern) {
       res.resume();
       throw await this.#sessionExpired();
@@ -241,7 +263,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       kind,
       owed,
       lastEventId: undefined,
-      seen: new Set(),
+      seen: new RecentIds(SEEN_IDS),
       retry: undefined,
       failures: 0,
       response: undefined,
@@ -263,9 +285,10 @@ export class HttpChannel extends EventEmitter implements Channel {
       invalid: (err) => this.emit('invalid', err),
       message: (msg, id) => {
         if (id !== '') {
-          stream.lastEventId = id;
-          if (stream.seen.has(id)) return;
-          stream.seen.add(id);
+          stream.lastEventId = ownCopy(id);
+          // Event ids are unique within a session, across its streams: a server that replays another
+          // stream's events after Last-Event-ID gets each delivered once.
+          if (!(this.#modern ? stream.seen : this.#seen).add(id)) return;
         }
         // A message on a new stream: the attempts start again (never on a clean close without one).
         if (stream.failures > 0) this.emit('reconnected', { attempt: stream.failures });
@@ -275,7 +298,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       ended: (reason, lastEventId, retry) => {
         stream.stopWatch = undefined;
         stream.retry = retry ?? stream.retry;
-        if (lastEventId !== '') stream.lastEventId = lastEventId;
+        if (lastEventId !== '') stream.lastEventId = ownCopy(lastEventId);
         this.#streamEnded(stream, reason);
       },
     });
@@ -291,6 +314,7 @@ export class HttpChannel extends EventEmitter implements Channel {
         this.#protocolVersion = msg.result.protocolVersion;
       }
       const first = this.#aliases.get(id);
+      if (this.#modern) this.#learnTools(this.#inFlight.get(first ?? id), msg);
       this.#inFlight.delete(first ?? id);
       this.#resent.delete(first ?? id);
       if (first !== undefined) {
@@ -392,10 +416,16 @@ export class HttpChannel extends EventEmitter implements Channel {
     const request = this.#inFlight.get(first);
     const policy = this.#remote.reconnect;
     const attempts = this.#resent.get(first) ?? 0;
-    if (request === undefined || policy === false || attempts >= policy.maxAttempts) {
+    const safe = request !== undefined && this.#harmlessTwice(request);
+    if (request === undefined || policy === false || !safe || attempts >= Math.min(RESEND_ATTEMPTS, policy.maxAttempts)) {
       this.#inFlight.delete(first);
       this.#resent.delete(first);
-      const why = policy === false ? 'and reconnect is off' : `${attempts} times`;
+      const why =
+        policy === false
+          ? 'and reconnect is off'
+          : !safe
+            ? `before its answer; it may have run, and it is not sent again since running it twice could do harm (${String(request?.method)})`
+            : `${attempts + 1} times`;
       this.#undeliverable(new Set([first]), new ConnectionError('STREAM_LOST', `the response stream from "${this.name}" broke (${reason}) ${why}`));
       return;
     }
@@ -413,13 +443,67 @@ export class HttpChannel extends EventEmitter implements Channel {
     this.#timers.add(timer);
   }
 
-  /** Modern era: cancels a request by closing the stream its answer would come on. */
+  #trackPost(id: Id, req: http.ClientRequest): void {
+    this.#posts.set(id, req);
+    req.once('close', () => {
+      if (this.#posts.get(id) === req) this.#posts.delete(id);
+    });
+  }
+
+  /**
+   * The caller gave up on request `id`: the stream that owed its answer owes it no more (and stops, if that was
+   * all it owed), and the POST that carried it alone is destroyed, so that its socket is free again.
+   */
+  #abandon(id: Id): void {
+    const stream = this.#owedBy.get(id);
+    this.#owedBy.delete(id);
+    if (stream !== undefined) {
+      stream.owed.delete(id);
+      if (stream.kind === 'post' && stream.owed.size === 0) {
+        this.#stopStream(stream);
+        this.#streams.delete(stream);
+      }
+    }
+    const req = this.#posts.get(id);
+    this.#posts.delete(id);
+    req?.destroy();
+  }
+
+  /**
+   * Whether a request can be sent again on its own after its stream broke: the 2026-07-28 revision makes a
+   * closed stream the request's cancellation, but the server may have acted on it already. Reading and listing
+   * methods can, and a tool that the server's tools/list annotated readOnlyHint or idempotentHint.
+   */
+  #harmlessTwice(request: Json): boolean {
+    if (typeof request.method !== 'string') return false;
+    if (HARMLESS_METHODS.has(request.method)) return true;
+    if (request.method !== 'tools/call' || !isObject(request.params)) return false;
+    return this.#harmlessTools.has(String(request.params.name));
+  }
+
+  /** Modern era: notes which tools a tools/list answer says can run twice without harm. */
+  #learnTools(request: Json | undefined, answer: Json): void {
+    if (request?.method !== 'tools/list' || !isObject(answer.result) || !Array.isArray(answer.result.tools)) return;
+    for (const tool of answer.result.tools) {
+      if (!isObject(tool) || typeof tool.name !== 'string') continue;
+      const hints = isObject(tool.annotations) ? tool.annotations : {};
+      if (hints.readOnlyHint === true || hints.idempotentHint === true) this.#harmlessTools.add(tool.name);
+      else this.#harmlessTools.delete(tool.name);
+    }
+  }
+
+  /** Modern era: cancels a request by closing the stream its answer would come on (or the POST still waiting). */
   #cancel(params: unknown): void {
     const asked = isObject(params) ? (params.requestId as Id) : undefined;
     if (asked === undefined) return;
     this.#inFlight.delete(asked);
     this.#resent.delete(asked);
-    for (const [alias, first] of this.#aliases) if (first === asked) this.#aliases.delete(alias);
+    this.#abandon(asked);
+    for (const [alias, first] of this.#aliases) {
+      if (first !== asked) continue;
+      this.#aliases.delete(alias);
+      this.#abandon(alias);
+    }
     for (const stream of this.#streams) {
       if (![...stream.owed].some((id) => id === asked || this.#aliases.get(id) === asked)) continue;
       stream.owed.clear();
@@ -496,6 +580,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     }
     this.#getStream = undefined;
     this.#sessionId = undefined;
+    this.#seen.clear();
     this.#renewing ??= this.#renewSession().finally(() => {
       this.#renewing = undefined;
     });
@@ -530,7 +615,12 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   /** One HTTP request with the configured headers, the session id and the protocol version. */
-  #request(method: string, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
+  #request(
+    method: string,
+    body: string | undefined,
+    extra: Record<string, string>,
+    onRequest?: (req: http.ClientRequest) => void,
+  ): Promise<http.IncomingMessage> {
     const headers: Record<string, string> = { ...this.#remote.headers };
     if (method === 'POST') {
       headers.accept = 'application/json, text/event-stream';
@@ -542,6 +632,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     return remoteRequest(this.#remote, this.name, { method, headers, body }, (req) => {
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
+      onRequest?.(req);
     });
   }
 }

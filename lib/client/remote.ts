@@ -8,7 +8,43 @@ import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
 import { ConnectionError } from './errors.js';
-import type { HttpChannelOptions, ReconnectOptions } from './http.js';
+
+export interface ReconnectOptions {
+  /** The wait before the first attempt, when the server sent no `retry:`. @defaultValue 1000 */
+  initialDelayMs?: number;
+  /** The longest wait between attempts. @defaultValue 30000 */
+  maxDelayMs?: number;
+  /** Each failed attempt multiplies the wait by this. @defaultValue 2 */
+  factor?: number;
+  /** Failed attempts in a row before the connection gives up (GAVE_UP). @defaultValue 8 */
+  maxAttempts?: number;
+}
+
+export interface HttpChannelOptions {
+  /** A name for the server in error messages. @defaultValue the URL's host */
+  name?: string;
+  /** Sent on every request (Authorization, cookies, API keys); they appear nowhere else. */
+  headers?: Record<string, string>;
+  /** How dropped streams are resumed; `false` never resumes. */
+  reconnect?: ReconnectOptions | false;
+  /**
+   * A stream that carries no bytes (keep-alive comments included) for this long is taken as broken and
+   * resumed. It never fails a request by itself.
+   * @defaultValue 300000 (5 minutes)
+   */
+  idleTimeoutMs?: number;
+  /** @defaultValue 64 MiB */
+  maxMessageBytes?: number;
+  /**
+   * POSTs in flight at once (each is a connection while its answer streams); more wait their turn. GET
+   * streams are not counted.
+   * @defaultValue 64
+   */
+  maxSockets?: number;
+}
+
+/** How much of an error body is read for the message that quotes it. */
+export const PREVIEW_BODY_BYTES = 4096;
 
 export interface RemoteSettings {
   url: URL;
@@ -43,14 +79,24 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
 }
 
 /**
- * The wait before the next attempt: the server's `retry:` when it sent one, else initialDelayMs, times factor
- * per attempt that failed already, capped at maxDelayMs, with jitter that only lengthens it (the server's retry
- * is a floor the spec says to respect).
+ * The shortest wait a server's `retry:` can ask for: `retry: 0` would make a drop a busy loop of reconnections.
+ * (The waits configured here are the caller's to choose.)
+ */
+export const MIN_RETRY_MS = 100;
+/** The longest wait a timer takes: past 2^31-1 ms Node fires it after 1 ms, with a warning. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const clamp = (ms: number, floor: number): number => Math.min(MAX_TIMER_MS, Math.max(floor, Number.isFinite(ms) ? ms : MAX_TIMER_MS));
+
+/**
+ * The wait before the next attempt: the server's `retry:` when it sent one (at least MIN_RETRY_MS), else
+ * initialDelayMs, times factor per attempt that failed already, capped at maxDelayMs, with jitter that only
+ * lengthens it (the server's retry is a floor the spec says to respect). Never past the timer maximum.
  */
 export function reconnectWait(policy: Required<ReconnectOptions>, retry: number | undefined, failures: number): number {
-  const base = retry ?? policy.initialDelayMs;
+  const base = retry === undefined ? clamp(policy.initialDelayMs, 0) : clamp(retry, MIN_RETRY_MS);
   const grown = Math.min(policy.maxDelayMs, base * policy.factor ** failures);
-  return Math.max(base, Math.round(grown * (1 + Math.random() * 0.2)));
+  return clamp(Math.max(base, Math.round(grown * (1 + Math.random() * 0.2))), 0);
 }
 
 /**
@@ -81,6 +127,42 @@ export function readCapped(stream: NodeJS.ReadableStream, cap: number): Promise<
     stream.once('error', (err: Error) => settle(err));
     stream.once('close', () => settle(new Error('the body was cut off before its end')));
   });
+}
+
+/**
+ * The event ids seen most recently, at most `capacity` of them, for dropping events a resumed stream replays:
+ * a stream may live for days, so every id cannot be kept. Ids are copied, never kept as slices of the event
+ * text that carried them (a slice keeps that whole text alive).
+ */
+export class RecentIds {
+  readonly #capacity: number;
+  readonly #ids = new Set<string>();
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  get size(): number {
+    return this.#ids.size;
+  }
+
+  /** Records `id`; false when it was seen already (a duplicate). */
+  add(id: string): boolean {
+    if (this.#ids.has(id)) return false;
+    this.#ids.add(ownCopy(id));
+    // A Set iterates in insertion order: its first id is the oldest.
+    if (this.#ids.size > this.#capacity) this.#ids.delete(this.#ids.values().next().value!);
+    return true;
+  }
+
+  clear(): void {
+    this.#ids.clear();
+  }
+}
+
+/** A string that shares no memory with the text it was cut from (V8 makes slices of 13 characters or more). */
+export function ownCopy(text: string): string {
+  return text.length < 13 ? text : Buffer.from(text, 'utf8').toString('utf8');
 }
 
 export interface EventStreamHandlers {
@@ -124,7 +206,13 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
   const stop = (): void => clearTimeout(timer);
   res.on('data', (chunk: Buffer) => {
     timer.refresh();
-    core.write(chunk, sink);
+    // Whatever the handlers make of the server's bytes, a throw must fail this stream, never escape the
+    // listener (it would end the process, and Node's report would print the configured URL).
+    try {
+      core.write(chunk, sink);
+    } catch (err) {
+      res.destroy(new Error(`the stream could not be read: ${redact((err as Error).message)}`));
+    }
   });
   let done = false;
   const finish = (reason: string): void => {

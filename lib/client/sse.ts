@@ -10,8 +10,17 @@ import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
-import type { HttpChannelOptions } from './http.js';
-import { type RemoteSettings, readEventStream, reconnectWait, remoteRequest, remoteSettings } from './remote.js';
+import {
+  type HttpChannelOptions,
+  MAX_TIMER_MS,
+  PREVIEW_BODY_BYTES,
+  type RemoteSettings,
+  readCapped,
+  readEventStream,
+  reconnectWait,
+  remoteRequest,
+  remoteSettings,
+} from './remote.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
@@ -45,16 +54,43 @@ export class SseChannel extends EventEmitter implements Channel {
     this.name = this.#remote.name;
   }
 
-  /** Opens the stream and waits for its `endpoint` event. */
-  async open(): Promise<void> {
-    const res = await this.#request('GET', this.#remote.url, undefined, { accept: 'text/event-stream' });
-    if (res.statusCode !== 200) {
-      res.resume();
-      throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered GET with HTTP ${res.statusCode}`, { status: res.statusCode });
-    }
-    await new Promise<void>((resolve, reject) => {
-      this.#read(res, resolve, reject);
+  /**
+   * Opens the stream and waits for its `endpoint` event, at most `timeoutMs` in all: a server that sends only
+   * comments, or nothing, fails with TIMEOUT instead of holding the caller forever.
+   */
+  async open(timeoutMs = 30_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    let pending: http.IncomingMessage | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      if (!Number.isFinite(timeoutMs)) return;
+      timer = setTimeout(
+        () => {
+          timedOut = true;
+          pending?.destroy();
+          reject(new ConnectionError('TIMEOUT', `"${this.name}" sent no endpoint event within ${timeoutMs} ms`));
+        },
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
     });
+    const opened = (async () => {
+      const res = await this.#request('GET', this.#remote.url, undefined, { accept: 'text/event-stream' });
+      if (timedOut) return void res.destroy();
+      pending = res;
+      if (res.statusCode !== 200) {
+        res.resume();
+        throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered GET with HTTP ${res.statusCode}`, { status: res.statusCode });
+      }
+      await new Promise<void>((resolve, reject) => {
+        this.#read(res, resolve, reject);
+      });
+    })();
+    opened.catch(() => undefined);
+    try {
+      await Promise.race([opened, expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   send(msg: unknown): Promise<void> {
@@ -94,14 +130,14 @@ export class SseChannel extends EventEmitter implements Channel {
   async #post(text: string): Promise<void> {
     const res = await this.#request('POST', this.#endpoint!, text, { 'content-type': 'application/json' });
     const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
-    const chunks: Buffer[] = [];
-    for await (const chunk of res as AsyncIterable<Buffer>) if (!ok) chunks.push(chunk);
-    if (!ok) {
-      const body = preview(Buffer.concat(chunks));
-      throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
-        status: res.statusCode,
-      });
-    }
+    if (ok) return void res.resume();
+    // An error body is read for its preview only, never further: a server could send gigabytes.
+    const { body: head, over } = await readCapped(res, PREVIEW_BODY_BYTES);
+    if (over) res.destroy();
+    const body = preview(head);
+    throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
+      status: res.statusCode,
+    });
   }
 
   /** Reads the stream; `ready` once the endpoint is known, `fail` if the stream ends before that. */
@@ -110,7 +146,13 @@ export class SseChannel extends EventEmitter implements Channel {
     let known = false;
     const endpointEvent = (event: FramedEvent): void => {
       if (event.event !== 'endpoint' || known) return;
-      const endpoint = new URL(event.data.trim(), this.#remote.url);
+      let endpoint: URL;
+      try {
+        endpoint = new URL(event.data.trim(), this.#remote.url);
+      } catch {
+        res.destroy();
+        return fail(new ConnectionError('INVALID_RESPONSE', `"${this.name}" named an endpoint that is not a URL: ${preview(event.data)}`));
+      }
       if (endpoint.origin !== this.#remote.url.origin) {
         res.destroy();
         const where = preview(endpoint.origin);

@@ -221,12 +221,13 @@ describe('protocol eras over HTTP', function () {
     expect(sdk2.seen.map((s) => s.headers['mcp-method'])).to.deep.equal(['server/discover', 'tools/call']);
   });
 
-  it('sends a request again under a new id when its modern stream breaks, and delivers one answer', async () => {
+  it('sends a request again under a new id when its modern stream breaks, and delivers one answer (a tool annotated idempotent)', async () => {
     const sdk2 = opened.add(await sdk2Http('modern'));
     const proxy = opened.add(await cutProxy(sdk2.port));
     const c = opened.add(
       await connect({ type: 'http', url: `http://127.0.0.1:${proxy.port}/mcp` }, { reconnect: { initialDelayMs: 10, maxAttempts: 3 } }),
     );
+    await c.request('tools/list');
     const progress: number[] = [];
     c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
     let answers = 0;
@@ -241,5 +242,29 @@ describe('protocol eras over HTTP', function () {
     expect(answers).to.equal(0);
     // The first attempt's progress, then the second's from the start.
     expect(progress.slice(-4)).to.deep.equal([1, 2, 3, 4]);
+  });
+
+  it('fails a modern tools/call whose stream breaks with STREAM_LOST, saying it may have run, and never sends it again', async () => {
+    const sdk2 = opened.add(await sdk2Http('modern'));
+    const proxy = opened.add(await cutProxy(sdk2.port));
+    const c = opened.add(
+      await connect({ type: 'http', url: `http://127.0.0.1:${proxy.port}/mcp` }, { reconnect: { initialDelayMs: 10, maxAttempts: 8 } }),
+    );
+    await c.request('tools/list');
+    const progress: number[] = [];
+    c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
+    const result = c.request('tools/call', { name: 'steps-once', arguments: { n: 4, ms: 60 }, _meta: { progressToken: 't' } });
+    for (let i = 0; i < 200 && progress.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    proxy.cut();
+    const err = await rejection<ConnectionError>(result);
+    expect(err.code).to.equal('STREAM_LOST');
+    expect(err.message).to.include('may have run');
+    await new Promise((r) => setTimeout(r, 300));
+    const calls = sdk2.seen.filter((s) => s.headers['mcp-method'] === 'tools/call');
+    expect(calls).to.have.length(1);
+    // The connection goes on.
+    expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'after' } })).to.deep.include({
+      content: [{ type: 'text', text: 'after' }],
+    });
   });
 });

@@ -1,5 +1,5 @@
 // Servers of the MCP SDK 2.x (@modelcontextprotocol/server, the 2026-07-28 revision) for the protocol-era
-// tests: one factory (echo, and steps with progress), served over HTTP on 127.0.0.1 through the SDK's
+// tests: one factory (echo, and steps with progress: `steps` annotated idempotent, `steps-once` not), served over HTTP on 127.0.0.1 through the SDK's
 // web-standard handler, modern-only (`legacy: 'reject'`) or dual-era (`legacy: 'stateless'`).
 import http from 'node:http';
 import type net from 'node:net';
@@ -9,14 +9,21 @@ import { z } from 'zod';
 export function sdk2Server(name: string): McpServer {
   const server = new McpServer({ name, version: '2.0.0' });
   server.registerTool('echo', { inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({ content: [{ type: 'text', text }] }));
-  server.registerTool('steps', { inputSchema: z.object({ n: z.number(), ms: z.number() }) }, async ({ n, ms }, ctx) => {
+  const steps = async (
+    { n, ms }: { n: number; ms: number },
+    ctx: { mcpReq: { _meta?: { progressToken?: string | number }; notify(n: unknown): Promise<void> } },
+  ) => {
     const token = ctx.mcpReq._meta?.progressToken;
     for (let i = 1; i <= n; i++) {
       await new Promise((resolve) => setTimeout(resolve, ms));
       if (token !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n } });
     }
-    return { content: [{ type: 'text', text: `${n} steps` }] };
-  });
+    return { content: [{ type: 'text' as const, text: `${n} steps` }] };
+  };
+  const schema = z.object({ n: z.number(), ms: z.number() });
+  // The same tool twice: annotated as safe to run again, and not (a client may not send that one again).
+  server.registerTool('steps', { inputSchema: schema, annotations: { idempotentHint: true } }, steps as never);
+  server.registerTool('steps-once', { inputSchema: schema }, steps as never);
   return server;
 }
 

@@ -30,7 +30,7 @@ describe('serve: modern (2026-07-28) requests', function () {
     const client = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url!)));
     try {
-      expect((await client.listTools()).tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'steps']);
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'steps', 'steps-once']);
       expect(await client.callTool({ name: 'echo', arguments: { text: 'through serve ✓' } })).to.deep.include({
         content: [{ type: 'text', text: 'through serve ✓' }],
       });

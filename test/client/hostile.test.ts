@@ -1,0 +1,230 @@
+// connect() against servers that misbehave on purpose, on 127.0.0.1: bad endpoint events, endless error bodies,
+// DELETEs and requests never answered, streams of comments only, floods of event ids, absurd retry: values.
+// The process must survive each, within bounds of time and memory, and print no configured secret.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { expect } from 'chai';
+import type { ConfigError } from '../../lib/client/config.js';
+import { connect } from '../../lib/client/connection.js';
+import type { ConnectionError } from '../../lib/client/errors.js';
+import { MAX_TIMER_MS, MIN_RETRY_MS, RecentIds, reconnectWait } from '../../lib/client/remote.js';
+import { rejection } from '../helpers/rejection.js';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
+
+const SECRET = 'sk-live-0123456789abcdef';
+
+/** A server whose every request goes to `handler`, after its body has been read. */
+async function hostile(handler: Handler): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer(async (req, res) => {
+    res.on('error', () => undefined);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    handler(req, res, Buffer.concat(chunks).toString('utf8'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const json = (res: http.ServerResponse, msg: unknown, headers: http.OutgoingHttpHeaders = {}): void =>
+  void res.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(msg));
+
+const INIT_RESULT = { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } };
+
+/**
+ * A legacy Streamable HTTP server: initialize (with a session), ping and notifications answered; the rest to
+ * `other`, a GET to `get` (405 without it), a DELETE answered unless `deaf` says not.
+ */
+function legacyHttp(other: Handler, get?: Handler, deaf: { toDelete?: boolean } = {}): Handler {
+  return (req, res, body) => {
+    if (req.method === 'DELETE') return deaf.toDelete ? undefined : void res.writeHead(200).end();
+    if (req.method === 'GET') return get === undefined ? void res.writeHead(405).end() : get(req, res, body);
+    const msg = JSON.parse(body) as { id?: unknown; method: string };
+    if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{}');
+    if (msg.method === 'initialize') return json(res, { jsonrpc: '2.0', id: msg.id, result: INIT_RESULT }, { 'mcp-session-id': 'sess-1' });
+    if (msg.id === undefined) return void res.writeHead(202).end();
+    if (msg.method === 'ping') return json(res, { jsonrpc: '2.0', id: msg.id, result: {} });
+    other(req, res, body);
+  };
+}
+
+function gc(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
+
+describe('connect() against hostile servers', () => {
+  let server: Awaited<ReturnType<typeof hostile>> | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('fails the connection, never the process, on a legacy endpoint event that is not a URL, and prints no query', async () => {
+    server = await hostile((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: endpoint\ndata: http://[::1\n\n');
+    });
+    const err = await rejection<ConnectionError>(connect({ type: 'sse', url: `${server.url}/sse?key=${SECRET}` }, { timeoutMs: 2000 }));
+    expect(err.code).to.equal('INVALID_RESPONSE');
+    expect(err.message).to.include('not a URL');
+    expect(`${err.message} ${err.stack}`).not.to.include(SECRET);
+  });
+
+  it('waits for the legacy endpoint event no longer than timeoutMs, against a server that sends only comments', async () => {
+    let timer: NodeJS.Timeout | undefined;
+    server = await hostile((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      timer = setInterval(() => res.write(': still here\n\n'), 20);
+      res.on('close', () => clearInterval(timer));
+    });
+    const started = Date.now();
+    const err = await rejection<ConnectionError>(connect({ type: 'sse', url: `${server.url}/sse` }, { timeoutMs: 300 }));
+    expect(err.code).to.equal('TIMEOUT');
+    expect(Date.now() - started).to.be.below(1500);
+    clearInterval(timer);
+  });
+
+  it('reads no more than a preview of a legacy SSE error body, however long the server makes it', async () => {
+    let sent = 0;
+    server = await hostile((req, res) => {
+      if (req.method === 'GET') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        return void res.write('event: endpoint\ndata: /messages\n\n');
+      }
+      // 400 MiB of error body, written as fast as the client takes it.
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      const chunk = Buffer.alloc(1024 * 1024, 0x61);
+      const more = (): void => {
+        while (sent < 400 && !res.destroyed) {
+          sent++;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    });
+    gc();
+    const before = process.memoryUsage().rss;
+    const err = await rejection<ConnectionError>(connect({ type: 'sse', url: `${server.url}/sse` }, { timeoutMs: 5000 }));
+    const grown = process.memoryUsage().rss - before;
+    expect(err.code).to.equal('HTTP_STATUS');
+    expect(err.message.length).to.be.below(1000);
+    expect(sent, 'MiB the server could send').to.be.below(100);
+    expect(grown).to.be.below(64 * 1024 * 1024);
+  });
+
+  it('closes within a bound when the server never answers the DELETE that ends the session', async () => {
+    server = await hostile(legacyHttp(() => undefined, undefined, { toDelete: true }));
+    const c = await connect({ type: 'http', url: `${server.url}/mcp` }, { timeoutMs: 2000 });
+    const started = Date.now();
+    await c.close();
+    expect(Date.now() - started).to.be.below(3000);
+  });
+
+  it('gives the socket back when a request times out: 64 timed-out calls leave the connection usable', async () => {
+    const open = new Set<http.IncomingMessage>();
+    server = await hostile(
+      legacyHttp((req) => {
+        // tools/call is never answered; its request stays open until the client gives it up.
+        open.add(req);
+        req.socket.once('close', () => open.delete(req));
+      }),
+    );
+    const c = await connect({ type: 'http', url: `${server.url}/mcp` }, { timeoutMs: 2000 });
+    try {
+      const calls = Array.from({ length: 64 }, (_, i) => rejection<ConnectionError>(c.request('tools/call', { name: `t${i}` }, { timeoutMs: 200 })));
+      for (const err of await Promise.all(calls)) expect(err.code).to.equal('TIMEOUT');
+      expect(await c.request('ping', undefined, { timeoutMs: 2000 })).to.deep.equal({});
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(open.size, 'requests the server still holds open').to.equal(0);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('keeps a bounded window of event ids on a long GET stream, not every id with the text it came in', async function () {
+    this.timeout(60_000);
+    const events = 60_000;
+    const pad = 'p'.repeat(2048);
+    let written = 0;
+    let getStream: http.ServerResponse | undefined;
+    server = await hostile(
+      legacyHttp(
+        () => undefined,
+        (_req, res) => {
+          getStream = res;
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const more = (): void => {
+            while (written < events && !res.destroyed) {
+              written++;
+              const id = `${written.toString(16).padStart(8, '0')}-0000-4000-8000-${'0'.repeat(12)}`;
+              const event = `id: ${id}\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"${pad}"}}\n\n`;
+              if (!res.write(event)) return void res.once('drain', more);
+            }
+          };
+          more();
+        },
+      ),
+    );
+    const c = await connect({ type: 'http', url: `${server.url}/mcp` }, { timeoutMs: 2000 });
+    try {
+      let received = 0;
+      c.onNotification('notifications/message', () => received++);
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      for (let i = 0; i < 2000 && received < events; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(received).to.equal(events);
+      gc();
+      const grown = process.memoryUsage().heapUsed - before;
+      // Every id kept with its event's text would be about 2 KiB an event: 120 MiB here.
+      expect(grown, 'heap growth after GC').to.be.below(16 * 1024 * 1024);
+    } finally {
+      getStream?.destroy();
+      await c.close();
+    }
+  });
+
+  it('keeps the most recent event ids, a bounded number, each delivered once', () => {
+    const ids = new RecentIds(3);
+    expect(['a', 'b', 'c'].map((id) => ids.add(id))).to.deep.equal([true, true, true]);
+    expect(ids.add('b')).to.equal(false);
+    expect(ids.add('d')).to.equal(true);
+    expect(ids.size).to.equal(3);
+    // 'a' fell out of the window; 'b', 'c' and 'd' are still in it.
+    expect(['a', 'c', 'd'].map((id) => ids.add(id))).to.deep.equal([true, false, false]);
+  });
+
+  it("clamps every reconnection wait between a floor and the timer maximum, whatever the server's retry: says", () => {
+    const policy = { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8 };
+    expect(reconnectWait(policy, 0, 0)).to.be.at.least(MIN_RETRY_MS);
+    expect(reconnectWait(policy, 0, 3)).to.be.at.least(MIN_RETRY_MS);
+    for (const retry of [2 ** 31, 2 ** 40, Number.MAX_SAFE_INTEGER, Number.POSITIVE_INFINITY]) {
+      const wait = reconnectWait(policy, retry, 2);
+      expect(wait, String(retry)).to.be.at.most(MAX_TIMER_MS).and.at.least(30_000);
+    }
+    expect(reconnectWait({ ...policy, initialDelayMs: 10 }, undefined, 0)).to.be.within(10, 12);
+  });
+
+  it('connects to an entry with a url and no type over Streamable HTTP, and refuses one with neither', async () => {
+    server = await hostile(legacyHttp((_req, res) => json(res, { jsonrpc: '2.0', id: 0, result: {} })));
+    const c = await connect({ url: `${server.url}/mcp` } as never, { timeoutMs: 2000 });
+    try {
+      expect(await c.request('ping')).to.deep.equal({});
+    } finally {
+      await c.close();
+    }
+    const err = await rejection<ConfigError>(connect({} as never));
+    expect(err.name).to.equal('ConfigError');
+    expect(err.message).to.include('neither a command');
+  });
+});
