@@ -58,7 +58,17 @@ export async function bridgeCommand(argv: string[]): Promise<number> {
     say(error.message);
     toHost.write({ jsonrpc: '2.0', id, error: { code: -32000, message: safeLine(error.message) } });
   };
-  channel.on('message', (msg: unknown) => toHost.write(msg));
+  // A host that does not read its stdout stops the remote server's streams being read, instead of having this
+  // process buffer all they carry.
+  let release: (() => void) | undefined;
+  channel.on('message', (msg: unknown) => {
+    if (toHost.write(msg) || release !== undefined) return;
+    release = channel.holdInput();
+    toHost.once('drain', () => {
+      release?.();
+      release = undefined;
+    });
+  });
   channel.on('invalid', (err: FrameError) => say(`skipped a bad frame from the server: ${err.code}: ${err.message}`));
   channel.on('reconnecting', (r: { attempt: number; waitMs: number; reason: string }) =>
     say(`reconnecting (attempt ${r.attempt}, in ${r.waitMs} ms): ${r.reason}`),

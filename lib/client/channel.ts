@@ -154,6 +154,11 @@ export class StreamChannel extends EventEmitter implements Channel {
     return sent;
   }
 
+  /** True while frames wait for the output to drain: a producer should wait for its last send() to resolve. */
+  get backedUp(): boolean {
+    return this.#waitingForDrain;
+  }
+
   /** Ends the output and stops reading; resolves at once, as there is no process to wait for. */
   close(): Promise<ExitStatus> {
     if (!this.#closed) {

@@ -116,11 +116,28 @@ export class HttpChannel extends EventEmitter implements Channel {
   #nextAlias = 1;
   /** Modern era: tools annotated as safe to run twice (readOnlyHint or idempotentHint), from tools/list. */
   readonly #harmlessTools = new Set<string>();
+  /** Holds on the input taken by holdInput() and not released yet. */
+  #holds = 0;
 
   constructor(url: string | URL, options: HttpChannelOptions = {}) {
     super();
     this.#remote = remoteSettings(url, options);
     this.name = this.#remote.name;
+  }
+
+  /**
+   * Stops reading the server's streams until the returned function is called (each hold released once): for a
+   * consumer slower than the server, such as `bridge` writing to a host that does not read. The server's
+   * writes then wait in its socket instead of in this process.
+   */
+  holdInput(): () => void {
+    if (this.#holds++ === 0) for (const stream of this.#streams) stream.response?.pause();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds === 0) for (const stream of this.#streams) stream.response?.resume();
+    };
   }
 
   /** The session id the server gave, if any. */
@@ -302,6 +319,8 @@ export class HttpChannel extends EventEmitter implements Channel {
         this.#streamEnded(stream, reason);
       },
     });
+    // After the 'data' listener: a stream that opens while the input is held starts paused.
+    if (this.#holds > 0) res.pause();
   }
 
   #receive(msg: unknown): void {

@@ -43,6 +43,7 @@ export class ModernHub {
   readonly #exchanges = new Map<number, Exchange>();
   readonly #tokens = new Map<string, number>();
   #next = 1;
+  #droppedCount = 0;
 
   constructor(ctx: ServeContext) {
     this.#ctx = ctx;
@@ -51,6 +52,11 @@ export class ModernHub {
   /** Requests in flight. */
   get pending(): number {
     return this.#exchanges.size;
+  }
+
+  /** Messages of the shared child that could not be attributed to a request in flight, and were dropped. */
+  get dropped(): number {
+    return this.#droppedCount;
   }
 
   /** Forwards one modern request; its answer (and notifications) go out on `res`. */
@@ -114,9 +120,11 @@ export class ModernHub {
     if (isResponse(msg)) return this.#answer(msg.id as number, msg as unknown as Record<string, unknown>);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
-    const n = this.#tokens.get(String(params.progressToken)) ?? (this.#exchanges.size === 1 ? [...this.#exchanges.keys()][0] : undefined);
+    // Only a progress token says which request (and so which client) a notification belongs to: the child is
+    // shared, so anything else (a log message, a list change) could be another client's and is not passed on.
+    const n = params.progressToken === undefined ? undefined : this.#tokens.get(String(params.progressToken));
     const exchange = n === undefined ? undefined : this.#exchanges.get(n);
-    if (exchange === undefined) return this.#dropped(msg, 'it belongs to no request in flight');
+    if (exchange === undefined) return this.#dropped(msg, 'it names no request in flight');
     const out = params.progressToken === undefined ? msg : { ...msg, params: { ...params, progressToken: exchange.token } };
     const res = this.#stream(exchange);
     writeEvent(res, `event: message\ndata: ${JSON.stringify(out)}\n\n`);
@@ -160,6 +168,7 @@ export class ModernHub {
   }
 
   #dropped(msg: unknown, why: string): void {
+    this.#droppedCount++;
     if (this.#ctx.trace) this.#ctx.log(`dropped a message of the server for modern requests (${why}): ${JSON.stringify(msg).slice(0, 80)}`);
   }
 }

@@ -63,6 +63,11 @@ export interface ServeHandle {
   readonly socketPath: string | undefined;
   /** Sessions open now, of every transport. */
   readonly sessions: number;
+  /**
+   * Messages of the child shared by modern requests that named no request in flight (a notification without a
+   * progress token), dropped rather than sent to a client they may not belong to.
+   */
+  readonly unattributed: number;
   /** Stops accepting, closes every session's child, removes the socket file. */
   close(): Promise<void>;
 }
@@ -206,6 +211,9 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
     socketPath: options.socket,
     get sessions() {
       return table.count();
+    },
+    get unattributed() {
+      return modern.dropped;
     },
     close: () => {
       closing ??= close();

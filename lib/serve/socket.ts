@@ -71,7 +71,18 @@ export function serveConnection(socket: net.Socket, ctx: ServeContext, label: st
       if (isRequest(msg)) peer.send(rpcError(msg.id, SERVER_ERROR, err.message)).catch(() => undefined);
     });
   });
-  child.on('message', (msg: unknown) => void peer.send(msg).catch(() => undefined));
+  // A client that reads slowly slows the child: while the socket needs drain the child is not read (it waits
+  // on its stdout), so nothing piles up here and nothing is dropped. A send that still fails is logged.
+  let release: (() => void) | undefined;
+  child.on('message', (msg: unknown) => {
+    const sent = peer.send(msg).catch((err: Error) => ctx.log(`${label} could not pass a message to the client: ${err.message}`));
+    if (!peer.backedUp || release !== undefined) return;
+    release = child.holdInput();
+    void sent.finally(() => {
+      release?.();
+      release = undefined;
+    });
+  });
   peer.on('end', () => void child.close());
   child.on('close', () => {
     void peer.close();

@@ -1,9 +1,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { startEverything } from '../helpers/everything-http.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { hostile, legacyHttp } from '../helpers/hostile-http.js';
 import { FaultServer } from '../helpers/http-server.js';
 import { cli } from '../helpers/run.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
@@ -91,5 +94,59 @@ describe('mcp-frame bridge', function () {
     const r = await cli(['bridge', 'demo']);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.match(/server "demo" is not a Streamable HTTP server/);
+  });
+});
+
+describe('mcp-frame bridge against a host that stops reading', function () {
+  this.timeout(30_000);
+
+  it("stops reading the remote server's stream while the host leaves its stdout unread, and delivers it all later", async () => {
+    const total = 400;
+    let sent = 0;
+    const server = await hostile(
+      legacyHttp(
+        () => undefined,
+        (_req, res) => {
+          // The GET stream: 400 messages of 1 MiB, written as fast as the bridge takes them.
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const data = 'f'.repeat(1024 * 1024);
+          const more = (): void => {
+            while (sent < total && !res.destroyed) {
+              sent++;
+              const event = `id: e${sent}\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"${sent} ${data}"}}\n\n`;
+              if (!res.write(event)) return void res.once('drain', more);
+            }
+          };
+          more();
+        },
+      ),
+    );
+    const bridge = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', `${server.url}/mcp`]);
+    try {
+      bridge.stdout.pause();
+      bridge.stdin.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'h', version: '1' } } })}\n`,
+      );
+      bridge.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${bridge.pid}/status`, 'utf8'))![1]) * 1024;
+      expect(sent, 'MiB the server could send while the host read nothing').to.be.below(total / 4);
+      expect(rss, "the bridge's RSS").to.be.below(200 * 1024 * 1024);
+      let received = 0;
+      let carry = '';
+      bridge.stdout.setEncoding('utf8');
+      bridge.stdout.on('data', (d: string) => {
+        const lines = (carry + d).split('\n');
+        carry = lines.pop()!;
+        received += lines.filter((l) => l.includes('notifications/message')).length;
+      });
+      bridge.stdout.resume();
+      for (let i = 0; i < 1000 && received < total; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(received).to.equal(total);
+    } finally {
+      bridge.kill();
+      await new Promise((resolve) => bridge.once('exit', resolve));
+      await server.close();
+    }
   });
 });

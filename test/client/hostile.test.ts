@@ -1,8 +1,7 @@
 // connect() against servers that misbehave on purpose, on 127.0.0.1: bad endpoint events, endless error bodies,
 // DELETEs and requests never answered, streams of comments only, floods of event ids, absurd retry: values.
 // The process must survive each, within bounds of time and memory, and print no configured secret.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
@@ -10,52 +9,10 @@ import type { ConfigError } from '../../lib/client/config.js';
 import { connect } from '../../lib/client/connection.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { MAX_TIMER_MS, MIN_RETRY_MS, RecentIds, reconnectWait } from '../../lib/client/remote.js';
+import { hostile, json, legacyHttp } from '../helpers/hostile-http.js';
 import { rejection } from '../helpers/rejection.js';
 
-type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
-
 const SECRET = 'sk-live-0123456789abcdef';
-
-/** A server whose every request goes to `handler`, after its body has been read. */
-async function hostile(handler: Handler): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer(async (req, res) => {
-    res.on('error', () => undefined);
-    const chunks: Buffer[] = [];
-    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-    handler(req, res, Buffer.concat(chunks).toString('utf8'));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
-}
-
-const json = (res: http.ServerResponse, msg: unknown, headers: http.OutgoingHttpHeaders = {}): void =>
-  void res.writeHead(200, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(msg));
-
-const INIT_RESULT = { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } };
-
-/**
- * A legacy Streamable HTTP server: initialize (with a session), ping and notifications answered; the rest to
- * `other`, a GET to `get` (405 without it), a DELETE answered unless `deaf` says not.
- */
-function legacyHttp(other: Handler, get?: Handler, deaf: { toDelete?: boolean } = {}): Handler {
-  return (req, res, body) => {
-    if (req.method === 'DELETE') return deaf.toDelete ? undefined : void res.writeHead(200).end();
-    if (req.method === 'GET') return get === undefined ? void res.writeHead(405).end() : get(req, res, body);
-    const msg = JSON.parse(body) as { id?: unknown; method: string };
-    if (msg.method === 'server/discover') return void res.writeHead(400, { 'content-type': 'application/json' }).end('{}');
-    if (msg.method === 'initialize') return json(res, { jsonrpc: '2.0', id: msg.id, result: INIT_RESULT }, { 'mcp-session-id': 'sess-1' });
-    if (msg.id === undefined) return void res.writeHead(202).end();
-    if (msg.method === 'ping') return json(res, { jsonrpc: '2.0', id: msg.id, result: {} });
-    other(req, res, body);
-  };
-}
 
 function gc(): void {
   setFlagsFromString('--expose-gc');

@@ -4,7 +4,7 @@ import { type Connection, connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
 import { ROOT } from '../helpers/fixtures.js';
-import { served } from '../helpers/served.js';
+import { STEPS, served } from '../helpers/served.js';
 
 const SDK2 = (era: 'modern' | 'dual') => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/sdk2.js`, era] });
 const IGNORES_PROBE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/ignores-probe.js`] };
@@ -58,6 +58,29 @@ describe('serve: modern (2026-07-28) requests', function () {
     expect(ra).to.deep.include({ content: [{ type: 'text', text: '3 steps' }] });
     expect(rb).to.deep.include({ content: [{ type: 'text', text: '5 steps' }] });
     expect(progress).to.deep.equal({ a: [1, 2, 3], b: [1, 2, 3, 4, 5] });
+  });
+
+  it("never gives one client's notifications to another: only a progress token attributes one, the rest are counted", async () => {
+    ({ bridge, log } = await served(STEPS));
+    const post = (id: number, name: string, args: Record<string, unknown>, meta: Record<string, unknown> = {}) =>
+      rawRequest(bridge.url!, {
+        method: 'POST',
+        headers: { ...MCP_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': name },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: { ...META, ...meta } } }),
+      });
+    // A's tool answers, then logs a message of A's 30 ms later, while B's request is the only one in flight.
+    const a = await post(1, 'later', { text: 'private to A' });
+    expect(a.status).to.equal(200);
+    const b = await post(2, 'steps', { n: 4, ms: 25 }, { progressToken: 'b' });
+    expect(b.body).not.to.include('private to A');
+    const events = b.body
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)));
+    expect(events.filter((e) => e.method === 'notifications/progress').map((e) => e.params.progress)).to.deep.equal([1, 2, 3, 4]);
+    expect(events.at(-1)).to.deep.include({ id: 2, result: { content: [{ type: 'text', text: '4 steps' }] } });
+    // A's log message, and each of B's four log messages (they carry no token), were dropped and counted.
+    expect(bridge.unattributed).to.equal(5);
   });
 
   it('answers a request whose headers do not match its body with 400 and HeaderMismatch', async () => {

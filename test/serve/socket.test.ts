@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import net from 'node:net';
 import { join } from 'node:path';
 import { connect } from '../../lib/client/connection.js';
 import { ConnectionError } from '../../lib/client/errors.js';
@@ -16,6 +17,7 @@ describe('serve: a local socket', () => {
   let dir: string;
   let path: string;
   let bridge: ServeHandle | undefined;
+  let log: string[];
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'mcp-frame-socket-'));
     path = join(dir, 'mcp.sock');
@@ -91,5 +93,43 @@ describe('serve: a local socket', () => {
     await c.close();
     expect(existsSync(path)).to.equal(false);
     expect(await gone(child)).to.equal(true);
+  });
+
+  it('slows the child for a client that reads slowly, and loses no message past the send queue', async function () {
+    this.timeout(60_000);
+    ({ bridge, log } = await served(STEPS, { http: false, socket: path }));
+    const count = 1500;
+    const socket = net.connect(path);
+    socket.pause();
+    const line = (msg: unknown): string => `${JSON.stringify(msg)}\n`;
+    socket.write(
+      line({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 's', version: '1' } },
+      }) +
+        line({ jsonrpc: '2.0', method: 'notifications/initialized' }) +
+        line({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'flood', arguments: { count, size: 64 * 1024 } } }),
+    );
+    // 94 MiB, more than the 64 MiB a channel lets wait, while the client reads nothing.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    let received = 0;
+    let answered = false;
+    let carry = '';
+    socket.setEncoding('utf8').on('data', (d: string) => {
+      const lines = (carry + d).split('\n');
+      carry = lines.pop()!;
+      for (const l of lines) {
+        if (l.includes('notifications/message')) received++;
+        else if (l.includes(`${count} sent`)) answered = true;
+      }
+    });
+    socket.resume();
+    for (let i = 0; i < 3000 && !answered; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    socket.destroy();
+    expect(received).to.equal(count);
+    expect(answered).to.equal(true);
+    expect(log.filter((l) => l.includes('could not pass'))).to.deep.equal([]);
   });
 });
