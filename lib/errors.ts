@@ -101,6 +101,71 @@ const KNOWN_TOKEN =
 /** `\u0074oken`: a JSON escape of a plain letter, digit, `_` or `-`, which a key may use to hide from the patterns. */
 const ESCAPED_PLAIN = /\\u00(2[dD]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF])/g;
 
+/** Words that make a key secret wherever they stand in it (`clientSecret`, `x-api-key`, `oauth_code`). */
+const SECRET_KEY_WORDS = new Set([
+  'auth',
+  'oauth',
+  'authorization',
+  'password',
+  'passwd',
+  'passphrase',
+  'pwd',
+  'secret',
+  'secrets',
+  'cookie',
+  'cookies',
+  'credential',
+  'credentials',
+  'signature',
+  'apikey',
+  'accesskey',
+  'privatekey',
+  'bearer',
+  'jwt',
+]);
+/** Two words that together make a key secret (`api_key`, `privateKey`). */
+const SECRET_KEY_PAIRS = new Set(['api key', 'access key', 'private key', 'secret key', 'session key']);
+/** The words before `token` that make it a credential; `progressToken`, `maxTokens` and `nextToken` are not. */
+const TOKEN_QUALIFIERS = new Set([
+  'access',
+  'refresh',
+  'id',
+  'auth',
+  'oauth',
+  'api',
+  'bearer',
+  'session',
+  'csrf',
+  'xsrf',
+  'jwt',
+  'github',
+  'personal',
+  'security',
+  'client',
+  'registration',
+]);
+const GLUED_TOKEN = /(?:access|refresh|auth|api|bearer|session|csrf|xsrf)tokens?$/;
+
+/**
+ * Whether a key names a secret: a credential word in it, or `token` alone or after a word that makes it one
+ * (`access_token`, `idToken`), never a key where `token` counts or ids something (`maxTokens`, `progressToken`).
+ */
+export function isSecretKey(key: string): boolean {
+  const words = key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== '');
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    const before = i > 0 ? words[i - 1]! : undefined;
+    if (SECRET_KEY_WORDS.has(word) || GLUED_TOKEN.test(word)) return true;
+    if (before !== undefined && SECRET_KEY_PAIRS.has(`${before} ${word}`)) return true;
+    if ((word === 'token' || word === 'tokens') && (words.length === 1 || (before !== undefined && TOKEN_QUALIFIERS.has(before)))) return true;
+  }
+  return false;
+}
+
 /**
  * Hides secrets in text from a peer or a config before it is shown: the values of keys that look secret (in
  * JSON, single-quoted dicts, `key=value` and `key: value` text, keys spelled with `\u` escapes), bearer and
@@ -110,9 +175,11 @@ export function redact(text: string): string {
   return text
     .replace(ESCAPED_PLAIN, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
     .replace(BEARER, '$1 [REDACTED]')
-    .replace(SECRET_MEMBER, (_m, key: string, quote: string) => `${key}${quote}[REDACTED]${quote}`)
-    .replace(SECRET_ASSIGNMENT, '$1[REDACTED]')
-    .replace(SECRET_FIELD, '$1$2[REDACTED]')
+    .replace(SECRET_MEMBER, (match, key: string, quote: string) =>
+      isSecretKey(key.slice(1, key.indexOf(quote, 1))) ? `${key}${quote}[REDACTED]${quote}` : match,
+    )
+    .replace(SECRET_ASSIGNMENT, (match, key: string) => (isSecretKey(key.slice(0, -1)) ? `${key}[REDACTED]` : match))
+    .replace(SECRET_FIELD, (match, lead: string, key: string) => (isSecretKey(key.slice(0, key.indexOf(':'))) ? `${lead}${key}[REDACTED]` : match))
     .replace(URL_PASSWORD, '$1[REDACTED]@')
     .replace(KNOWN_TOKEN, '[REDACTED]');
 }
@@ -180,11 +247,9 @@ function escapeControl(ch: string): string {
   }
 }
 
-const SECRET_KEY_NAME = new RegExp(SECRET_WORD, 'i');
-
 /**
  * A copy of a parsed message with its secrets hidden, for what keeps messages (cassettes): the value of every
- * member whose key looks secret becomes "[REDACTED]", and every string goes through redact(). Decoded
+ * member whose key names a secret (isSecretKey) becomes "[REDACTED]", and every string goes through redact(). Decoded
  * messages nest at most maxDepth levels, so the walk is bounded; deeper data is cut off as "[TOO DEEP]".
  */
 export function redactMessage(value: unknown, depth = 0): unknown {
@@ -194,7 +259,7 @@ export function redactMessage(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map((v) => redactMessage(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value)) {
-    const clean = SECRET_KEY_NAME.test(key) && v !== null && typeof v !== 'object' ? '[REDACTED]' : redactMessage(v, depth + 1);
+    const clean = isSecretKey(key) && v !== null && typeof v !== 'object' ? '[REDACTED]' : redactMessage(v, depth + 1);
     Object.defineProperty(out, key, { value: clean, enumerable: true, writable: true, configurable: true });
   }
   return out;

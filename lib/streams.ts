@@ -1,5 +1,6 @@
 import { Transform, type TransformCallback, type TransformOptions } from 'node:stream';
 import { FrameError, preview } from './errors.js';
+import { debugFrameError } from './debug.js';
 import type { DecodeSink, EncoderSettings, FramedEvent, FrameDecoderCore, FrameEncoderCore } from './framings/codec.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from './framings/index.js';
 import { frameProblem, jsonRpcProblem } from './jsonrpc.js';
@@ -234,6 +235,7 @@ abstract class DecodingTransform extends FailAfterOutput {
   }
 
   #report(error: FrameError): boolean {
+    debugFrameError('FrameDecoder', error);
     if (this.#skip) {
       this.emit('invalid', error);
       return true;
@@ -306,6 +308,7 @@ abstract class DecodingTransform extends FailAfterOutput {
     const at = this.#core.abandonPartial();
     if (at === undefined) return;
     const error = new FrameError('PARTIAL_TIMEOUT', `no new bytes for ${this.#timeoutMs} ms in the middle of a message`, at, '');
+    debugFrameError('FrameDecoder', error);
     if (this.#skip) this.emit('invalid', error);
     else this.failOutsideWrite(error);
   }

@@ -41,6 +41,17 @@ describe('redact', () => {
     ['API_KEY=sk-live-0123456789 started', 'API_KEY=[REDACTED] started'],
     ['a key sk-proj-0123456789abcdef in plain text', 'a key [REDACTED] in plain text'],
     ['time: 12:30, plain text: hello', 'time: 12:30, plain text: hello'],
+    // Keys that count or name things keep their values; keys of credentials do not.
+    [
+      '{"maxTokens":100,"progressToken":"p1","nextToken":"n2","author":"ann"}',
+      '{"maxTokens":100,"progressToken":"p1","nextToken":"n2","author":"ann"}',
+    ],
+    [
+      '{"refresh_token":"r","idToken":"i","x-auth-token":"x","bearerToken":"b"}',
+      '{"refresh_token":"[REDACTED]","idToken":"[REDACTED]","x-auth-token":"[REDACTED]","bearerToken":"[REDACTED]"}',
+    ],
+    ['max_tokens=100 access_token=abc', 'max_tokens=100 access_token=[REDACTED]'],
+    ['progressToken: p1, refreshToken: r1', 'progressToken: p1, refreshToken: [REDACTED]'],
   ];
   for (const [input, output] of cases) {
     it(`redacts ${input}`, () => expect(redact(input)).to.equal(output));
@@ -65,6 +76,16 @@ describe('redactMessage', () => {
       },
     });
     expect(msg.params.arguments.apiKey).to.equal('k');
+  });
+
+  it('keeps a sampling request as it was, counts and progress tokens included, so that its cassette replays', () => {
+    const msg = {
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'sampling/createMessage',
+      params: { messages: [], maxTokens: 256, _meta: { progressToken: 'tok-1' } },
+    };
+    expect(redactMessage(msg)).to.deep.equal(msg);
   });
 
   it('keeps __proto__ an ordinary key', () => {

@@ -39,6 +39,11 @@ export interface Channel extends EventEmitter {
   readonly pid?: number | undefined;
   /** The peer's last stderr lines, for a channel to a child process. */
   readonly stderrTail?: string[];
+  /**
+   * Text from the peer without the secrets configured for it (header values, URL query values), for a remote
+   * channel: what the session puts in errors passes here.
+   */
+  scrub?(text: string): string;
 }
 
 export interface StreamChannelOptions {

@@ -463,7 +463,8 @@ export class Connection extends EventEmitter {
     const problem = jsonRpcProblem(msg);
     if (problem !== undefined) {
       // `{"error": "boom"}` or no result at all is no answer: the request fails, and the frame is reported.
-      const text = preview(JSON.stringify(msg));
+      const json = JSON.stringify(msg);
+      const text = preview(this.#channel.scrub?.(json) ?? json);
       this.emit('invalid', new FrameError('INVALID_MESSAGE', `not a JSON-RPC 2.0 response: ${problem}`, {}, text));
       pending.reject(
         new ConnectionError(
@@ -475,7 +476,8 @@ export class Connection extends EventEmitter {
     }
     if (isObject(msg.error)) {
       const { code, message, data } = msg.error;
-      pending.reject(new RpcError(typeof code === 'number' ? code : -32603, typeof message === 'string' ? message : 'error without a message', data));
+      const text = typeof message === 'string' ? (this.#channel.scrub?.(message) ?? message) : 'error without a message';
+      pending.reject(new RpcError(typeof code === 'number' ? code : -32603, text, data));
     } else {
       pending.resolve(msg.result);
     }

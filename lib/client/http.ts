@@ -9,6 +9,7 @@ import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
 import { FrameError, preview, redact } from '../errors.js';
+import { debug, debugFrameError } from '../debug.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
 import { problemOf, serialize, tryParse } from '../framings/json.js';
@@ -20,6 +21,7 @@ import {
   ownCopy,
   PREVIEW_BODY_BYTES,
   RecentIds,
+  scrubFrameError,
   type RemoteSettings,
   readCapped,
   readEventStream,
@@ -140,6 +142,11 @@ export class HttpChannel extends EventEmitter implements Channel {
     };
   }
 
+  /** `text` (from the server) without the configured header values and URL query values it may echo. */
+  scrub(text: string): string {
+    return this.#remote.scrub(text);
+  }
+
   /** The session id the server gave, if any. */
   get sessionId(): string | undefined {
     return this.#sessionId;
@@ -257,15 +264,17 @@ export class HttpChannel extends EventEmitter implements Channel {
       return this.#invalid(new FrameError('MESSAGE_TOO_LARGE', `a response body larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
     }
     const text = decodeUtf8(body, 0, body.length);
-    if (text === undefined) return this.#invalid(new FrameError('INVALID_UTF8', 'a response body that is not valid UTF-8', {}, preview(body)));
+    if (text === undefined) {
+      return this.#invalid(new FrameError('INVALID_UTF8', 'a response body that is not valid UTF-8', {}, preview(this.scrub(body.toString('utf8')))));
+    }
     const value = tryParse(text);
     const problem = problemOf(value, text, DEFAULT_MAX_DEPTH);
     if (problem !== undefined) {
       const what =
         problem.code === 'INVALID_JSON' ? 'a response body that is not valid JSON' : `a response body that is no message: ${problem.reason}`;
-      return this.#invalid(new FrameError(problem.code, what, {}, preview(text)));
+      return this.#invalid(new FrameError(problem.code, what, {}, preview(this.scrub(text))));
     }
-    if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
+    if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(text));
     for (const message of Array.isArray(value) ? value : [value]) this.#receive(message);
     return undefined;
   }
@@ -296,10 +305,14 @@ export class HttpChannel extends EventEmitter implements Channel {
     stream.response = res;
     stream.stopWatch = readEventStream(res, this.#remote.maxBytes, this.#remote.idleMs, {
       frame: (text) => {
-        if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
+        if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(text));
       },
       tracing: () => this.listenerCount('wire') > 0,
-      invalid: (err) => this.emit('invalid', err),
+      invalid: (err) => {
+        const error = scrubFrameError(err, this.#remote.scrub);
+        debugFrameError(`"${this.name}"`, error);
+        this.emit('invalid', error);
+      },
       message: (msg, id) => {
         if (id !== '') {
           stream.lastEventId = ownCopy(id);
@@ -384,6 +397,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (stream.failures >= policy.maxAttempts) return this.#giveUp(stream, reason);
     const waitMs = reconnectWait(policy, stream.retry, stream.failures);
     stream.failures++;
+    debug(`"${this.name}": resuming a stream in ${waitMs} ms (attempt ${stream.failures}): ${reason}`);
     this.emit('reconnecting', { attempt: stream.failures, waitMs, reason });
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
@@ -401,7 +415,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     try {
       res = await this.#request('GET', undefined, headers);
     } catch (err) {
-      return this.#scheduleResume(stream, redact((err as Error).message));
+      return this.#scheduleResume(stream, this.scrub(redact((err as Error).message)));
     }
     if (this.#closed) return void res.destroy();
     if (res.statusCode === 405 && stream.kind === 'get') {
@@ -450,6 +464,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     }
     this.#resent.set(first, attempts + 1);
     const waitMs = reconnectWait(policy, undefined, attempts);
+    debug(`"${this.name}": sending a request again in ${waitMs} ms (attempt ${attempts + 1}): ${reason}`);
     this.emit('reconnecting', { attempt: attempts + 1, waitMs, reason });
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
@@ -540,11 +555,11 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (over) res.destroy();
     const value = tryParse(body.toString('utf8'));
     if (isObject(value) && isObject(value.error) && owed.has(value.id as Id)) {
-      if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', body.toString('utf8'));
+      if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(body.toString('utf8')));
       this.#receive(value);
       return undefined;
     }
-    const text = preview(body.subarray(0, PREVIEW_BODY_BYTES));
+    const text = preview(this.scrub(body.subarray(0, PREVIEW_BODY_BYTES).toString('utf8')));
     return new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${text ? `: ${text}` : ''}`, {
       status: res.statusCode,
     });
@@ -577,7 +592,7 @@ export class HttpChannel extends EventEmitter implements Channel {
         if (res.statusCode === 405) this.#streams.delete(stream);
         else this.#scheduleResume(stream, `HTTP ${res.statusCode}`);
       },
-      (err: Error) => this.#scheduleResume(stream, redact(err.message)),
+      (err: Error) => this.#scheduleResume(stream, this.scrub(redact(err.message))),
     );
   }
 

@@ -3,7 +3,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import { type FrameError, redact } from '../errors.js';
+import { FrameError, redact } from '../errors.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
@@ -61,6 +61,49 @@ export interface RemoteSettings {
   agent: http.Agent;
   /** For GET streams, which live long and are few: no cap, so that they never wait behind POSTs. */
   streamAgent: http.Agent;
+  /** Replaces each configured secret (see configuredSecrets) in server text before it reaches an error, trace or log. */
+  scrub: (text: string) => string;
+}
+
+/**
+ * What was configured for a server that its text must never carry out again (a server may echo a request's
+ * headers or URL in an error body): every header value, the credential after a scheme (`Bearer ...`), the URL's
+ * query values and password, raw and percent-encoded. Values under 6 characters are left: they would hide
+ * ordinary words.
+ */
+export function configuredSecrets(url: URL, headers: Record<string, string>): string[] {
+  const found = new Set<string>();
+  const add = (value: string): void => {
+    if (value.length < 6) return;
+    found.add(value);
+    found.add(encodeURIComponent(value));
+  };
+  for (const value of Object.values(headers)) {
+    add(value.trim());
+    const credential = /^[A-Za-z-]+\s+(\S.*)$/.exec(value.trim());
+    if (credential !== null) add(credential[1]!);
+  }
+  for (const [, value] of url.searchParams) add(value);
+  if (url.password !== '') add(decodeURIComponent(url.password));
+  // The longest first, so that a value containing another is replaced whole.
+  return [...found].sort((a, b) => b.length - a.length);
+}
+
+/** A function that replaces each of `secrets` in a text with [REDACTED]. */
+export function scrubber(secrets: string[]): (text: string) => string {
+  if (secrets.length === 0) return (text) => text;
+  return (text) => {
+    for (const secret of secrets) if (text.includes(secret)) text = text.split(secret).join('[REDACTED]');
+    return text;
+  };
+}
+
+/** A FrameError whose message and preview went through `scrub`: the same error when neither changed. */
+export function scrubFrameError(error: FrameError, scrub: (text: string) => string): FrameError {
+  const reason = scrub(error.reason);
+  const preview = scrub(error.preview);
+  if (reason === error.reason && preview === error.preview) return error;
+  return new FrameError(error.code, reason, { offset: error.offset, line: error.line, index: error.index }, preview);
 }
 
 export function remoteSettings(url: string | URL, options: HttpChannelOptions): RemoteSettings {
@@ -75,6 +118,7 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
     maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     agent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
     streamAgent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true }),
+    scrub: scrubber(configuredSecrets(parsed, options.headers ?? {})),
   };
 }
 
@@ -260,7 +304,7 @@ export function remoteRequest(
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (!retried && !answered && req.reusedSocket && !req.destroyed && err.code === 'ECONNRESET') return send(true);
-        reject(new ConnectionError('HTTP_STATUS', `cannot reach "${name}": ${redact(err.message)}`, { cause: err }));
+        reject(new ConnectionError('HTTP_STATUS', `cannot reach "${name}": ${remote.scrub(redact(err.message))}`, { cause: err }));
       });
       req.end(request.body);
     };

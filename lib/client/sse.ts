@@ -6,6 +6,7 @@ import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
 import { preview } from '../errors.js';
+import { debug, debugFrameError } from '../debug.js';
 import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import type { Channel } from './channel.js';
@@ -20,6 +21,7 @@ import {
   reconnectWait,
   remoteRequest,
   remoteSettings,
+  scrubFrameError,
 } from './remote.js';
 
 type Json = Record<string, unknown>;
@@ -52,6 +54,11 @@ export class SseChannel extends EventEmitter implements Channel {
     super();
     this.#remote = remoteSettings(url, options);
     this.name = this.#remote.name;
+  }
+
+  /** `text` (from the server) without the configured header values and URL query values it may echo. */
+  scrub(text: string): string {
+    return this.#remote.scrub(text);
   }
 
   /**
@@ -134,7 +141,7 @@ export class SseChannel extends EventEmitter implements Channel {
     // An error body is read for its preview only, never further: a server could send gigabytes.
     const { body: head, over } = await readCapped(res, PREVIEW_BODY_BYTES);
     if (over) res.destroy();
-    const body = preview(head);
+    const body = preview(this.scrub(head.toString('utf8')));
     throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
       status: res.statusCode,
     });
@@ -151,7 +158,9 @@ export class SseChannel extends EventEmitter implements Channel {
         endpoint = new URL(event.data.trim(), this.#remote.url);
       } catch {
         res.destroy();
-        return fail(new ConnectionError('INVALID_RESPONSE', `"${this.name}" named an endpoint that is not a URL: ${preview(event.data)}`));
+        return fail(
+          new ConnectionError('INVALID_RESPONSE', `"${this.name}" named an endpoint that is not a URL: ${preview(this.scrub(event.data))}`),
+        );
       }
       if (endpoint.origin !== this.#remote.url.origin) {
         res.destroy();
@@ -169,10 +178,14 @@ export class SseChannel extends EventEmitter implements Channel {
     };
     this.#stopWatch = readEventStream(res, this.#remote.maxBytes, this.#remote.idleMs, {
       frame: (text) => {
-        if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', text);
+        if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(text));
       },
       tracing: () => this.listenerCount('wire') > 0,
-      invalid: (err) => this.emit('invalid', err),
+      invalid: (err) => {
+        const error = scrubFrameError(err, this.#remote.scrub);
+        debugFrameError(`"${this.name}"`, error);
+        this.emit('invalid', error);
+      },
       event: endpointEvent,
       message: (msg) => {
         this.#failures = 0;
@@ -210,6 +223,7 @@ export class SseChannel extends EventEmitter implements Channel {
     }
     const waitMs = reconnectWait(policy, retry, this.#failures);
     this.#failures++;
+    debug(`"${this.name}": reconnecting in ${waitMs} ms (attempt ${this.#failures}): ${reason}`);
     this.emit('reconnecting', { attempt: this.#failures, waitMs, reason });
     const timer = setTimeout(() => {
       this.#timers.delete(timer);

@@ -424,6 +424,9 @@ export class SseDecoder implements FrameDecoderCore {
   /** Bytes of a line that has not ended yet; false when the sink said stop. */
   #hold(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
     if (this.#lineTooLong || start === end) return true;
+    if (!this.#heldValue && this.#line.length > 0 && this.#line.length <= 6 && this.#bomChecked && !this.#dropping) {
+      start = this.#heldToValue(buf, start, end);
+    }
     if (this.#line.length === 0 && this.#bomChecked && !this.#dropping && end - start > 5 && isWord(buf, start, start + 5, 'data:')) {
       // At least one byte of the value is held, so that the line is known to be pending.
       const value = buf[start + 5] === 0x20 ? start + 6 : start + 5;
@@ -437,7 +440,17 @@ export class SseDecoder implements FrameDecoderCore {
       return true;
     }
     const head = this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start, end);
-    if (!this.#heldValue && !isDataLine(head)) {
+    if (this.#dropping) {
+      // A line of an event being dropped is dropped whatever it holds, as it is when it comes whole.
+      this.#line.clear();
+      this.#heldValue = false;
+      this.#lineTooLong = true;
+      return true;
+    }
+    // The field name is read from the line's first bytes, held or not: held bytes alone may stop inside it
+    // (`data` held, `x: ...` to come), which would make a line of another field look like data.
+    const name = head.length >= 6 ? head : Buffer.concat([head, buf.subarray(start, Math.min(end, start + 6))]);
+    if (!this.#heldValue && !isDataLine(name)) {
       // A comment or another field this long carries no message: it is dropped, as it is when it comes whole.
       this.#line.clear();
       this.#lineTooLong = true;
@@ -450,6 +463,28 @@ export class SseDecoder implements FrameDecoderCore {
     this.#lineTooLong = true;
     this.#dropEvent();
     return sink.invalid(error);
+  }
+
+  /**
+   * A line begun in an earlier chunk whose first bytes, with these, show a data field: from now on only its
+   * value is held, as when the line starts within one chunk, so that the limit counts the same bytes however
+   * the line is split. Returns where the value's bytes start in `buf`.
+   */
+  #heldToValue(buf: Buffer, start: number, end: number): number {
+    const held = this.#line.length;
+    const head = Buffer.concat([this.#line.bytes(), buf.subarray(start, Math.min(end, start + 7))]);
+    if (head.length <= 5 || !isWord(head, 0, 5, 'data:')) return start;
+    const value = head[5] === 0x20 ? 6 : 5;
+    if (value >= head.length) return start;
+    this.#heldValue = true;
+    if (value >= held) {
+      this.#line.clear();
+      return start + (value - held);
+    }
+    const rest = Buffer.from(this.#line.bytes().subarray(value));
+    this.#line.clear();
+    this.#line.append(rest, 0, rest.length);
+    return start;
   }
 
   /** The event starts at the line being read. */

@@ -6,6 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { StdioServerConfig } from '../client/config.js';
 import type { StdioChannel } from '../client/stdio.js';
+import { debug } from '../debug.js';
 import type { ServeContext } from './context.js';
 import { Guard, isLoopback } from './guard.js';
 import { HttpFront, type SessionTable } from './http.js';
@@ -83,6 +84,7 @@ function scrubbing(log: (line: string) => void, token: string | undefined): (lin
   return (line) => {
     let out = line.replace(SESSION_ID, '$1…');
     if (token !== undefined && token !== '') out = out.split(token).join('[REDACTED]');
+    debug(`serve: ${out}`);
     log(out);
   };
 }

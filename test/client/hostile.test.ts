@@ -184,4 +184,37 @@ describe('connect() against hostile servers', () => {
     expect(err.name).to.equal('ConfigError');
     expect(err.message).to.include('neither a command');
   });
+
+  it('keeps configured header and query values out of errors, traces and reports, where the server echoes them', async () => {
+    const header = 'plainvalue-778899';
+    const query = 'qvalue-445566';
+    const echo = (req: http.IncomingMessage): string => `${req.url} ${JSON.stringify(req.headers)}`;
+    server = await hostile(
+      legacyHttp((req, res, body) => {
+        const msg = JSON.parse(body) as { id: number; params: { name: string } };
+        if (msg.params.name === 'status') return void res.writeHead(500, { 'content-type': 'text/plain' }).end(`failed for ${echo(req)}`);
+        if (msg.params.name === 'rpc')
+          return json(res, { jsonrpc: '2.0', id: msg.id, error: { code: -32000, message: `no access for ${echo(req)}` } });
+        // An event stream: a bad frame quoting the request, then the answer quoting it too.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`event: message\ndata: {"not json ${echo(req).replaceAll('"', "'")}\n\n`);
+        res.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { seen: echo(req) } })}\n\n`);
+      }),
+    );
+    const c = await connect({ type: 'http', url: `${server.url}/mcp?tenant=${query}`, headers: { 'X-Custom-Key': header } }, { timeoutMs: 2000 });
+    const shown: string[] = [];
+    c.on('frame', (t: { preview: string }) => shown.push(t.preview));
+    c.on('invalid', (err: Error & { preview: string }) => shown.push(err.message, err.preview));
+    try {
+      shown.push((await rejection(c.request('tools/call', { name: 'status' }))).message);
+      shown.push((await rejection(c.request('tools/call', { name: 'rpc' }))).message);
+      // The result is the server's data, handed over as it came; what is shown of it is not.
+      const result = (await c.request('tools/call', { name: 'stream' })) as { seen: string };
+      expect(result.seen).to.include(header).and.include(query);
+    } finally {
+      await c.close();
+    }
+    expect(shown.filter((t) => t.includes('[REDACTED]')).length).to.be.at.least(4);
+    for (const text of shown) expect(text).not.to.include(header).and.not.to.include(query);
+  });
 });

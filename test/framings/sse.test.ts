@@ -253,6 +253,28 @@ describe('sse framing', () => {
       }
     });
 
+    it('takes a long line whose name only starts like data (datax: ...) as another field, however the bytes are split', () => {
+      const bytes = Buffer.from(`data: {"a":1}\ndatax: ${'x'.repeat(100)}\n\ndata: [2]\n\n`);
+      for (const [how, chunks] of chunkings(bytes)) {
+        expect(decode(chunks, 16), how).to.deep.equal([{ message: { a: 1 } }, { message: [2] }]);
+      }
+    });
+
+    it('counts the same bytes of a data line against the limit however its field name is split, and reports a line cut off the same way', () => {
+      // Cut off inside its data line: within the limit by its value alone, over it with "data: " counted.
+      const bytes = Buffer.from('data: [1]\n\nevent: message\ndata: {"jsonrpc":"2.0","i":1');
+      for (const [how, chunks] of chunkings(bytes)) {
+        expect(decode(chunks, 16), how).to.deep.equal([{ message: [1] }, { invalid: { code: 'TRUNCATED', index: 2, line: 3, offset: 11 } }]);
+      }
+    });
+
+    it('reports an oversized event once and drops its later lines, long or not, up to its blank line, however the bytes are split', () => {
+      const bytes = Buffer.from(`data: ${'1'.repeat(40)}\n\x80\ndata: ${'2'.repeat(40)}\n\ndata: 3\n\n`);
+      for (const [how, chunks] of chunkings(bytes)) {
+        expect(decode(chunks, 16), how).to.deep.equal([{ invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } }, { message: 3 }]);
+      }
+    });
+
     it('counts data joined from several lines, and holds none of an oversized line', () => {
       expect(decode([Buffer.from(`data: ${'1'.repeat(40)}\ndata: ${'2'.repeat(40)}\n\ndata: 3\n\n`)], 64)).to.deep.equal([
         { invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } },

@@ -8,8 +8,13 @@ import { FRAMINGS, type FramingName } from '../../lib/framings/index.js';
 import { byteByByte, randomChunks, rng } from '../helpers/chunkers.js';
 import { type DecodeEvent, decodeWithStream, invalidEvent } from '../helpers/decode.js';
 
-/** A small limit, so that oversized frames are cheap to make. */
+/** The largest limit a case runs with: small, so that oversized frames are cheap to make. */
 export const FUZZ_MAX_BYTES = 4096;
+/**
+ * The message limits cases run with, one per seed in turn: from a few bytes, where nearly every frame and long
+ * comment line is over the limit and splits fall inside field names and headers, to FUZZ_MAX_BYTES.
+ */
+export const FUZZ_LIMITS = [16, 64, 300, 1024, FUZZ_MAX_BYTES] as const;
 export const FUZZ_MAX_DEPTH = 64;
 
 export interface FuzzCase {
@@ -18,6 +23,8 @@ export interface FuzzCase {
   bytes: Buffer;
   /** Messages whose frames were left whole where a reference splitter finds them: each must arrive, in order. */
   expected: unknown[];
+  /** The decoders' maxMessageBytes. @defaultValue FUZZ_MAX_BYTES */
+  maxMessageBytes?: number;
 }
 
 type Random = () => number;
@@ -68,7 +75,7 @@ function nested(depth: number): string {
 }
 
 /** One frame's bytes changed by one mutation. */
-function mutate(random: Random, frame: Buffer, framing: FramingName): Buffer {
+function mutate(random: Random, frame: Buffer, framing: FramingName, limit: number): Buffer {
   const at = int(random, frame.length);
   switch (pick(random, MUTATIONS)) {
     case 'flip': {
@@ -92,7 +99,7 @@ function mutate(random: Random, frame: Buffer, framing: FramingName): Buffer {
       return Buffer.from(FRAMINGS[framing].createEncoder().encode({ jsonrpc: '2.0', id: 1, result: JSON.parse(`1${'0'.repeat(400)}`) }));
     case 'oversized':
       return Buffer.from(
-        FRAMINGS[framing].createEncoder().encode({ jsonrpc: '2.0', method: 'big', params: { x: 'y'.repeat(FUZZ_MAX_BYTES + int(random, 64)) } }),
+        FRAMINGS[framing].createEncoder().encode({ jsonrpc: '2.0', method: 'big', params: { x: 'y'.repeat(limit + int(random, 64)) } }),
       );
   }
 }
@@ -100,17 +107,20 @@ function mutate(random: Random, frame: Buffer, framing: FramingName): Buffer {
 /** A random valid stream of `framing`, some frames mutated, and the messages a reference splitter still finds. */
 export function makeCase(framing: FramingName, seed: number): FuzzCase {
   const random = rng(seed);
+  const limit = FUZZ_LIMITS[seed % FUZZ_LIMITS.length]!;
   const encoder = FRAMINGS[framing].createEncoder();
   const messages = Array.from({ length: 1 + int(random, 12) }, (_, i) => randomMessage(random, i));
   const frames = messages.map((m) => Buffer.from(encoder.encode(m)));
-  const mutated = frames.map((f) => (random() < 0.3 ? mutate(random, f, framing) : f));
+  const mutated = frames.map((f) => (random() < 0.3 ? mutate(random, f, framing, limit) : f));
   if (random() < 0.2) {
     // Truncation: the stream ends inside its last frame.
     const last = mutated.length - 1;
     mutated[last] = mutated[last]!.subarray(0, int(random, mutated[last]!.length));
   }
   const bytes = Buffer.concat(mutated);
-  return { framing, seed, bytes, expected: referenceMessages(framing, messages, frames, mutated) };
+  // A message over the limit is reported, not delivered, wherever it stands.
+  const fits = (m: unknown): boolean => Buffer.byteLength(JSON.stringify(m)) <= limit;
+  return { framing, seed, bytes, expected: referenceMessages(framing, messages, frames, mutated).filter(fits), maxMessageBytes: limit };
 }
 
 /**
@@ -128,7 +138,7 @@ function referenceMessages(framing: FramingName, messages: unknown[], frames: Bu
 }
 
 /** The pure decoder's events for these chunks, checking the memory it holds after each chunk. */
-function decodeChecked(core: FrameDecoderCore, chunks: readonly Buffer[]): DecodeEvent[] {
+function decodeChecked(core: FrameDecoderCore, chunks: readonly Buffer[], limit: number): DecodeEvent[] {
   const events: DecodeEvent[] = [];
   const sink = {
     message: (message: unknown) => void events.push({ message }),
@@ -141,7 +151,7 @@ function decodeChecked(core: FrameDecoderCore, chunks: readonly Buffer[]): Decod
   };
   for (const chunk of chunks) {
     core.write(chunk, sink);
-    if (core.bufferedBytes > 2 * FUZZ_MAX_BYTES + 1024) throw new Error(`the decoder holds ${core.bufferedBytes} bytes, past its bound`);
+    if (core.bufferedBytes > 2 * limit + 1024) throw new Error(`the decoder holds ${core.bufferedBytes} bytes, past its bound`);
   }
   core.end(sink);
   return events;
@@ -158,16 +168,17 @@ function inOrder(expected: unknown[], delivered: unknown[]): boolean {
 
 /** Runs one case; resolves with what went wrong, or undefined. */
 export async function runCase(c: FuzzCase): Promise<string | undefined> {
-  const limits = { maxMessageBytes: FUZZ_MAX_BYTES, maxDepth: FUZZ_MAX_DEPTH };
+  const maxMessageBytes = c.maxMessageBytes ?? FUZZ_MAX_BYTES;
+  const limits = { maxMessageBytes, maxDepth: FUZZ_MAX_DEPTH };
   const chunkings: Array<[string, Buffer[]]> = [
     ['whole', [c.bytes]],
     ['byte by byte', byteByByte(c.bytes)],
     ['random', randomChunks(c.bytes, rng(c.seed ^ 0x5eed), 1 + (c.seed % 97))],
   ];
   try {
-    const reference = decodeChecked(FRAMINGS[c.framing].createDecoder(limits), [c.bytes]);
+    const reference = decodeChecked(FRAMINGS[c.framing].createDecoder(limits), [c.bytes], maxMessageBytes);
     for (const [how, chunks] of chunkings.slice(1)) {
-      const events = decodeChecked(FRAMINGS[c.framing].createDecoder(limits), chunks);
+      const events = decodeChecked(FRAMINGS[c.framing].createDecoder(limits), chunks, maxMessageBytes);
       if (!same(events, reference)) return `the pure decoder ${how} disagrees with whole: ${JSON.stringify(events).slice(0, 300)}`;
     }
     const messages = reference.filter((e) => 'message' in e).map((e) => (e as { message: unknown }).message);
@@ -176,11 +187,11 @@ export async function runCase(c: FuzzCase): Promise<string | undefined> {
       const skip = await decodeWithStream(chunks, {
         framing: c.framing,
         onInvalid: 'skip',
-        maxMessageBytes: FUZZ_MAX_BYTES,
+        maxMessageBytes,
         maxDepth: FUZZ_MAX_DEPTH,
       });
       if (skip.error !== undefined || !same(skip.events, reference)) return `FrameDecoder (skip) ${how} disagrees: ${String(skip.error)}`;
-      const fail = await decodeWithStream(chunks, { framing: c.framing, maxMessageBytes: FUZZ_MAX_BYTES, maxDepth: FUZZ_MAX_DEPTH });
+      const fail = await decodeWithStream(chunks, { framing: c.framing, maxMessageBytes, maxDepth: FUZZ_MAX_DEPTH });
       const firstBad = reference.findIndex((e) => 'invalid' in e);
       const before = firstBad === -1 ? reference : reference.slice(0, firstBad);
       if (!same(fail.events, before)) return `FrameDecoder (error) ${how} delivered other messages before failing`;
@@ -198,6 +209,12 @@ export async function runCase(c: FuzzCase): Promise<string | undefined> {
 }
 
 /** Runs `count` cases per framing from `firstSeed`; writes each failing input to `failDir`. Returns the failures. */
+/** The limit a fuzz failure file names (`<framing>.<seed>.max<bytes>.bin`), or FUZZ_MAX_BYTES when none. */
+export function limitOfFile(name: string): number {
+  const match = /\.max(\d+)\./.exec(name);
+  return match === null ? FUZZ_MAX_BYTES : Number(match[1]);
+}
+
 export async function fuzz(count: number, firstSeed: number, failDir?: string, log: (line: string) => void = () => undefined): Promise<string[]> {
   const failures: string[] = [];
   for (const framing of Object.keys(FRAMINGS) as FramingName[]) {
@@ -205,10 +222,10 @@ export async function fuzz(count: number, firstSeed: number, failDir?: string, l
       const c = makeCase(framing, seed);
       const problem = await runCase(c);
       if (problem === undefined) continue;
-      const line = `${framing} seed ${seed}: ${problem}`;
+      const line = `${framing} seed ${seed} (maxMessageBytes ${c.maxMessageBytes}): ${problem}`;
       failures.push(line);
       log(line);
-      if (failDir !== undefined) writeFileSync(`${failDir}/${framing}.${seed}.bin`, c.bytes);
+      if (failDir !== undefined) writeFileSync(`${failDir}/${framing}.${seed}.max${c.maxMessageBytes ?? FUZZ_MAX_BYTES}.bin`, c.bytes);
     }
     log(`${framing}: ${count} cases from seed ${firstSeed}`);
   }
