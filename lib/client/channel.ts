@@ -83,6 +83,7 @@ interface Queued {
  */
 export class StreamChannel extends EventEmitter implements Channel {
   readonly name: string;
+  readonly #input: Readable;
   readonly #output: Writable;
   readonly #decoder: FrameDecoder;
   readonly #encoder: FrameEncoderCore;
@@ -103,6 +104,7 @@ export class StreamChannel extends EventEmitter implements Channel {
   constructor(input: Readable, output: Writable, options: StreamChannelOptions = {}) {
     super();
     this.name = options.name ?? 'peer';
+    this.#input = input;
     this.#output = output;
     this.#maxQueued = options.maxQueuedBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     this.#encoder = framingByName(options.framing).createEncoder();
@@ -171,6 +173,10 @@ export class StreamChannel extends EventEmitter implements Channel {
       this.#failQueue(new ConnectionError('CLOSED', `cannot send: the connection to "${this.name}" is closing`));
       this.#output.end();
       this.#decoder.destroy();
+      // The input may be paused (a hold, or the throttle): unpiped, it flows to its end and closes, instead of
+      // staying open, paused, as a handle that keeps the process alive.
+      this.#input.unpipe(this.#decoder);
+      this.#input.resume();
       this.emit('close', { code: null, signal: null } satisfies ExitStatus);
     }
     return Promise.resolve({ code: null, signal: null });

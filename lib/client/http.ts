@@ -399,9 +399,12 @@ export class HttpChannel extends EventEmitter implements Channel {
     stream.failures++;
     debug(`"${this.name}": resuming a stream in ${waitMs} ms (attempt ${stream.failures}): ${reason}`);
     this.emit('reconnecting', { attempt: stream.failures, waitMs, reason });
+    // A resumption belongs to the stream and the session it was scheduled for: a session renewed meanwhile has
+    // streams of its own, and this one's GET would open a second (a 409, counted as a failure, in some servers).
+    const session = this.#sessionId;
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      void this.#resume(stream);
+      if (this.#streams.has(stream) && this.#sessionId === session) void this.#resume(stream);
     }, waitMs);
     this.#timers.add(timer);
   }
@@ -409,6 +412,7 @@ export class HttpChannel extends EventEmitter implements Channel {
   /** One attempt: GET with Last-Event-ID (when the stream carried one). */
   async #resume(stream: EventStream): Promise<void> {
     if (this.#closed) return;
+    const session = this.#sessionId;
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (stream.lastEventId !== undefined) headers['last-event-id'] = stream.lastEventId;
     let res: http.IncomingMessage;
@@ -417,7 +421,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     } catch (err) {
       return this.#scheduleResume(stream, this.scrub(redact((err as Error).message)));
     }
-    if (this.#closed) return void res.destroy();
+    if (this.#closed || !this.#streams.has(stream) || this.#sessionId !== session) return void res.destroy();
     if (res.statusCode === 405 && stream.kind === 'get') {
       res.resume();
       this.#streams.delete(stream);
@@ -587,6 +591,8 @@ export class HttpChannel extends EventEmitter implements Channel {
     this.#getStream = stream;
     void this.#request('GET', undefined, { accept: 'text/event-stream' }).then(
       (res) => {
+        // The session was renewed (or the channel closed) while this GET waited: the new one has its own.
+        if (!this.#streams.has(stream)) return void res.destroy();
         if (res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) return this.#readStream(stream, res);
         res.resume();
         if (res.statusCode === 405) this.#streams.delete(stream);

@@ -139,6 +139,9 @@ export class StdioChannel extends EventEmitter implements Channel {
     this.#forwardStreamEvents();
     readLines(this.child.stderr, (line) => this.#stderrLine(line));
     this.#exited = this.#whenExited().then((status) => {
+      // Everything is released: a stdout still open (held by a grandchild, or paused by a hold on the input)
+      // must not stay behind as a handle that keeps this process alive.
+      void this.#stream.close();
       this.emit('close', status);
       return status;
     });

@@ -44,6 +44,25 @@ export function writeEvent(res: ServerResponse, text: string): boolean {
   return res.write(text);
 }
 
+/**
+ * Calls `fn` once, when the response closes or the connection it belongs to does: a pipelined response queued
+ * behind another never emits 'close' itself when the client goes. The connection's listener is removed with
+ * the response, so that a kept-alive connection does not gather one per request.
+ */
+export function whenGone(res: ServerResponse, fn: () => void): void {
+  const socket = res.req?.socket;
+  let done = false;
+  const gone = (): void => {
+    if (done) return;
+    done = true;
+    res.off('close', gone);
+    socket?.off('close', gone);
+    fn();
+  };
+  res.once('close', gone);
+  socket?.once('close', gone);
+}
+
 /** Writes a `: keepalive` comment every `ms` while `res` is open; stops when it ends or closes. */
 export function keepAlive(res: ServerResponse, ms: number): void {
   const timer = setInterval(() => {
@@ -52,7 +71,7 @@ export function keepAlive(res: ServerResponse, ms: number): void {
     writeEvent(res, ': keepalive\n\n');
   }, ms);
   const stop = (): void => clearInterval(timer);
-  res.once('close', stop);
+  whenGone(res, stop);
   res.once('finish', stop);
 }
 
@@ -65,14 +84,16 @@ export function holdUntilDrained(res: ServerResponse, hold: () => () => void): v
   if (!res.writableNeedDrain || holding.has(res)) return;
   holding.add(res);
   const release = hold();
+  let released = false;
   const done = (): void => {
+    if (released) return;
+    released = true;
     res.off('drain', done);
-    res.off('close', done);
     holding.delete(res);
     release();
   };
   res.on('drain', done);
-  res.on('close', done);
+  whenGone(res, done);
 }
 const holding = new WeakSet<ServerResponse>();
 
@@ -139,7 +160,7 @@ export class EventStream {
    */
   attach(res: ServerResponse, afterSeq = this.#written): void {
     this.#res = res;
-    res.once('close', () => {
+    whenGone(res, () => {
       if (this.#res === res) this.#res = undefined;
     });
     if (!this.#primed) {

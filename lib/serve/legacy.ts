@@ -8,7 +8,7 @@ import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
 import { isRequest, isResponse } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
-import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, writeEvent } from './event-stream.js';
+import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
 
@@ -46,7 +46,7 @@ export class LegacySession {
     res.writeHead(200, EVENT_STREAM_HEADERS);
     writeEvent(res, `event: endpoint\ndata: /messages?sessionId=${this.id}\n\n`);
     keepAlive(res, this.#ctx.stream.keepaliveMs);
-    res.once('close', () => void this.close('the client closed its event stream'));
+    whenGone(res, () => void this.close('the client closed its event stream'));
   }
 
   post(messages: unknown[]): void {

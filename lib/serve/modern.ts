@@ -9,7 +9,7 @@ import { isModernError } from '../client/modern.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
-import { EVENT_STREAM_HEADERS, keepAlive, writeEvent } from './event-stream.js';
+import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 /**
  * Bytes a modern request's response may hold unread before the request is cancelled. The child is shared by
@@ -79,7 +79,7 @@ export class ModernHub {
       );
     }
     // Closing the response is the cancellation of a modern request; the child hears it the stdio way.
-    res.once('close', () => {
+    whenGone(res, () => {
       if (!this.#forget(n)) return;
       child
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: n, reason: 'the client closed its response' } })

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
-import { EVENT_STREAM_HEADERS, EventStream, parseEventId } from './event-stream.js';
+import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
 const RETAINED_STREAMS = 16;
@@ -109,7 +109,7 @@ export class StreamableSession {
       }
       res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
       stream.attach(res);
-      res.once('close', () => (this.lastActive = Date.now()));
+      whenGone(res, () => (this.lastActive = Date.now()));
     } else {
       res.writeHead(202, { 'Mcp-Session-Id': this.id }).end();
     }
@@ -138,7 +138,7 @@ export class StreamableSession {
     this.lastActive = Date.now();
     res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
     stream.attach(res, after);
-    res.once('close', () => (this.lastActive = Date.now()));
+    whenGone(res, () => (this.lastActive = Date.now()));
     return undefined;
   }
 

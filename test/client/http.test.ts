@@ -187,6 +187,22 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     expect(server.seen.filter((s) => s.body?.method === 'ping')).to.have.length(2);
   });
 
+  it('drops the resumption a stream of the old session had scheduled when the session is renewed', async () => {
+    // The GET stream's first attempt gets 503; its resumption waits 300 ms. Meanwhile the session expires and
+    // a new one opens its own GET stream: the old timer must not open a second one in the new session.
+    await start({ json: true, getStatuses: [503] });
+    const c = await client({ reconnect: { ...fast, initialDelayMs: 300, maxDelayMs: 300 } });
+    for (let i = 0; i < 100 && !server.seen.some((s) => s.method === 'GET'); i++) await new Promise((r) => setTimeout(r, 5));
+    server.expireSessions();
+    expect(((await failed(c.request('ping'))) as ConnectionError).code).to.equal('SESSION_EXPIRED');
+    await new Promise((r) => setTimeout(r, 600));
+    const renewed = server.seen.filter((s) => s.body?.method === 'initialize').at(-1)!;
+    const session = server.seen.find((s) => s.at >= renewed.at && typeof s.headers['mcp-session-id'] === 'string')!.headers['mcp-session-id'];
+    const gets = server.seen.filter((s) => s.method === 'GET' && s.headers['mcp-session-id'] === session);
+    expect(gets).to.have.length(1);
+    expect(await c.request('ping')).to.deep.equal({});
+  });
+
   it('takes a 409 on the GET stream as transient, and opens it after backing off', async () => {
     await start({ getStatuses: [409, 409] });
     const c = await client();

@@ -79,6 +79,10 @@ describe('serve: clients that try to kill, freeze or read it', () => {
     socket.destroy();
     await sleep(50);
     expect(received).to.include(': keepalive');
+    // The session's GET stream went with the connection: a new one may open.
+    const again = await openStream(bridge.url!, { headers: { accept: 'text/event-stream', 'mcp-session-id': session } });
+    expect(again.status).to.equal(200);
+    again.drop();
     await stillServes();
   });
 
