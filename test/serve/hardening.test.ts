@@ -208,4 +208,38 @@ describe('serve: clients that try to kill, freeze or read it', () => {
     expect(answers[0].error.code).to.equal(-32000);
     expect(answers[0].error.message).to.include('exited with code 3');
   });
+
+  it('primes a GET stream before the messages queued for it, and sends the headers of a resume with nothing to replay at once', async () => {
+    ({ bridge, log } = await served(STEPS));
+    const session = await rawSession(bridge.url!);
+    // `later` answers, then logs a message with no request in flight: it waits for the session's GET stream.
+    const answered = await rawRequest(bridge.url!, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, 'mcp-session-id': session },
+      body: call(2, 'later', { text: 'queued' }),
+    });
+    expect(answered.status).to.equal(200);
+    await sleep(100);
+    const get = { accept: 'text/event-stream', 'mcp-session-id': session };
+    const first = await openStream(bridge.url!, { headers: get });
+    await first.until(2);
+    const [priming, queued] = first.events;
+    expect(priming!.data).to.equal('');
+    expect(JSON.parse(queued!.data)).to.deep.include({ method: 'notifications/message' });
+    expect(priming!.id).to.not.equal(queued!.id);
+    first.drop();
+    await first.ended;
+    // Resumed from the priming id, the queued message comes again.
+    const again = await openStream(bridge.url!, { headers: { ...get, 'last-event-id': priming!.id! } });
+    await again.until(1);
+    expect(again.events[0]!.id).to.equal(queued!.id);
+    again.drop();
+    await again.ended;
+    // Resumed after the last event: nothing to replay, and the headers come now, not with the next keep-alive.
+    const started = Date.now();
+    const empty = await openStream(bridge.url!, { headers: { ...get, 'last-event-id': queued!.id! } });
+    expect(empty.status).to.equal(200);
+    expect(Date.now() - started).to.be.below(2000);
+    empty.drop();
+  });
 });
