@@ -250,6 +250,8 @@ export class HttpFront {
     if (session === undefined) refuse(404, 'unknown or ended session');
     requireJsonBody(req);
     const messages = parseMessages(await readBody(req, this.#ctx.maxMessageBytes));
+    const requests = messages.filter(isRequest).length;
+    if (session!.pending + requests > this.#ctx.maxPendingPerSession) refuse(429, `the session has ${session!.pending} requests in flight already`);
     session!.post(messages);
     res.writeHead(202).end('Accepted');
   }

@@ -40,6 +40,11 @@ export class LegacySession {
     });
   }
 
+  /** Requests sent to the child and not answered yet. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
   /** Makes `res` the session's stream: the endpoint event first, then every message of the server. */
   attach(res: ServerResponse): void {
     this.#res = res;

@@ -242,4 +242,20 @@ describe('serve: clients that try to kill, freeze or read it', () => {
     expect(Date.now() - started).to.be.below(2000);
     empty.drop();
   });
+
+  it('bounds the requests in flight of a legacy /sse session as it does on /mcp (429 past the limit)', async () => {
+    ({ bridge, log } = await served(STEPS, { maxPendingPerSession: 2 }));
+    const sse = bridge.url!.replace('/mcp', '/sse');
+    const stream = await openStream(sse, { headers: { accept: 'text/event-stream' } });
+    await stream.until(1);
+    const endpoint = new URL(stream.events[0]!.data, sse).href;
+    const slow = (id: number) => rawRequest(endpoint, { method: 'POST', headers: MCP_HEADERS, body: call(id, 'steps', { n: 1, ms: 400 }) });
+    expect((await slow(1)).status).to.equal(202);
+    expect((await slow(2)).status).to.equal(202);
+    expect((await slow(3)).status).to.equal(429);
+    // Once answered, there is room again.
+    await stream.until(3);
+    expect((await slow(4)).status).to.equal(202);
+    stream.drop();
+  });
 });
