@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCallArgs } from '../../lib/cli/call.js';
@@ -10,6 +9,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
 import { cli } from '../helpers/run.js';
 import { unprintable } from '../helpers/unprintable.js';
+import { tempDir } from '../helpers/temp.js';
 
 const testServer = (name: string): { command: string; args: string[] } => ({
   command: process.execPath,
@@ -17,7 +17,7 @@ const testServer = (name: string): { command: string; args: string[] } => ({
 });
 
 describe('mcp-frame call', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-call-'));
+  const dir = tempDir('call');
   const config = join(dir, 'servers.json');
   writeFileSync(
     config,
@@ -127,7 +127,7 @@ describe('mcp-frame call', () => {
   });
 
   it('uses ./.vscode/mcp.json when there is no ./.mcp.json, says so, and takes --input for its inputs', async () => {
-    const workspace = mkdtempSync(join(tmpdir(), 'mcp-frame-vscode-'));
+    const workspace = tempDir('vscode');
     mkdirSync(join(workspace, '.vscode'));
     const entry = { type: 'stdio', command: process.execPath, args: [`${ROOT}dist/examples/server.js`], env: { KEY: '${input:key}' } };
     writeFileSync(

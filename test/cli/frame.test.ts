@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fixtureMessages, frameFixture } from '../../lib/cli/frame.js';
 import { CliError } from '../../lib/cli/io.js';
 import { frameCases, ROOT } from '../helpers/fixtures.js';
 import { cli, run } from '../helpers/run.js';
+import { tempDir } from '../helpers/temp.js';
 
 describe('mcp-frame frame (the grader program)', () => {
   for (const c of frameCases()) {
@@ -34,7 +34,7 @@ describe('mcp-frame frame (the grader program)', () => {
       expect(result.code, result.stderr).to.equal(0);
       expect(JSON.parse(result.stdout)).to.deep.equal(c.expected);
     }
-    const empty = mkdtempSync(join(tmpdir(), 'mcp-frame-case-'));
+    const empty = tempDir('case');
     const missing = await cli(['frame', empty]);
     expect(missing.code).to.equal(1);
     expect(missing.stderr).to.match(/input\.json: no such file/);
@@ -48,7 +48,7 @@ describe('mcp-frame frame (the grader program)', () => {
   });
 
   describe('a bad fixture exits non-zero with one line naming it', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-cli-'));
+    const dir = tempDir('cli');
     const file = (name: string, content: string): string => {
       const path = join(dir, name);
       writeFileSync(path, content);

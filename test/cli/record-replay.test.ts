@@ -1,6 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCassette } from '../../lib/cassette/cassette.js';
@@ -9,13 +8,14 @@ import type { FrameError } from '../../lib/errors.js';
 import { frame } from '../../lib/framings/ndjson.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { cli } from '../helpers/run.js';
+import { tempDir } from '../helpers/temp.js';
 
 const main = `${ROOT}dist/lib/cli/main.js`;
 const everything = [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
 
 describe('mcp-frame record and replay', function () {
   this.timeout(60_000);
-  const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-cassette-'));
+  const dir = tempDir('cassette');
   const cassette = join(dir, 'everything.cassette');
   const open: Connection[] = [];
   afterEach(async () => {
@@ -128,7 +128,7 @@ describe('mcp-frame record and replay', function () {
 });
 
 describe('mcp-frame check', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-check-'));
+  const dir = tempDir('check');
 
   it('exits 0 on a clean capture and prints its counts', async () => {
     const path = join(dir, 'clean.ndjson');

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, checkConfig, listNames, loadConfig, parseConfig, serverNamed } from '../../lib/client/config.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { tempDir } from '../helpers/temp.js';
 
 function configError(fn: () => unknown): ConfigError {
   try {
@@ -44,7 +44,7 @@ describe('loadConfig', () => {
   });
 
   it('places a JSON error at its line and column', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-config-'));
+    const dir = tempDir('config');
     const path = join(dir, '.mcp.json');
     writeFileSync(path, '{\n  "mcpServers": {\n    "fs": { "command": "npx", }\n  }\n}\n');
     try {

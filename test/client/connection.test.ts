@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, type Connection, RpcError } from '../../lib/client/connection.js';
@@ -10,6 +9,7 @@ import { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { rejection as rejectionOf } from '../helpers/rejection.js';
 import { unprintable } from '../helpers/unprintable.js';
+import { tempDir } from '../helpers/temp.js';
 
 const rejection = (promise: Promise<unknown>): Promise<ConnectionError> => rejectionOf<ConnectionError>(promise);
 
@@ -234,7 +234,7 @@ describe('connect and Connection', () => {
     });
 
     it('holds sends back while the server does not read, and lets them go when it does', async () => {
-      const flag = join(mkdtempSync(join(tmpdir(), 'mcp-frame-deaf-')), 'read-again');
+      const flag = join(tempDir('deaf'), 'read-again');
       const c = track(await connect(server('deaf', flag)));
       await c.request('stop-reading');
       let sent = 0;

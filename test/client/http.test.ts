@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Connection, connect, type FrameTrace } from '../../lib/client/connection.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
@@ -10,6 +9,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { cli } from '../helpers/run.js';
 import { type Faults, FaultServer } from '../helpers/http-server.js';
 import { rejection } from '../helpers/rejection.js';
+import { tempDir } from '../helpers/temp.js';
 
 const SECRET = 'Bearer sk-test-secret-0123456789';
 const fast = { initialDelayMs: 20, maxDelayMs: 200, factor: 2, maxAttempts: 4 };
@@ -233,7 +233,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
 
   it('mcp-frame call --trace prints the reconnections, and never the configured headers', async () => {
     await start({ dropAfterEvents: 2, priming: true });
-    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-http-'));
+    const dir = tempDir('http');
     const config = join(dir, 'mcp.json');
     writeFileSync(config, JSON.stringify({ mcpServers: { faulty: { url, headers: { Authorization: SECRET } } } }));
     const r = await cli(['call', 'faulty', 'tools/call', '{"name":"echo","arguments":{"text":"hi","steps":3}}', '--config', config, '--trace']);

@@ -1,13 +1,13 @@
 // Against MCP servers that no one here wrote, installed from npm at pinned versions (devDependencies).
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type Connection } from '../../lib/client/connection.js';
 import type { FrameError } from '../../lib/errors.js';
 import { startEverything } from '../helpers/everything-http.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { tempDir } from '../helpers/temp.js';
 
 const pkg = (name: string): string => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
 
@@ -71,7 +71,7 @@ describe('real MCP servers from npm', function () {
 
   describe('@modelcontextprotocol/server-filesystem', () => {
     it("returns a 12 MiB random file through read_media_file byte for byte (one message over the SDK's 10 MB cap)", async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-fs-'));
+      const dir = tempDir('fs');
       const bytes = randomBytes(12 * 1024 * 1024);
       const file = join(dir, 'random.bin');
       writeFileSync(file, bytes);

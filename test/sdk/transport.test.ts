@@ -1,13 +1,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StdioTransport } from '../../lib/sdk/stdio.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
+import { tempDir } from '../helpers/temp.js';
 
 const pkg = (name: string): string => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
 const testServer = (name: string, ...args: string[]) => ({
@@ -37,7 +37,7 @@ describe("mcp-frame/sdk: StdioTransport under the MCP SDK's Client", function ()
   });
 
   it("reads server-filesystem's 12 MiB file, one message past the SDK's own 10 MB cap", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-sdk-'));
+    const dir = tempDir('sdk');
     const bytes = randomBytes(12 * 1024 * 1024);
     const file = join(dir, 'random.bin');
     writeFileSync(file, bytes);
