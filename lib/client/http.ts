@@ -315,10 +315,12 @@ export class HttpChannel extends EventEmitter implements Channel {
       },
       message: (msg, id) => {
         if (id !== '') {
-          stream.lastEventId = ownCopy(id);
+          // One copy, kept by both: a slice of the event's text would keep that text alive.
+          const own = ownCopy(id);
+          stream.lastEventId = own;
           // Event ids are unique within a session, across its streams: a server that replays another
           // stream's events after Last-Event-ID gets each delivered once.
-          if (!(this.#modern ? stream.seen : this.#seen).add(id)) return;
+          if (!(this.#modern ? stream.seen : this.#seen).add(own)) return;
         }
         // A message on a new stream: the attempts start again (never on a clean close without one).
         if (stream.failures > 0) this.emit('reconnected', { attempt: stream.failures });
@@ -541,12 +543,6 @@ export class HttpChannel extends EventEmitter implements Channel {
       if (first !== asked) continue;
       this.#aliases.delete(alias);
       this.#abandon(alias);
-    }
-    for (const stream of this.#streams) {
-      if (![...stream.owed].some((id) => id === asked || this.#aliases.get(id) === asked)) continue;
-      stream.owed.clear();
-      this.#stopStream(stream);
-      this.#streams.delete(stream);
     }
   }
 

@@ -175,8 +175,8 @@ export function readCapped(stream: NodeJS.ReadableStream, cap: number): Promise<
 
 /**
  * The event ids seen most recently, at most `capacity` of them, for dropping events a resumed stream replays:
- * a stream may live for days, so every id cannot be kept. Ids are copied, never kept as slices of the event
- * text that carried them (a slice keeps that whole text alive).
+ * a stream may live for days, so every id cannot be kept. The caller passes ids of its own (see ownCopy),
+ * never slices of the event text that carried them (a slice keeps that whole text alive).
  */
 export class RecentIds {
   readonly #capacity: number;
@@ -193,7 +193,7 @@ export class RecentIds {
   /** Records `id`; false when it was seen already (a duplicate). */
   add(id: string): boolean {
     if (this.#ids.has(id)) return false;
-    this.#ids.add(ownCopy(id));
+    this.#ids.add(id);
     // A Set iterates in insertion order: its first id is the oldest.
     if (this.#ids.size > this.#capacity) this.#ids.delete(this.#ids.values().next().value!);
     return true;

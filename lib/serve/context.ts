@@ -39,6 +39,9 @@ export function startChild(ctx: ServeContext, label: string): StdioChannel {
   return channel;
 }
 
+/** A request id (or progress token) as a map key: `1` and `"1"` are different ids. */
+export const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
+
 /** A JSON-RPC error response. */
 export function rpcError(id: unknown, code: number, message: string): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } {
   return { jsonrpc: '2.0', id: id ?? null, error: { code, message } };

@@ -7,10 +7,8 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
 import { isRequest, isResponse } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
+import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
 import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
-
-const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
 
 export class LegacySession {
   readonly id = randomUUID();

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
+import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
@@ -25,8 +25,6 @@ interface Pending {
   stream: EventStream;
   progressToken: string | undefined;
 }
-
-const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
 
 function progressTokenOf(msg: { params?: unknown }): string | undefined {
   const meta = isObject(msg.params) ? msg.params._meta : undefined;
