@@ -44,6 +44,8 @@ export interface Channel extends EventEmitter {
    * channel: what the session puts in errors passes here.
    */
   scrub?(text: string): string;
+  /** Whether the channel is waiting for the user to sign in (a remote channel with `auth`). */
+  readonly signingIn?: boolean;
 }
 
 export interface StreamChannelOptions {

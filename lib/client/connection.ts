@@ -8,6 +8,8 @@ import { jsonRpcProblem, isObject } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { forwardWhenListened, type Channel, type Direction } from './channel.js';
 import { ConfigError, isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from './config.js';
+import { memoryAuthStore } from './auth/store.js';
+import type { AuthOptions } from './auth/types.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
 import {
@@ -83,6 +85,11 @@ export interface ConnectOptions extends StdioOptions {
   reconnect?: ReconnectOptions | false;
   /** For an http server: a stream silent this long is taken as broken and resumed. @defaultValue 300000 */
   idleTimeoutMs?: number;
+  /**
+   * For an http or sse server: sign in with the MCP authorization flow (OAuth 2.1) when it answers 401. Time
+   * spent waiting for the user in authorize() does not count against timeoutMs or a request's timeout.
+   */
+  auth?: AuthOptions;
   /** Called with the Connection before the handshake, to attach listeners ('frame', 'stderr', 'invalid'). */
   onSpawn?: (connection: Connection) => void;
 }
@@ -296,10 +303,15 @@ export class Connection extends EventEmitter {
         },
       });
       if (delay !== undefined) {
-        timer = setTimeout(
-          () => cancel(new ConnectionError('TIMEOUT', `request ${method} timed out after ${timeoutMs} ms`), `timed out after ${timeoutMs} ms`),
-          delay,
-        );
+        const expire = (): void => {
+          // Waiting for the user to sign in is not the server's slowness: the timeout starts again after it.
+          if (this.#channel.signingIn === true) {
+            timer = setTimeout(expire, delay);
+            return;
+          }
+          cancel(new ConnectionError('TIMEOUT', `request ${method} timed out after ${timeoutMs} ms`), `timed out after ${timeoutMs} ms`);
+        };
+        timer = setTimeout(expire, delay);
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       const msg: Json = { jsonrpc: '2.0', id, method };
@@ -532,6 +544,8 @@ export class Connection extends EventEmitter {
  */
 export async function connect(server: ServerConfig, options: ConnectOptions = {}): Promise<Connection> {
   server = entryOf(server);
+  // One store for both transports tried: a sign-in on Streamable HTTP serves the SSE fallback too.
+  if (options.auth !== undefined && options.auth.store === undefined) options = { ...options, auth: { ...options.auth, store: memoryAuthStore() } };
   const channel = await openChannel(server, options);
   const key = eraKey(server);
   if (server.type !== 'http' || (options.protocolVersion ?? 'auto') !== 'auto') return connectOver(channel, options, key);
@@ -572,6 +586,7 @@ async function openChannel(server: ServerConfig, options: ConnectOptions): Promi
       ...(server.headers === undefined ? {} : { headers: server.headers }),
       ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
       ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+      ...(options.auth === undefined ? {} : { auth: options.auth }),
     };
     if (server.type === 'http') return new HttpChannel(server.url, http);
     if (server.type === 'sse') {

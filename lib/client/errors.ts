@@ -33,7 +33,28 @@ export type ConnectionErrorCode =
   /** Nothing answers on the local socket the config entry names. */
   | 'CONNECT_FAILED'
   /** The config entry names a transport this client does not speak. */
-  | 'NOT_STDIO';
+  | 'NOT_STDIO'
+  /** The server requires authorization (HTTP 401) and no `auth` was given, or the flow cannot start (with `challenge`). */
+  | 'AUTH_REQUIRED'
+  /** The authorization server or the user refused the sign-in (an `error` in the redirect, a refused registration). */
+  | 'AUTH_DENIED'
+  /** The protected resource metadata names a resource that is not this server: refused before authorizing. */
+  | 'AUTH_RESOURCE_MISMATCH'
+  /** The authorization server's metadata or redirect names another issuer than the one asked. */
+  | 'AUTH_ISSUER_MISMATCH'
+  /** A request still refused after 3 sign-ins, or more sign-ins in a minute than allowed. */
+  | 'AUTH_SCOPE_LOOP'
+  /** The sign-in, or a request to the authorization server, took longer than allowed. */
+  | 'AUTH_TIMEOUT'
+  /** The token endpoint refused (invalid_grant, invalid_client, ...) or answered with no usable token. */
+  | 'AUTH_TOKEN';
+
+/** A parsed `WWW-Authenticate: Bearer` challenge. */
+export interface AuthChallenge {
+  scheme: string;
+  /** The challenge's parameters (`resource_metadata`, `scope`, `error`, `error_description`, `realm`), lower-cased keys. */
+  params: Record<string, string>;
+}
 
 export class ConnectionError extends Error {
   override readonly name = 'ConnectionError';
@@ -43,13 +64,22 @@ export class ConnectionError extends Error {
   readonly signal: NodeJS.Signals | null | undefined;
   /** The last lines the server wrote to stderr, redacted and escaped for a terminal. */
   readonly stderr: string[];
-  /** The HTTP status, for HTTP_STATUS. */
+  /** The HTTP status, for HTTP_STATUS and AUTH_REQUIRED. */
   readonly status: number | undefined;
+  /** The server's Bearer challenge, for AUTH_REQUIRED. */
+  readonly challenge: AuthChallenge | undefined;
 
   constructor(
     code: ConnectionErrorCode,
     message: string,
-    details: { exitCode?: number | null; signal?: NodeJS.Signals | null; stderr?: string[]; status?: number | undefined; cause?: unknown } = {},
+    details: {
+      exitCode?: number | null;
+      signal?: NodeJS.Signals | null;
+      stderr?: string[];
+      status?: number | undefined;
+      challenge?: AuthChallenge | undefined;
+      cause?: unknown;
+    } = {},
   ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.code = code;
@@ -57,6 +87,7 @@ export class ConnectionError extends Error {
     this.signal = details.signal;
     this.stderr = details.stderr ?? [];
     this.status = details.status;
+    this.challenge = details.challenge;
   }
 }
 

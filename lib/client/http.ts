@@ -147,6 +147,11 @@ export class HttpChannel extends EventEmitter implements Channel {
     return this.#remote.scrub(text);
   }
 
+  /** Whether the channel waits for the user to sign in. */
+  get signingIn(): boolean {
+    return this.#remote.auth?.signingIn === true;
+  }
+
   /** The session id the server gave, if any. */
   get sessionId(): string | undefined {
     return this.#sessionId;
@@ -190,6 +195,7 @@ export class HttpChannel extends EventEmitter implements Channel {
   async close(): Promise<ExitStatus> {
     if (this.#closed) return { code: null, signal: null };
     this.#closed = true;
+    this.#remote.auth?.close();
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
     for (const stream of this.#streams) this.#stopStream(stream);

@@ -15,7 +15,8 @@ export {
   type SocketServerConfig,
   type LoadConfigOptions,
 } from './config.js';
-export { ConnectionError, type ConnectionErrorCode, type ExitStatus } from './errors.js';
+export { ConnectionError, type AuthChallenge, type ConnectionErrorCode, type ExitStatus } from './errors.js';
+export * from './auth/index.js';
 export { StreamChannel, type Channel, type Direction, type StreamChannelOptions } from './channel.js';
 export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.js';
 export { HttpChannel, type HttpChannelOptions, type ReconnectOptions } from './http.js';

@@ -7,6 +7,9 @@ import { FrameError, redact } from '../errors.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
+import { AuthSession, MAX_SIGN_INS_PER_REQUEST } from './auth/session.js';
+import type { AuthOptions } from './auth/types.js';
+import { bearerChallenge } from './auth/wire.js';
 import { ConnectionError } from './errors.js';
 
 export interface ReconnectOptions {
@@ -25,6 +28,8 @@ export interface HttpChannelOptions {
   name?: string;
   /** Sent on every request (Authorization, cookies, API keys); they appear nowhere else. */
   headers?: Record<string, string>;
+  /** Sign in with the MCP authorization flow (OAuth 2.1) when the server asks for it. */
+  auth?: AuthOptions;
   /** How dropped streams are resumed; `false` never resumes. */
   reconnect?: ReconnectOptions | false;
   /**
@@ -61,8 +66,10 @@ export interface RemoteSettings {
   agent: http.Agent;
   /** For GET streams, which live long and are few: no cap, so that they never wait behind POSTs. */
   streamAgent: http.Agent;
-  /** Replaces each configured secret (see configuredSecrets) in server text before it reaches an error, trace or log. */
+  /** Replaces each configured secret (see configuredSecrets) and token in server text before it reaches an error, trace or log. */
   scrub: (text: string) => string;
+  /** The sign-in state, when `auth` was given. */
+  auth: AuthSession | undefined;
 }
 
 /**
@@ -109,6 +116,7 @@ export function scrubFrameError(error: FrameError, scrub: (text: string) => stri
 export function remoteSettings(url: string | URL, options: HttpChannelOptions): RemoteSettings {
   const parsed = new URL(url);
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`not an http(s) URL: ${parsed.protocol}`);
+  const auth = options.auth === undefined ? undefined : new AuthSession(parsed, options.auth);
   return {
     url: parsed,
     name: options.name ?? parsed.host,
@@ -118,8 +126,13 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
     maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     agent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
     streamAgent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true }),
-    scrub: scrubber(configuredSecrets(parsed, options.headers ?? {})),
+    scrub: withAuth(scrubber(configuredSecrets(parsed, options.headers ?? {})), auth),
+    auth,
   };
+}
+
+function withAuth(scrub: (text: string) => string, auth: AuthSession | undefined): (text: string) => string {
+  return auth === undefined ? scrub : (text) => auth.scrub(scrub(text));
 }
 
 /**
@@ -282,8 +295,49 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
  * socket: the server closed the idle socket just as the request went out on it (the keep-alive race Node's
  * docs describe under `request.reusedSocket`), so it never read the request. Only once, and never on a fresh
  * socket or when the request was destroyed here (a channel closing), where the reset says something else.
+ *
+ * With `auth`, every request carries the session's bearer token; a 401 (or a 403 insufficient_scope) signs in
+ * (or refreshes) and the request is sent again, at most MAX_SIGN_INS_PER_REQUEST times (then AUTH_SCOPE_LOOP).
+ * Without it, a 401 is AUTH_REQUIRED with the server's challenge.
  */
-export function remoteRequest(
+export async function remoteRequest(
+  remote: RemoteSettings,
+  name: string,
+  request: { method: string; url?: URL; headers: Record<string, string>; body?: string | undefined },
+  track?: (req: http.ClientRequest) => void,
+): Promise<http.IncomingMessage> {
+  const auth = remote.auth;
+  for (let signIns = 0; ; signIns++) {
+    const headers = { ...request.headers };
+    const sent = auth === undefined ? undefined : await auth.header();
+    if (sent !== undefined) headers.authorization = sent;
+    const res = await sendRequest(remote, name, { ...request, headers }, track);
+    const refused =
+      res.statusCode === 401 || (res.statusCode === 403 && bearerChallenge(res.headers['www-authenticate'])?.params.error === 'insufficient_scope');
+    if (!refused) return res;
+    const challenge = bearerChallenge(res.headers['www-authenticate']);
+    if (auth === undefined) {
+      if (res.statusCode === 403) return res;
+      res.resume();
+      throw new ConnectionError('AUTH_REQUIRED', `"${name}" requires authorization (HTTP 401): connect with \`auth\` to sign in`, {
+        status: 401,
+        challenge,
+      });
+    }
+    res.resume();
+    if (signIns >= MAX_SIGN_INS_PER_REQUEST) {
+      throw new ConnectionError(
+        'AUTH_SCOPE_LOOP',
+        `"${name}" still refused the request (HTTP ${res.statusCode}${challenge?.params.error ? ` ${challenge.params.error}` : ''}) after ${signIns} sign-ins`,
+        { status: res.statusCode, challenge },
+      );
+    }
+    await auth.refused(res.statusCode!, challenge, sent);
+  }
+}
+
+/** One HTTP request of a remote channel, as remoteRequest describes, without the sign-in. */
+function sendRequest(
   remote: RemoteSettings,
   name: string,
   request: { method: string; url?: URL; headers: Record<string, string>; body?: string | undefined },

@@ -61,6 +61,11 @@ export class SseChannel extends EventEmitter implements Channel {
     return this.#remote.scrub(text);
   }
 
+  /** Whether the channel waits for the user to sign in. */
+  get signingIn(): boolean {
+    return this.#remote.auth?.signingIn === true;
+  }
+
   /**
    * Opens the stream and waits for its `endpoint` event, at most `timeoutMs` in all: a server that sends only
    * comments, or nothing, fails with TIMEOUT instead of holding the caller forever.
@@ -122,6 +127,7 @@ export class SseChannel extends EventEmitter implements Channel {
   async close(): Promise<ExitStatus> {
     if (!this.#closed) {
       this.#closed = true;
+      this.#remote.auth?.close();
       for (const timer of this.#timers) clearTimeout(timer);
       this.#timers.clear();
       this.#stopWatch?.();

@@ -1,0 +1,190 @@
+/*
+ * Ways to get a grant: a browser sent to the authorization server with a loopback redirect (RFC 8252), and
+ * cross-app access (an identity provider's ID token exchanged for an ID-JAG, presented with the jwt-bearer grant).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { preview } from '../../errors.js';
+import { ConnectionError } from '../errors.js';
+import type { AuthorizeRequest, JwtBearerContext, JwtBearerGrant } from './types.js';
+import { authFetch, oauthErrorText } from './wire.js';
+
+export interface LoopbackAuthorizerOptions {
+  /** The port of the callback server on 127.0.0.1. @defaultValue 0 (any free port; the same one again later) */
+  port?: number;
+  /** @defaultValue '/callback' */
+  path?: string;
+  /**
+   * Shows the user the URL to open, once the callback server listens: open a browser, print it. Called with the
+   * authorization URL and the redirect URI it waits on.
+   */
+  open?: (url: URL, redirectUri: string) => void | Promise<void>;
+  /** Lines read from here are taken as the redirected URL pasted by hand (for a browser on another machine). */
+  paste?: NodeJS.ReadableStream;
+  /** @defaultValue 300000 (5 minutes) */
+  timeoutMs?: number;
+}
+
+/** An authorize() that brings its own redirect URI: a callback server on 127.0.0.1. */
+export interface LoopbackAuthorizer {
+  (req: AuthorizeRequest): Promise<URL>;
+  /** Starts the callback server (if it is not listening) and gives its redirect URI. */
+  redirectUri(): Promise<string>;
+  /** Stops the callback server. */
+  close(): Promise<void>;
+}
+
+const PAGE_HEADERS = { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' };
+
+/**
+ * A callback server on 127.0.0.1 that listens before the browser is opened, takes only the redirect that
+ * carries the state of the sign-in under way, answers with `no-store`, and stops when the sign-in ends.
+ */
+export function loopbackAuthorizer(options: LoopbackAuthorizerOptions = {}): LoopbackAuthorizer {
+  const path = options.path ?? '/callback';
+  const timeoutMs = options.timeoutMs ?? 300_000;
+  let server: http.Server | undefined;
+  let port = options.port ?? 0;
+  /** The sign-in under way: its state, and what ends it. */
+  let waiting: { state: string; done: (url: URL) => void } | undefined;
+
+  const uri = (): string => `http://127.0.0.1:${port}${path}`;
+
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const url = new URL(req.url ?? '/', uri());
+    if (req.method !== 'GET' || url.pathname !== path) {
+      res.writeHead(404, PAGE_HEADERS).end('Not found.\n');
+      return;
+    }
+    if (waiting === undefined || url.searchParams.get('state') !== waiting.state) {
+      res.writeHead(400, PAGE_HEADERS).end('This sign-in is not the one under way (its state does not match). Start it again from mcp-frame.\n');
+      return;
+    }
+    const ok = url.searchParams.has('code');
+    res
+      .writeHead(ok ? 200 : 400, PAGE_HEADERS)
+      .end(ok ? 'Signed in. You can close this tab.\n' : 'The sign-in was refused. You can close this tab.\n');
+    waiting.done(url);
+  };
+
+  const listen = async (): Promise<void> => {
+    if (server !== undefined) return;
+    const attempt = (at: number): Promise<http.Server> =>
+      new Promise((resolve, reject) => {
+        const s = http.createServer(handle);
+        s.once('error', reject);
+        s.listen(at, '127.0.0.1', () => {
+          s.off('error', reject);
+          resolve(s);
+        });
+      });
+    try {
+      server = await attempt(port);
+    } catch (err) {
+      // The port chosen last time is taken now: any free one (a fixed port asked for is an error).
+      if (options.port !== undefined && options.port !== 0) throw err;
+      server = await attempt(0);
+    }
+    port = (server.address() as AddressInfo).port;
+  };
+
+  const close = async (): Promise<void> => {
+    const s = server;
+    server = undefined;
+    if (s === undefined) return;
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  };
+
+  const authorize = (async (req: AuthorizeRequest): Promise<URL> => {
+    await listen();
+    const state = req.url.searchParams.get('state') ?? '';
+    let timer: NodeJS.Timeout | undefined;
+    let lines: ReturnType<typeof createInterface> | undefined;
+    try {
+      return await new Promise<URL>((resolve, reject) => {
+        waiting = { state, done: resolve };
+        timer = setTimeout(() => reject(new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+        req.signal.addEventListener('abort', () => reject(req.signal.reason), { once: true });
+        if (options.paste !== undefined) {
+          lines = createInterface({ input: options.paste, crlfDelay: Infinity });
+          lines.on('line', (line) => {
+            let url: URL;
+            try {
+              url = new URL(line.trim());
+            } catch {
+              return;
+            }
+            if (url.searchParams.get('state') === state) resolve(url);
+          });
+        }
+        Promise.resolve(options.open?.(req.url, req.redirectUri)).catch(reject);
+      });
+    } finally {
+      clearTimeout(timer);
+      lines?.close();
+      waiting = undefined;
+      await close();
+    }
+  }) as LoopbackAuthorizer;
+  authorize.redirectUri = async () => {
+    await listen();
+    return uri();
+  };
+  authorize.close = close;
+  return authorize;
+}
+
+export interface CrossAppAccessOptions {
+  /** The identity provider's token endpoint. */
+  idpTokenEndpoint: string;
+  /** The user's ID token from the identity provider (or a function that gets a current one). */
+  idToken: string | (() => Promise<string>);
+  /** This client's id at the identity provider. */
+  idpClientId?: string;
+  /** This client's secret at the identity provider, sent with client_secret_basic. */
+  idpClientSecret?: string;
+}
+
+const ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag';
+
+/**
+ * Cross-app access (the MCP enterprise-managed authorization extension): the ID token is exchanged at the
+ * identity provider (RFC 8693) for an ID-JAG whose audience is the authorization server, and the ID-JAG is
+ * presented there with the jwt-bearer grant (RFC 7523), with the client's own authentication.
+ */
+export function crossAppAccess(options: CrossAppAccessOptions): JwtBearerGrant {
+  return {
+    type: 'jwt-bearer',
+    async assertion(context: JwtBearerContext): Promise<string> {
+      const idToken = typeof options.idToken === 'string' ? options.idToken : await options.idToken();
+      const form = new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        requested_token_type: ID_JAG,
+        audience: context.issuer,
+        subject_token: idToken,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:id_token',
+      });
+      if (context.resource !== undefined) form.set('resource', context.resource);
+      if (context.scope !== undefined) form.set('scope', context.scope);
+      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+      if (options.idpClientSecret !== undefined && options.idpClientId !== undefined) {
+        const basic = `${encodeURIComponent(options.idpClientId)}:${encodeURIComponent(options.idpClientSecret)}`;
+        headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
+      } else if (options.idpClientId !== undefined) {
+        form.set('client_id', options.idpClientId);
+      }
+      const answer = await authFetch(options.idpTokenEndpoint, { method: 'POST', headers, body: form.toString(), signal: context.signal });
+      const jag = answer.json?.access_token;
+      if (answer.status !== 200 || typeof jag !== 'string' || jag === '') {
+        throw new ConnectionError('AUTH_TOKEN', `the identity provider refused the token exchange: ${oauthErrorText(answer)}`);
+      }
+      const type = answer.json?.issued_token_type;
+      if (type !== undefined && type !== ID_JAG) {
+        throw new ConnectionError('AUTH_TOKEN', `the identity provider issued a ${preview(String(type))}, not an ID-JAG`);
+      }
+      return jag;
+    },
+  };
+}

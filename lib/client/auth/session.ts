@@ -1,0 +1,689 @@
+/*
+ * The MCP authorization flow (MCP 2025-11-25 and 2026-07-28 "Authorization", OAuth 2.1) for one server:
+ * discovery (RFC 9728, RFC 8414, OpenID configuration, the 2025-03-26 fallbacks), who the client is (given,
+ * a client ID metadata document, or RFC 7591 registration), the authorization code grant with PKCE S256 and
+ * RFC 8707 resource indicators, client credentials and jwt-bearer grants, and staying signed in: refresh before
+ * expiry and on a 401, rotated refresh tokens saved before use, one sign-in or refresh at a time per server.
+ */
+import { preview } from '../../errors.js';
+import { type AuthChallenge, ConnectionError } from '../errors.js';
+import { memoryAuthStore } from './store.js';
+import type { AuthEvent, AuthOptions, AuthRecord, AuthStore, StoredClient, StoredTokens } from './types.js';
+import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, pkcePair, randomState, signJwt } from './wire.js';
+
+/** Tokens are refreshed this long before they expire. */
+export const REFRESH_EARLY_MS = 60_000;
+/** At most this many sign-ins (authorizations) for one request; then AUTH_SCOPE_LOOP. */
+export const MAX_SIGN_INS_PER_REQUEST = 3;
+/** At most this many sign-ins per server in a minute; then AUTH_SCOPE_LOOP. */
+export const MAX_SIGN_INS_PER_MINUTE = 6;
+/** How long authorize() may take (a user in a browser) unless the authorizer bounds it itself. */
+export const AUTHORIZE_TIMEOUT_MS = 5 * 60_000;
+
+/** Keys of the authorization request that the flow sets itself: authorizeParams may not carry them. */
+const FLOW_PARAMS = new Set(['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource']);
+
+const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+
+type Json = Record<string, unknown>;
+
+/** What discovery found for one sign-in, reused for its token step. */
+interface Discovery {
+  /** The resource indicator to send, or undefined for none. */
+  resource: string | undefined;
+  /** The protected resource's scopes_supported. */
+  resourceScopes: string[] | undefined;
+  issuer: string;
+  /** The authorization server's metadata, when it has any. */
+  metadata: Json | undefined;
+  authorizationEndpoint: string;
+  tokenEndpoint: string;
+  registrationEndpoint: string | undefined;
+  /** The 2025-03-26 path (no protected resource metadata): the issuer is recorded, not enforced. */
+  legacy: boolean;
+}
+
+/** The redirect URI getter a loopbackAuthorizer() carries. */
+interface WithRedirect {
+  redirectUri?: () => Promise<string>;
+}
+
+/** A function of an authorizer, or an options object's, checked once. */
+function authorizeParamsOf(options: AuthOptions): Record<string, string> {
+  const params = options.authorizeParams ?? {};
+  for (const key of Object.keys(params)) {
+    if (FLOW_PARAMS.has(key)) throw new TypeError(`auth.authorizeParams may not set "${key}": the authorization flow sets it`);
+  }
+  return params;
+}
+
+const trimSlash = (s: string): string => (s.endsWith('/') ? s.slice(0, -1) : s);
+
+function stringList(value: unknown): string[] | undefined {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** The server's URL as a resource: no fragment, no query. */
+export function canonicalResource(url: URL): string {
+  const u = new URL(url);
+  u.hash = '';
+  u.search = '';
+  return u.href;
+}
+
+/**
+ * Whether the protected resource metadata's `resource` may stand for the server at `server`: the same origin,
+ * and a path that is a prefix of the server's (by whole segments).
+ */
+export function resourceAllowed(resource: string, server: URL): boolean {
+  let r: URL;
+  try {
+    r = new URL(resource);
+  } catch {
+    return false;
+  }
+  if (r.origin !== server.origin) return false;
+  const prefix = r.pathname.endsWith('/') ? r.pathname : `${r.pathname}/`;
+  const path = server.pathname.endsWith('/') ? server.pathname : `${server.pathname}/`;
+  return path.startsWith(prefix);
+}
+
+/**
+ * One server's sign-in state, shared by every request of its channel. `header()` gives the Authorization value
+ * to send; `refused()` handles a 401 or a 403 insufficient_scope and resolves when the request may be sent again.
+ */
+export class AuthSession {
+  readonly #server: URL;
+  readonly #key: string;
+  readonly #options: AuthOptions;
+  readonly #store: AuthStore;
+  readonly #params: Record<string, string>;
+  #record: AuthRecord | undefined;
+  #loaded = false;
+  /** The one sign-in or refresh under way; everything else waits for it. */
+  #busy: Promise<void> | undefined;
+  readonly #signIns: number[] = [];
+  /** The scopes asked for so far, for a step-up's union. */
+  #scopes = new Set<string>();
+  /** Secrets this session has held, to scrub from anything a server echoes. */
+  readonly #secrets = new Set<string>();
+  #closed = new AbortController();
+  #signingIn = false;
+
+  constructor(server: URL, options: AuthOptions) {
+    this.#server = server;
+    this.#key = canonicalResource(server);
+    this.#options = options;
+    this.#store = options.store ?? memoryAuthStore();
+    this.#params = authorizeParamsOf(options);
+    if (options.client?.clientSecret !== undefined) this.#remember(options.client.clientSecret);
+    if (options.scope !== undefined) for (const s of options.scope.split(' ')) if (s !== '') this.#scopes.add(s);
+  }
+
+  /** Whether a user agent sign-in is under way (request timeouts wait for it). */
+  get signingIn(): boolean {
+    return this.#signingIn;
+  }
+
+  /** `text` with every token and secret of this session replaced by [REDACTED]. */
+  scrub(text: string): string {
+    for (const secret of this.#secrets) if (text.includes(secret)) text = text.split(secret).join('[REDACTED]');
+    return text;
+  }
+
+  /** Stops any sign-in under way (its authorize() sees the abort). */
+  close(): void {
+    this.#closed.abort(new ConnectionError('CLOSED', 'the connection closed during the sign-in'));
+  }
+
+  /** The Authorization header value for the next request, refreshing first when the token is about to expire. */
+  async header(): Promise<string | undefined> {
+    if (this.#busy !== undefined) await this.#busy.catch(() => undefined);
+    if (!this.#loaded) {
+      this.#loaded = true;
+      this.#use(await this.#store.get(this.#key));
+    }
+    const tokens = this.#record?.tokens;
+    if (tokens === undefined) return undefined;
+    if (tokens.refreshToken !== undefined && tokens.expiresAt !== undefined && tokens.expiresAt - REFRESH_EARLY_MS <= Date.now()) {
+      // A refresh that fails here is not the request's failure: the 401 that follows signs in.
+      await this.#exclusive(async () => {
+        const fresh = await this.#reread();
+        if (fresh?.tokens !== undefined && fresh.tokens.accessToken !== tokens.accessToken) return;
+        await this.#refresh(fresh ?? this.#record!);
+      }).catch(() => undefined);
+    }
+    const now = this.#record?.tokens;
+    return now === undefined ? undefined : `Bearer ${now.accessToken}`;
+  }
+
+  /**
+   * The server refused a request sent with `sent` (undefined: none): 401 (the token is missing, expired or
+   * revoked) or 403 insufficient_scope. Resolves once a new token is there.
+   */
+  async refused(status: number, challenge: AuthChallenge | undefined, sent: string | undefined): Promise<void> {
+    const stepUp = status === 403;
+    await this.#exclusive(async () => {
+      const fresh = await this.#reread();
+      const current = fresh?.tokens === undefined ? undefined : `Bearer ${fresh.tokens.accessToken}`;
+      // Another request, or another process sharing the store, signed in meanwhile: use its token.
+      if (!stepUp && current !== undefined && current !== sent) return;
+      if (!stepUp && fresh?.tokens?.refreshToken !== undefined) {
+        try {
+          await this.#refresh(fresh);
+          return;
+        } catch (err) {
+          if (!(err instanceof ConnectionError && err.code === 'AUTH_TOKEN')) throw err;
+          // invalid_grant (revoked, spent) and the like: the tokens are dropped, and a sign-in follows.
+        }
+      }
+      await this.#signIn(challenge, stepUp);
+    });
+  }
+
+  /** Runs `task` when no other sign-in or refresh of this session is under way, and under the store's lock. */
+  #exclusive(task: () => Promise<void>): Promise<void> {
+    const run = async (): Promise<void> => {
+      const release = await this.#store.lock?.(this.#key);
+      try {
+        await task();
+      } finally {
+        await release?.();
+      }
+    };
+    const previous = this.#busy ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(run);
+    const tracked = next.finally(() => {
+      if (this.#busy === tracked) this.#busy = undefined;
+    });
+    this.#busy = tracked;
+    tracked.catch(() => undefined);
+    return next;
+  }
+
+  async #reread(): Promise<AuthRecord | undefined> {
+    const record = await this.#store.get(this.#key);
+    this.#use(record);
+    return record;
+  }
+
+  #use(record: AuthRecord | undefined): void {
+    this.#record = record;
+    if (record?.tokens !== undefined) {
+      this.#remember(record.tokens.accessToken);
+      if (record.tokens.refreshToken !== undefined) this.#remember(record.tokens.refreshToken);
+      for (const s of record.tokens.scope?.split(' ') ?? []) if (s !== '') this.#scopes.add(s);
+    }
+    if (record?.client?.clientSecret !== undefined) this.#remember(record.client.clientSecret);
+  }
+
+  #remember(secret: string): void {
+    if (secret.length < 6) return;
+    this.#secrets.add(secret);
+    // A long-lived session refreshes for days: the oldest secrets go first.
+    if (this.#secrets.size > 64) this.#secrets.delete(this.#secrets.values().next().value!);
+  }
+
+  async #save(record: AuthRecord): Promise<void> {
+    record.updatedAt = Date.now();
+    this.#use(record);
+    await this.#store.set(this.#key, record);
+  }
+
+  #event(e: AuthEvent): void {
+    try {
+      this.#options.onEvent?.(e);
+    } catch {
+      // A listener's bug is not the sign-in's failure.
+    }
+  }
+
+  #fail(error: ConnectionError): ConnectionError {
+    this.#event({ type: 'failed', code: error.code, message: error.message });
+    return error;
+  }
+
+  /** A refresh_token grant; the rotated refresh token is saved before anything else can use it. */
+  async #refresh(record: AuthRecord): Promise<void> {
+    const tokens = record.tokens!;
+    const client = this.#clientFor(record);
+    if (record.tokenEndpoint === undefined || client === undefined) {
+      await this.#save({ ...record, tokens: undefined } as AuthRecord);
+      throw this.#fail(new ConnectionError('AUTH_TOKEN', 'the stored tokens cannot be refreshed: no token endpoint or client is recorded'));
+    }
+    const body: Record<string, string> = { grant_type: 'refresh_token', refresh_token: tokens.refreshToken! };
+    const resource = this.#resourceParam(record.resource);
+    if (resource !== undefined) body.resource = resource;
+    const answer = await this.#tokenRequest(record.tokenEndpoint, client, body, record.issuer ?? record.tokenEndpoint);
+    if (answer.status !== 200 || answer.json === undefined) {
+      const error = answer.json?.error;
+      // The refresh token is spent or revoked: drop the tokens; a client the server forgot is dropped too.
+      const next: AuthRecord = { ...record };
+      delete next.tokens;
+      if (error === 'invalid_client' && this.#options.client === undefined) delete next.client;
+      await this.#save(next);
+      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused the refresh: ${oauthErrorText(answer)}`));
+    }
+    const fresh = this.#tokensFrom(answer, tokens.scope, tokens.refreshToken);
+    await this.#save({ ...record, tokens: fresh });
+    this.#event({ type: 'refreshed', expiresAt: fresh.expiresAt });
+  }
+
+  #clientFor(record: AuthRecord): StoredClient | undefined {
+    const given = this.#options.client;
+    if (given !== undefined)
+      return {
+        clientId: given.clientId,
+        ...(given.clientSecret === undefined ? {} : { clientSecret: given.clientSecret }),
+        authMethod:
+          given.authMethod ??
+          (given.privateKey !== undefined ? 'private_key_jwt' : given.clientSecret !== undefined ? 'client_secret_basic' : 'none'),
+        issuer: record.issuer ?? '',
+      };
+    return record.client;
+  }
+
+  #resourceParam(discovered: string | undefined): string | undefined {
+    if (this.#options.resource === false) return undefined;
+    return this.#options.resource ?? discovered;
+  }
+
+  /** A full sign-in: discovery, the client, the grant, the tokens saved. */
+  async #signIn(challenge: AuthChallenge | undefined, stepUp: boolean): Promise<void> {
+    const now = Date.now();
+    while (this.#signIns.length > 0 && this.#signIns[0]! < now - 60_000) this.#signIns.shift();
+    if (this.#signIns.length >= MAX_SIGN_INS_PER_MINUTE) {
+      throw this.#fail(
+        new ConnectionError('AUTH_SCOPE_LOOP', `${MAX_SIGN_INS_PER_MINUTE} sign-ins to "${this.#server.host}" in a minute; not signing in again`),
+      );
+    }
+    this.#signIns.push(now);
+    const signal = this.#closed.signal;
+    const found = await this.#discover(challenge, signal);
+    this.#event({ type: 'discovered', resource: found.resource, issuer: found.issuer, legacy: found.legacy });
+    const record: AuthRecord = { ...(this.#record ?? { resource: found.resource ?? this.#key }) };
+    record.resource = found.resource ?? this.#key;
+    record.issuer = found.issuer;
+    record.tokenEndpoint = found.tokenEndpoint;
+    if (record.client !== undefined && record.client.issuer !== found.issuer) delete record.client;
+    const scope = this.#scopeFor(challenge, found, stepUp);
+    const grant = this.#options.grant ?? 'authorization_code';
+    let tokens: StoredTokens;
+    if (grant === 'client_credentials') {
+      const client = this.#clientFor(record);
+      if (client === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', 'the client_credentials grant needs auth.client'));
+      const body: Record<string, string> = { grant_type: 'client_credentials' };
+      if (scope !== undefined) body.scope = scope;
+      const resource = this.#resourceParam(found.resource);
+      if (resource !== undefined) body.resource = resource;
+      tokens = await this.#grant(found, client, body, scope);
+    } else if (typeof grant === 'object') {
+      const client = this.#clientFor(record);
+      if (client === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', 'the jwt-bearer grant needs auth.client'));
+      const resource = this.#resourceParam(found.resource);
+      const assertion = await grant.assertion({ issuer: found.issuer, resource, scope, signal });
+      const body: Record<string, string> = { grant_type: JWT_BEARER, assertion };
+      if (scope !== undefined) body.scope = scope;
+      if (resource !== undefined) body.resource = resource;
+      tokens = await this.#grant(found, client, body, scope);
+    } else {
+      tokens = await this.#authorizationCode(found, record, scope, signal);
+    }
+    await this.#save({ ...record, tokens });
+    this.#event({ type: 'authorized', scope: tokens.scope, expiresAt: tokens.expiresAt });
+  }
+
+  /** The scope to ask for: pinned; else the challenge's (a step-up adds what was held); else the resource's; else none. */
+  #scopeFor(challenge: AuthChallenge | undefined, found: Discovery, stepUp: boolean): string | undefined {
+    const asked = new Set<string>();
+    const add = (text: string | undefined): void => {
+      for (const s of text?.split(' ') ?? []) if (s !== '') asked.add(s);
+    };
+    if (this.#options.scope !== undefined) add(this.#options.scope);
+    else if (challenge?.params.scope !== undefined) add(challenge.params.scope);
+    else if (found.resourceScopes !== undefined) add(found.resourceScopes.join(' '));
+    if (stepUp) for (const s of this.#scopes) asked.add(s);
+    const listed = stringList(found.metadata?.scopes_supported);
+    const offline = this.#options.offlineAccess ?? listed?.includes('offline_access') === true;
+    if (offline && (this.#options.offlineAccess === true || listed?.includes('offline_access'))) asked.add('offline_access');
+    for (const s of asked) this.#scopes.add(s);
+    return asked.size === 0 ? undefined : [...asked].join(' ');
+  }
+
+  async #authorizationCode(found: Discovery, record: AuthRecord, scope: string | undefined, signal: AbortSignal): Promise<StoredTokens> {
+    const authorize = this.#options.authorize;
+    if (authorize === undefined) {
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_REQUIRED',
+          `"${this.#server.host}" needs a sign-in in a browser: give auth.authorize (loopbackAuthorizer() opens one)`,
+        ),
+      );
+    }
+    if (found.metadata !== undefined && !stringList(found.metadata.code_challenge_methods_supported)?.includes('S256')) {
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_DENIED',
+          `the authorization server ${found.issuer} does not list PKCE S256 (code_challenge_methods_supported); not signing in without it`,
+        ),
+      );
+    }
+    const redirectUri = this.#options.redirectUri ?? (await (authorize as WithRedirect).redirectUri?.());
+    if (redirectUri === undefined) throw new TypeError('auth.redirectUri is needed with an authorize() of your own');
+    let client = this.#clientFor(record);
+    if (client !== undefined && this.#options.client === undefined && client.redirectUri !== undefined && client.redirectUri !== redirectUri) {
+      client = undefined;
+    }
+    client ??= await this.#register(found, redirectUri, signal);
+    record.client = this.#options.client === undefined ? client : undefined;
+    if (record.client === undefined) delete record.client;
+    const pkce = pkcePair();
+    const state = randomState();
+    const url = new URL(found.authorizationEndpoint);
+    url.searchParams.set('response_type', 'code');
+    url.searchParams.set('client_id', client.clientId);
+    url.searchParams.set('redirect_uri', redirectUri);
+    url.searchParams.set('code_challenge', pkce.challenge);
+    url.searchParams.set('code_challenge_method', 'S256');
+    url.searchParams.set('state', state);
+    if (scope !== undefined) url.searchParams.set('scope', scope);
+    const resource = this.#resourceParam(found.resource);
+    if (resource !== undefined) url.searchParams.set('resource', resource);
+    for (const [key, value] of Object.entries(this.#params)) url.searchParams.set(key, value);
+    this.#event({ type: 'authorizing', url, redirectUri });
+    const returned = await this.#userAgent(authorize, url, redirectUri, signal);
+    const params = returned.searchParams;
+    if (params.get('state') !== state) {
+      throw this.#fail(new ConnectionError('AUTH_DENIED', 'the redirect carries another state than the one sent: not from this sign-in'));
+    }
+    const iss = params.get('iss');
+    const issRequired = found.metadata?.authorization_response_iss_parameter_supported === true;
+    if (!found.legacy && (iss !== null || issRequired) && trimSlash(iss ?? '') !== trimSlash(found.issuer)) {
+      throw this.#fail(
+        new ConnectionError('AUTH_ISSUER_MISMATCH', `the redirect names issuer ${preview(iss ?? '(none)')}, not ${found.issuer} (RFC 9207)`),
+      );
+    }
+    const error = params.get('error');
+    if (error !== null) {
+      const description = params.get('error_description');
+      throw this.#fail(
+        new ConnectionError('AUTH_DENIED', `the sign-in was refused: ${preview(description === null ? error : `${error}: ${description}`)}`),
+      );
+    }
+    const code = params.get('code');
+    if (code === null || code === '') throw this.#fail(new ConnectionError('AUTH_DENIED', 'the redirect carries no authorization code'));
+    const body: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: pkce.verifier };
+    if (resource !== undefined) body.resource = resource;
+    return this.#grant(found, client, body, scope);
+  }
+
+  /** authorize() within its time limit and the session's life; its answer as a URL. */
+  async #userAgent(authorize: NonNullable<AuthOptions['authorize']>, url: URL, redirectUri: string, closed: AbortSignal): Promise<URL> {
+    const timeout = AbortSignal.timeout(AUTHORIZE_TIMEOUT_MS);
+    const signal = AbortSignal.any([closed, timeout]);
+    this.#signingIn = true;
+    let answer: URL | string;
+    try {
+      answer = await new Promise<URL | string>((resolve, reject) => {
+        const onAbort = (): void =>
+          reject(
+            timeout.aborted
+              ? new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${AUTHORIZE_TIMEOUT_MS / 1000} s`)
+              : (closed.reason as ConnectionError),
+          );
+        signal.addEventListener('abort', onAbort, { once: true });
+        authorize({ url, redirectUri, signal })
+          .then(resolve, reject)
+          .finally(() => signal.removeEventListener('abort', onAbort));
+      });
+    } catch (err) {
+      throw this.#fail(
+        err instanceof ConnectionError ? err : new ConnectionError('AUTH_DENIED', `the sign-in failed: ${(err as Error).message}`, { cause: err }),
+      );
+    } finally {
+      this.#signingIn = false;
+    }
+    try {
+      return new URL(answer);
+    } catch {
+      throw this.#fail(new ConnectionError('AUTH_DENIED', `authorize() gave no URL: ${preview(String(answer))}`));
+    }
+  }
+
+  /** A token request; an answer without a usable token is AUTH_TOKEN. */
+  async #grant(found: Discovery, client: StoredClient, body: Record<string, string>, scope: string | undefined): Promise<StoredTokens> {
+    const answer = await this.#tokenRequest(found.tokenEndpoint, client, body, found.issuer);
+    if (answer.status !== 200 || answer.json === undefined) {
+      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused: ${oauthErrorText(answer)}`));
+    }
+    return this.#tokensFrom(answer, scope, undefined);
+  }
+
+  #tokensFrom(answer: AuthHttpAnswer, scope: string | undefined, previousRefresh: string | undefined): StoredTokens {
+    const json = answer.json!;
+    const accessToken = str(json.access_token);
+    const tokenType = str(json.token_type) ?? 'Bearer';
+    if (accessToken === undefined) throw this.#fail(new ConnectionError('AUTH_TOKEN', 'the token endpoint answered without an access_token'));
+    if (tokenType.toLowerCase() !== 'bearer') {
+      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint issued a ${preview(tokenType)} token; only Bearer tokens are used`));
+    }
+    const tokens: StoredTokens = { accessToken, tokenType: 'Bearer' };
+    const refresh = str(json.refresh_token) ?? previousRefresh;
+    if (refresh !== undefined) tokens.refreshToken = refresh;
+    const expiresIn = Number(json.expires_in);
+    if (json.expires_in !== undefined && Number.isFinite(expiresIn) && expiresIn >= 0) tokens.expiresAt = Date.now() + expiresIn * 1000;
+    const granted = str(json.scope) ?? scope;
+    if (granted !== undefined) tokens.scope = granted;
+    this.#remember(accessToken);
+    if (refresh !== undefined) this.#remember(refresh);
+    return tokens;
+  }
+
+  /** A POST to the token endpoint with the client's authentication. */
+  #tokenRequest(endpoint: string, client: StoredClient, body: Record<string, string>, issuer: string): Promise<AuthHttpAnswer> {
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+    const form = new URLSearchParams(body);
+    switch (client.authMethod) {
+      case 'client_secret_basic': {
+        // RFC 6749 §2.3.1: each part form-encoded before base64.
+        const id = encodeURIComponent(client.clientId);
+        const secret = encodeURIComponent(client.clientSecret ?? '');
+        headers.authorization = `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+        break;
+      }
+      case 'client_secret_post':
+        form.set('client_id', client.clientId);
+        form.set('client_secret', client.clientSecret ?? '');
+        break;
+      case 'private_key_jwt': {
+        const given = this.#options.client;
+        if (given?.privateKey === undefined) throw new TypeError('auth.client.privateKey is needed for private_key_jwt');
+        form.set('client_id', client.clientId);
+        form.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
+        form.set('client_assertion', signJwt(clientAssertionClaims(client.clientId, issuer), given.privateKey, given.signingAlg ?? 'ES256'));
+        break;
+      }
+      default:
+        form.set('client_id', client.clientId);
+    }
+    return authFetch(endpoint, { method: 'POST', headers, body: form.toString(), signal: this.#closed.signal });
+  }
+
+  /** A client ID metadata document when the server takes one, else dynamic registration (RFC 7591). */
+  async #register(found: Discovery, redirectUri: string, signal: AbortSignal): Promise<StoredClient> {
+    const metadataUrl = this.#options.clientMetadataUrl;
+    if (metadataUrl !== undefined && found.metadata?.client_id_metadata_document_supported === true) {
+      this.#event({ type: 'registered', clientId: metadataUrl, how: 'metadata-document' });
+      return { clientId: metadataUrl, authMethod: 'none', redirectUri, issuer: found.issuer };
+    }
+    if (found.registrationEndpoint === undefined) {
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_REQUIRED',
+          `the authorization server ${found.issuer} takes no registration: give auth.client (a client registered with it)${metadataUrl === undefined ? ' or auth.clientMetadataUrl' : ''}`,
+        ),
+      );
+    }
+    const supported = stringList(found.metadata?.token_endpoint_auth_methods_supported);
+    const method =
+      supported === undefined || supported.includes('none')
+        ? 'none'
+        : supported.includes('client_secret_basic')
+          ? 'client_secret_basic'
+          : (supported.find((m) => m === 'client_secret_post') ?? 'none');
+    const request = {
+      client_name: this.#options.clientName ?? 'mcp-frame',
+      redirect_uris: [redirectUri],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: method,
+    };
+    const answer = await authFetch(found.registrationEndpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+      signal,
+    });
+    const clientId = str(answer.json?.client_id);
+    if (answer.status < 200 || answer.status >= 300 || clientId === undefined) {
+      throw this.#fail(new ConnectionError('AUTH_DENIED', `the authorization server refused the registration: ${oauthErrorText(answer)}`));
+    }
+    const secret = str(answer.json?.client_secret);
+    const registered = str(answer.json?.token_endpoint_auth_method) as StoredClient['authMethod'] | undefined;
+    const authMethod =
+      registered ??
+      (secret === undefined
+        ? 'none'
+        : supported === undefined || supported.includes('client_secret_basic')
+          ? 'client_secret_basic'
+          : 'client_secret_post');
+    const client: StoredClient = { clientId, authMethod, redirectUri, issuer: found.issuer };
+    if (secret !== undefined) {
+      client.clientSecret = secret;
+      this.#remember(secret);
+    }
+    this.#event({ type: 'registered', clientId, how: 'dynamic' });
+    return client;
+  }
+
+  /** Protected resource metadata, then the authorization server's; the 2025-03-26 fallbacks when there is none. */
+  async #discover(challenge: AuthChallenge | undefined, signal: AbortSignal): Promise<Discovery> {
+    const named = challenge?.params.resource_metadata;
+    let prm: Json | undefined;
+    if (named !== undefined && named !== '') {
+      let url: URL;
+      try {
+        url = new URL(named);
+      } catch {
+        throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the challenge's resource_metadata is not a URL: ${preview(named)}`));
+      }
+      if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+        throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the challenge's resource_metadata is not an http(s) URL: ${preview(named)}`));
+      }
+      prm = await this.#metadata(url, signal);
+      if (prm === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', `no protected resource metadata at ${url.origin}${url.pathname}`));
+    } else {
+      const origin = this.#server.origin;
+      const path = trimSlash(this.#server.pathname);
+      const candidates = path === '' ? [] : [`${origin}/.well-known/oauth-protected-resource${path}`];
+      candidates.push(`${origin}/.well-known/oauth-protected-resource`);
+      for (const candidate of candidates) {
+        prm = await this.#metadata(new URL(candidate), signal);
+        if (prm !== undefined) break;
+      }
+    }
+    if (prm === undefined) return this.#legacyDiscovery(signal);
+    const resource = str(prm.resource);
+    if (resource === undefined || !resourceAllowed(resource, this.#server)) {
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_RESOURCE_MISMATCH',
+          `the protected resource metadata names resource ${preview(resource ?? '(none)')}, which is not ${canonicalResource(this.#server)}: not signing in for it`,
+        ),
+      );
+    }
+    const issuer = stringList(prm.authorization_servers)?.[0];
+    if (issuer === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', 'the protected resource metadata names no authorization server'));
+    let issuerUrl: URL;
+    try {
+      issuerUrl = new URL(issuer);
+    } catch {
+      throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the authorization server is not a URL: ${preview(issuer)}`));
+    }
+    const metadata = await this.#serverMetadata(issuerUrl, signal);
+    if (metadata !== undefined) {
+      const said = str(metadata.issuer);
+      if (said === undefined || trimSlash(said) !== trimSlash(issuer)) {
+        throw this.#fail(
+          new ConnectionError(
+            'AUTH_ISSUER_MISMATCH',
+            `the metadata of ${issuer} names issuer ${preview(said ?? '(none)')} (RFC 8414 §3.3): not signing in`,
+          ),
+        );
+      }
+    }
+    return this.#endpoints(issuer, issuerUrl, metadata, false, { resource, resourceScopes: stringList(prm.scopes_supported) });
+  }
+
+  /** No protected resource metadata (2025-03-26): the server's origin is the authorization server. */
+  async #legacyDiscovery(signal: AbortSignal): Promise<Discovery> {
+    const base = new URL(this.#server.origin);
+    const metadata = await this.#metadata(new URL('/.well-known/oauth-authorization-server', base), signal);
+    const issuer = str(metadata?.issuer) ?? base.origin;
+    return this.#endpoints(issuer, base, metadata, true, { resource: undefined, resourceScopes: undefined });
+  }
+
+  #endpoints(
+    issuer: string,
+    base: URL,
+    metadata: Json | undefined,
+    legacy: boolean,
+    found: { resource: string | undefined; resourceScopes: string[] | undefined },
+  ): Discovery {
+    const at = (key: string, fallback: string): string => str(metadata?.[key]) ?? new URL(fallback, base).href;
+    const registration = metadata === undefined ? new URL('/register', base).href : str(metadata.registration_endpoint);
+    for (const [name, url] of [
+      ['authorization_endpoint', at('authorization_endpoint', '/authorize')],
+      ['token_endpoint', at('token_endpoint', '/token')],
+    ] as const) {
+      if (!/^https?:\/\//.test(url)) throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the ${name} is not an http(s) URL: ${preview(url)}`));
+    }
+    return {
+      resource: legacy ? undefined : found.resource,
+      resourceScopes: found.resourceScopes,
+      issuer,
+      metadata,
+      authorizationEndpoint: at('authorization_endpoint', '/authorize'),
+      tokenEndpoint: at('token_endpoint', '/token'),
+      registrationEndpoint: registration,
+      legacy,
+    };
+  }
+
+  /**
+   * RFC 8414 metadata, then OpenID configuration: for an issuer with a path, the path-insertion forms and OpenID's
+   * path-appended form, never the root form (it belongs to another issuer on the same host).
+   */
+  async #serverMetadata(issuer: URL, signal: AbortSignal): Promise<Json | undefined> {
+    const path = trimSlash(issuer.pathname);
+    const candidates =
+      path === ''
+        ? ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']
+        : [`/.well-known/oauth-authorization-server${path}`, `/.well-known/openid-configuration${path}`, `${path}/.well-known/openid-configuration`];
+    for (const candidate of candidates) {
+      const found = await this.#metadata(new URL(candidate, issuer.origin), signal);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+
+  /** A metadata document: a JSON object with status 200, else undefined (a 404, a redirect, HTML, ...). */
+  async #metadata(url: URL, signal: AbortSignal): Promise<Json | undefined> {
+    const answer = await authFetch(url, { signal, headers: { 'mcp-protocol-version': '2025-11-25' } });
+    return answer.status === 200 ? answer.json : undefined;
+  }
+}

@@ -1,0 +1,189 @@
+/*
+ * The small pieces of the authorization flow that touch bytes: the WWW-Authenticate header, bounded requests to
+ * authorization servers, PKCE, and signed JWTs (private_key_jwt), all with node's built-ins.
+ */
+import { createHash, createPrivateKey, type KeyObject, randomBytes, randomUUID, sign } from 'node:crypto';
+import { preview } from '../../errors.js';
+import { ConnectionError, type AuthChallenge } from '../errors.js';
+
+/** The largest metadata document or token response read (a server could send gigabytes). */
+export const MAX_AUTH_BODY_BYTES = 256 * 1024;
+/** How long one request to an authorization server may take. */
+export const AUTH_REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * The challenges of a WWW-Authenticate header (RFC 9110 §11.6.1): a scheme, then `key=value` parameters whose
+ * values are tokens or quoted strings, separated by commas; a token followed by a space and no `=` starts the
+ * next challenge. Malformed parts are skipped, never thrown on.
+ */
+export function parseChallenges(header: string | string[] | undefined): AuthChallenge[] {
+  const text = Array.isArray(header) ? header.join(', ') : (header ?? '');
+  const challenges: AuthChallenge[] = [];
+  let current: AuthChallenge | undefined;
+  let i = 0;
+  const n = text.length;
+  const spaces = (): void => {
+    while (i < n && (text[i] === ' ' || text[i] === '\t')) i++;
+  };
+  while (i < n) {
+    while (i < n && (text[i] === ' ' || text[i] === '\t' || text[i] === ',')) i++;
+    const start = i;
+    while (i < n && TCHAR.test(text[i]!)) i++;
+    if (i === start) {
+      i++;
+      continue;
+    }
+    const name = text.slice(start, i);
+    spaces();
+    if (text[i] !== '=' || current === undefined) {
+      current = { scheme: name, params: {} };
+      challenges.push(current);
+      continue;
+    }
+    // `name=` then a value is a parameter; `name==` up to a comma or the end is a token68 (kept as `token68`).
+    let eq = i;
+    while (eq < n && text[eq] === '=') eq++;
+    const after = text.slice(eq).trimStart();
+    if (eq - i > 1 || after === '' || after[0] === ',') {
+      current.params.token68 = text.slice(start, eq);
+      i = eq;
+      continue;
+    }
+    i++;
+    spaces();
+    let value = '';
+    if (text[i] === '"') {
+      i++;
+      while (i < n && text[i] !== '"') {
+        if (text[i] === '\\' && i + 1 < n) i++;
+        value += text[i];
+        i++;
+      }
+      i++;
+    } else {
+      const begin = i;
+      while (i < n && text[i] !== ',' && text[i] !== ' ' && text[i] !== '\t') i++;
+      value = text.slice(begin, i);
+    }
+    current.params[name.toLowerCase()] = value;
+  }
+  return challenges;
+}
+
+const TCHAR = /[!#$%&'*+\-.^_`|~0-9A-Za-z/]/;
+
+/** The Bearer challenge of a WWW-Authenticate header, if it has one. */
+export function bearerChallenge(header: string | string[] | undefined): AuthChallenge | undefined {
+  return parseChallenges(header).find((c) => c.scheme.toLowerCase() === 'bearer');
+}
+
+export function base64url(bytes: Buffer): string {
+  return bytes.toString('base64url');
+}
+
+/** A PKCE pair (RFC 7636): a 43-character verifier and its S256 challenge. */
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = base64url(randomBytes(32));
+  return { verifier, challenge: base64url(createHash('sha256').update(verifier).digest()) };
+}
+
+export function randomState(): string {
+  return base64url(randomBytes(24));
+}
+
+/**
+ * A signed JWT (RFC 7519) for private_key_jwt client authentication (RFC 7523 §2.2): ES256 as JOSE wants it
+ * (the raw r||s signature, not DER), or RS256.
+ */
+export function signJwt(claims: Record<string, unknown>, key: string | KeyObject, alg: 'ES256' | 'RS256'): string {
+  const privateKey = typeof key === 'string' ? createPrivateKey(key) : key;
+  const header = base64url(Buffer.from(JSON.stringify({ alg, typ: 'JWT' })));
+  const body = base64url(Buffer.from(JSON.stringify(claims)));
+  const input = `${header}.${body}`;
+  const signature =
+    alg === 'ES256'
+      ? sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' })
+      : sign('sha256', Buffer.from(input), privateKey);
+  return `${input}.${base64url(signature)}`;
+}
+
+/** The claims of a client assertion for `clientId` at `audience`, good for 5 minutes. */
+export function clientAssertionClaims(clientId: string, audience: string): Record<string, unknown> {
+  const now = Math.floor(Date.now() / 1000);
+  return { iss: clientId, sub: clientId, aud: audience, jti: randomUUID(), iat: now, exp: now + 300 };
+}
+
+export interface AuthHttpAnswer {
+  status: number;
+  headers: Headers;
+  /** The body, read up to MAX_AUTH_BODY_BYTES. */
+  text: string;
+  /** The body as JSON, when it is a JSON object. */
+  json: Record<string, unknown> | undefined;
+}
+
+/**
+ * One request to an authorization server or a metadata document: never a redirect followed (a token endpoint's
+ * credentials must not follow one elsewhere; a metadata redirect is a miss), at most MAX_AUTH_BODY_BYTES read,
+ * at most AUTH_REQUEST_TIMEOUT_MS. Network errors and timeouts are ConnectionErrors naming the URL's origin.
+ */
+export async function authFetch(
+  url: string | URL,
+  init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal | undefined } = {},
+): Promise<AuthHttpAnswer> {
+  const timeout = AbortSignal.timeout(AUTH_REQUEST_TIMEOUT_MS);
+  const signal = init.signal === undefined ? timeout : AbortSignal.any([init.signal, timeout]);
+  const where = new URL(url).origin;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: init.method ?? 'GET',
+      headers: { accept: 'application/json', ...init.headers },
+      ...(init.body === undefined ? {} : { body: init.body }),
+      redirect: 'manual',
+      signal,
+    });
+  } catch (err) {
+    if (timeout.aborted) throw new ConnectionError('AUTH_TIMEOUT', `${where} did not answer within ${AUTH_REQUEST_TIMEOUT_MS} ms`);
+    if (init.signal?.aborted) throw new ConnectionError('AUTH_TIMEOUT', `the sign-in was given up on while waiting for ${where}`);
+    throw new ConnectionError('AUTH_TOKEN', `cannot reach ${where}: ${(err as Error).message}`, { cause: err });
+  }
+  const text = await readLimited(res, MAX_AUTH_BODY_BYTES).catch((err: Error) => {
+    throw new ConnectionError(timeout.aborted ? 'AUTH_TIMEOUT' : 'AUTH_TOKEN', `reading the answer of ${where}: ${err.message}`);
+  });
+  let json: Record<string, unknown> | undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) json = value as Record<string, unknown>;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** A response body as text, cut off (and the connection dropped) past `limit` bytes. */
+async function readLimited(res: Response, limit: number): Promise<string> {
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel();
+      throw new Error(`the body is larger than ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** An OAuth error answer (`error`, `error_description`) as short printable text. */
+export function oauthErrorText(answer: AuthHttpAnswer): string {
+  const error = typeof answer.json?.error === 'string' ? answer.json.error : undefined;
+  const description = typeof answer.json?.error_description === 'string' ? answer.json.error_description : undefined;
+  if (error !== undefined) return preview(description === undefined ? error : `${error}: ${description}`);
+  return `HTTP ${answer.status}${answer.text === '' ? '' : `: ${preview(answer.text)}`}`;
+}

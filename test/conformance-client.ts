@@ -1,0 +1,71 @@
+/*
+ * The client the MCP conformance suite drives (`conformance client --command "node <this> " --scenario auth/...`):
+ * connect() with `auth` as a user would set it for each scenario, a headless user agent that follows the
+ * authorization server's redirect (its authorization endpoint approves at once), then tools/list and a tool
+ * call. Exits 1 with the error on stderr when the connection fails, as the suite expects of a client.
+ */
+import { connect, crossAppAccess } from '../lib/client/index.js';
+import type { AuthOptions } from '../lib/client/index.js';
+
+/** What a user agent does here: ask for the authorization URL and take the redirect, never following it. */
+export async function headlessAuthorize({ url }: { url: URL }): Promise<string> {
+  const res = await fetch(url, { redirect: 'manual' });
+  await res.body?.cancel();
+  const location = res.headers.get('location');
+  if (location === null) throw new Error(`the authorization endpoint answered ${res.status} without a redirect`);
+  return new URL(location, url).href;
+}
+
+const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
+
+function authFor(scenario: string, context: Record<string, string>): AuthOptions {
+  const base: AuthOptions = {
+    authorize: headlessAuthorize,
+    redirectUri: 'http://127.0.0.1:3000/callback',
+    clientName: 'mcp-frame-conformance',
+    clientMetadataUrl: CLIENT_METADATA_URL,
+  };
+  switch (scenario) {
+    case 'auth/pre-registration':
+      return { ...base, client: { clientId: context.client_id!, clientSecret: context.client_secret! } };
+    case 'auth/client-credentials-basic':
+      return { grant: 'client_credentials', client: { clientId: context.client_id!, clientSecret: context.client_secret!, authMethod: 'client_secret_basic' } };
+    case 'auth/client-credentials-jwt':
+      return {
+        grant: 'client_credentials',
+        client: {
+          clientId: context.client_id!,
+          privateKey: context.private_key_pem!,
+          signingAlg: (context.signing_algorithm as 'ES256' | 'RS256' | undefined) ?? 'ES256',
+          authMethod: 'private_key_jwt',
+        },
+      };
+    case 'auth/cross-app-access-complete-flow':
+      return {
+        client: { clientId: context.client_id!, clientSecret: context.client_secret!, authMethod: 'client_secret_basic' },
+        grant: crossAppAccess({ idpTokenEndpoint: context.idp_token_endpoint!, idToken: context.idp_id_token!, idpClientId: context.idp_client_id! }),
+      };
+    default:
+      return base;
+  }
+}
+
+async function main(): Promise<void> {
+  const url = process.argv[2];
+  if (url === undefined) throw new Error('usage: conformance-client <server-url>');
+  const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
+  const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Record<string, string>;
+  const server = await connect({ type: 'http', url }, { auth: authFor(scenario, context), timeoutMs: 20_000 });
+  try {
+    const listed = (await server.request('tools/list')) as { tools?: Array<{ name: string }> };
+    const tool = listed.tools?.find((t) => t.name === 'test-tool') ?? listed.tools?.[0];
+    if (tool !== undefined) await server.request('tools/call', { name: tool.name, arguments: {} });
+  } finally {
+    await server.close();
+  }
+}
+
+main().catch((err: Error & { code?: string }) => {
+  process.stderr.write(`${err.code ?? err.name}: ${err.message}\n`);
+  process.exitCode = 1;
+});
