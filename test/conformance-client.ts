@@ -29,7 +29,10 @@ function authFor(scenario: string, context: Record<string, string>): AuthOptions
     case 'auth/pre-registration':
       return { ...base, client: { clientId: context.client_id!, clientSecret: context.client_secret! } };
     case 'auth/client-credentials-basic':
-      return { grant: 'client_credentials', client: { clientId: context.client_id!, clientSecret: context.client_secret!, authMethod: 'client_secret_basic' } };
+      return {
+        grant: 'client_credentials',
+        client: { clientId: context.client_id!, clientSecret: context.client_secret!, authMethod: 'client_secret_basic' },
+      };
     case 'auth/client-credentials-jwt':
       return {
         grant: 'client_credentials',
