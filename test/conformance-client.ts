@@ -6,15 +6,7 @@
  */
 import { connect, crossAppAccess } from '../lib/client/index.js';
 import type { AuthOptions } from '../lib/client/index.js';
-
-/** What a user agent does here: ask for the authorization URL and take the redirect, never following it. */
-export async function headlessAuthorize({ url }: { url: URL }): Promise<string> {
-  const res = await fetch(url, { redirect: 'manual' });
-  await res.body?.cancel();
-  const location = res.headers.get('location');
-  if (location === null) throw new Error(`the authorization endpoint answered ${res.status} without a redirect`);
-  return new URL(location, url).href;
-}
+import { headlessAuthorize } from './helpers/oauth-server.js';
 
 const CLIENT_METADATA_URL = 'https://conformance-test.local/client-metadata.json';
 

@@ -46,6 +46,8 @@ export interface Channel extends EventEmitter {
   scrub?(text: string): string;
   /** Whether the channel is waiting for the user to sign in (a remote channel with `auth`). */
   readonly signingIn?: boolean;
+  /** How long the channel has waited for the user to sign in, in all (ms). */
+  readonly signInWaitMs?: number;
 }
 
 export interface StreamChannelOptions {

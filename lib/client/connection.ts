@@ -372,7 +372,9 @@ export class Connection extends EventEmitter {
     if (eraKey !== undefined) KNOWN_ERAS.set(eraKey, modern ? 'modern' : 'legacy');
     if (modern) return;
     try {
-      await this.#handshake({ ...options, timeoutMs: left(deadline, options.timeoutMs) }, LATEST_PROTOCOL_VERSION);
+      // Time spent waiting for the user to sign in moves the deadline.
+      const signIn = this.#channel.signInWaitMs ?? 0;
+      await this.#handshake({ ...options, timeoutMs: left(deadline + signIn, options.timeoutMs) }, LATEST_PROTOCOL_VERSION);
     } catch (err) {
       if (!(probed && err instanceof ConnectionError && err.code === 'TIMEOUT')) throw err;
       throw new ConnectionError(

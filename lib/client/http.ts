@@ -152,6 +152,11 @@ export class HttpChannel extends EventEmitter implements Channel {
     return this.#remote.auth?.signingIn === true;
   }
 
+  /** How long the channel has waited for the user to sign in, in all. */
+  get signInWaitMs(): number {
+    return this.#remote.auth?.waitedMs ?? 0;
+  }
+
   /** The session id the server gave, if any. */
   get sessionId(): string | undefined {
     return this.#sessionId;

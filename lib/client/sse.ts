@@ -66,6 +66,11 @@ export class SseChannel extends EventEmitter implements Channel {
     return this.#remote.auth?.signingIn === true;
   }
 
+  /** How long the channel has waited for the user to sign in, in all. */
+  get signInWaitMs(): number {
+    return this.#remote.auth?.waitedMs ?? 0;
+  }
+
   /**
    * Opens the stream and waits for its `endpoint` event, at most `timeoutMs` in all: a server that sends only
    * comments, or nothing, fails with TIMEOUT instead of holding the caller forever.

@@ -113,6 +113,7 @@ export class AuthSession {
   readonly #secrets = new Set<string>();
   #closed = new AbortController();
   #signingIn = false;
+  #waitedMs = 0;
 
   constructor(server: URL, options: AuthOptions) {
     this.#server = server;
@@ -127,6 +128,11 @@ export class AuthSession {
   /** Whether a user agent sign-in is under way (request timeouts wait for it). */
   get signingIn(): boolean {
     return this.#signingIn;
+  }
+
+  /** How long authorize() has taken in all (ms): time a handshake's deadline does not count. */
+  get waitedMs(): number {
+    return this.#waitedMs;
   }
 
   /** `text` with every token and secret of this session replaced by [REDACTED]. */
@@ -423,18 +429,16 @@ export class AuthSession {
 
   /** authorize() within its time limit and the session's life; its answer as a URL. */
   async #userAgent(authorize: NonNullable<AuthOptions['authorize']>, url: URL, redirectUri: string, closed: AbortSignal): Promise<URL> {
-    const timeout = AbortSignal.timeout(AUTHORIZE_TIMEOUT_MS);
+    const limit = this.#options.authorizeTimeoutMs ?? AUTHORIZE_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(limit);
     const signal = AbortSignal.any([closed, timeout]);
     this.#signingIn = true;
+    const started = Date.now();
     let answer: URL | string;
     try {
       answer = await new Promise<URL | string>((resolve, reject) => {
         const onAbort = (): void =>
-          reject(
-            timeout.aborted
-              ? new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${AUTHORIZE_TIMEOUT_MS / 1000} s`)
-              : (closed.reason as ConnectionError),
-          );
+          reject(timeout.aborted ? new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${limit} ms`) : (closed.reason as ConnectionError));
         signal.addEventListener('abort', onAbort, { once: true });
         authorize({ url, redirectUri, signal })
           .then(resolve, reject)
@@ -446,6 +450,7 @@ export class AuthSession {
       );
     } finally {
       this.#signingIn = false;
+      this.#waitedMs += Date.now() - started;
     }
     try {
       return new URL(answer);

@@ -116,6 +116,8 @@ export interface AuthOptions {
   resource?: string | false;
   /** Extra authorization request parameters (audience, login_hint, ...); the flow's own keys are refused. */
   authorizeParams?: Record<string, string>;
+  /** How long authorize() may take before the sign-in fails with AUTH_TIMEOUT. @defaultValue 300000 (5 minutes) */
+  authorizeTimeoutMs?: number;
   /** @defaultValue memoryAuthStore() */
   store?: AuthStore;
   onEvent?: (e: AuthEvent) => void;
