@@ -1,24 +1,29 @@
 import { pipeline } from 'node:stream/promises';
-import { loadConfig, serverNamed } from '../client/config.js';
+import { loadConfig, type RemoteServerConfig, serverNamed } from '../client/config.js';
 import type { ConnectionError } from '../client/errors.js';
 import { HttpChannel } from '../client/http.js';
 import { type FrameError, safeLine } from '../errors.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
+import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { CliError, parseOptions } from './io.js';
 
 const USAGE = `usage: mcp-frame bridge <server> [--config path]
-       mcp-frame bridge --url <url> [--header 'Name: value']...`;
+       mcp-frame bridge --url <url> [--header 'Name: value']...
+sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
+       --no-browser  --callback-port n  --auth-timeout ms`;
 
 interface BridgeArgs {
   name: string;
   url: string;
   headers: Record<string, string>;
+  entry: RemoteServerConfig;
+  auth: AuthFlags;
 }
 
 async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   const { values, positionals } = parseOptions(
     args,
-    { config: { type: 'string', default: '.mcp.json' }, url: { type: 'string' }, header: { type: 'string', multiple: true } },
+    { config: { type: 'string', default: '.mcp.json' }, url: { type: 'string' }, header: { type: 'string', multiple: true }, ...AUTH_FLAGS },
     USAGE,
   );
   const headers: Record<string, string> = {};
@@ -29,7 +34,8 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   }
   if (values.url !== undefined) {
     if (positionals.length > 0) throw new CliError(USAGE, 2);
-    return { name: new URL(values.url as string).host, url: values.url as string, headers };
+    const url = values.url as string;
+    return { name: new URL(url).host, url, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE) };
   }
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
@@ -39,7 +45,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   const entry = serverNamed(config, name);
   if (entry === undefined) throw new CliError(`no server "${name}" in ${String(values.config)}`);
   if (entry.type !== 'http') throw new CliError(`server "${name}" is not a Streamable HTTP server (type "${entry.type ?? 'stdio'}")`);
-  return { name, url: entry.url, headers: { ...entry.headers, ...headers } };
+  return { name, url: entry.url, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE) };
 }
 
 /**
@@ -50,7 +56,8 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
 export async function bridgeCommand(argv: string[]): Promise<number> {
   const opts = await parseBridgeArgs(argv);
   const say = (line: string): void => void process.stderr.write(`mcp-frame bridge: ${safeLine(line)}\n`);
-  const channel = new HttpChannel(opts.url, { name: opts.name, headers: opts.headers });
+  const auth = cliAuth(opts.entry, opts.name, opts.auth, 'bridge', false);
+  const channel = new HttpChannel(opts.url, { name: opts.name, headers: opts.headers, ...(auth === undefined ? {} : { auth }) });
   const toHost = new FrameEncoder();
   const written = pipeline(toHost, process.stdout).catch(() => undefined);
   // A request the remote side can no longer answer gets an error response, so that the host does not hang.

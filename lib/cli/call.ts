@@ -14,13 +14,15 @@ import { type Connection, connect, type FrameTrace, RpcError } from '../client/c
 import { ConnectionError } from '../client/errors.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
+import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger, writeStdout } from './io.js';
 
 const USAGE = `usage: mcp-frame call <server> [method [params-json]] [options]
        mcp-frame call <server> <tool> --arg key=value... [options]
        mcp-frame call [method [params-json] | <tool> --arg key=value...] [options] -- <command> [args...]
        mcp-frame tools | resources | prompts <server> [options]      (or: [options] -- <command> [args...])
-options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json`;
+options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
+sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms`;
 
 /** What the command does once connected. */
 export type CallAction = 'call' | 'tools' | 'resources' | 'prompts';
@@ -43,6 +45,7 @@ export interface CallArgs {
   trace: boolean;
   timeoutMs: number | undefined;
   json: boolean;
+  auth: AuthFlags;
 }
 
 export function parseCallArgs(args: string[], action: CallAction = 'call'): CallArgs {
@@ -59,6 +62,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
       trace: { type: 'boolean', default: false },
       timeout: { type: 'string' },
       json: { type: 'boolean', default: false },
+      ...AUTH_FLAGS,
     },
     USAGE,
   );
@@ -82,6 +86,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     trace: values.trace === true,
     timeoutMs: positiveInteger(values.timeout as string | undefined, '--timeout', USAGE),
     json: values.json === true,
+    auth: authFlags(values, USAGE),
   };
 }
 
@@ -244,6 +249,7 @@ function failure(err: unknown, opts: CallArgs, name: string): unknown {
   if (err instanceof RpcError)
     return new CliError(`server "${name}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${safeLine(err.message)}`, EXIT.rpcError);
   if (err instanceof ConnectionError && err.code === 'TIMEOUT') return new CliError(err.message, EXIT.timeout, { exitNow: true });
+  if (err instanceof ConnectionError && err.code.startsWith('AUTH_')) return new CliError(`${err.code}: ${err.message}`, EXIT.auth);
   if (err instanceof ConnectionError) return new CliError(err.message, EXIT.connection);
   return err;
 }
@@ -280,8 +286,10 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
   process.once('SIGTERM', onSignal);
   try {
     const timeouts = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs, requestTimeoutMs: opts.timeoutMs };
+    const auth = cliAuth(entry, name, opts.auth, action, true);
     const c = await connect(entry, {
       name,
+      ...(auth === undefined ? {} : { auth }),
       onSpawn: (spawned) => {
         connection = spawned;
         listen(spawned, name, opts.trace);

@@ -8,7 +8,7 @@ import { jsonErrorPosition } from '../json-position.js';
  * error, a config that cannot be used, a server that cannot be reached or went away, a timeout, and a JSON-RPC
  * error response. Any other failure is 1.
  */
-export const EXIT = { ok: 0, toolError: 1, failure: 1, usage: 2, config: 3, connection: 4, timeout: 5, rpcError: 6 } as const;
+export const EXIT = { ok: 0, toolError: 1, failure: 1, usage: 2, config: 3, connection: 4, timeout: 5, rpcError: 6, auth: 7 } as const;
 
 /** A failure the command line reports as one line on stderr, with this exit code. */
 export class CliError extends Error {

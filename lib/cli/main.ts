@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
 import { VERSION } from '../version.js';
+import { authCommand } from './auth.js';
 import { bridgeCommand } from './bridge.js';
 import { callCommand } from './call.js';
 import { checkCommand } from './check.js';
@@ -36,6 +37,8 @@ commands:
         (or: serve <server> [--config path])
                              offer a stdio server over Streamable HTTP (/mcp), legacy SSE (/sse) and a
                              local socket, one server process per session; 'serve --help' lists options
+  auth status [server] | auth logout <server>
+                             what the command line is signed in to (never the tokens), or sign out
   check-config [path] [--input id=value]...
                              report every problem of a config file at once (default: the one call would use)
   help                       this text
@@ -55,6 +58,7 @@ const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   bridge: bridgeCommand,
   serve: serveCommand,
   'check-config': checkConfigCommand,
+  auth: authCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

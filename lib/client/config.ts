@@ -19,6 +19,19 @@ export interface RemoteServerConfig {
   type: 'http' | 'sse';
   url: string;
   headers?: Record<string, string>;
+  /** How the command line signs in to it, when it asks (see AuthOptions). */
+  auth?: RemoteAuthConfig;
+}
+
+/** A remote entry's `auth`: a client registered in advance, the scope, a client ID metadata document, the callback port. */
+export interface RemoteAuthConfig {
+  clientId?: string;
+  /** Only from the environment or an input (`${env:VAR}`, `${input:id}`), never written in the file. */
+  clientSecret?: string;
+  scope?: string;
+  clientMetadataUrl?: string;
+  /** The loopback callback's port. @defaultValue any free port */
+  callbackPort?: number;
 }
 
 /** A server behind a local socket (a Unix domain socket, or a named pipe on Windows) carrying NDJSON, as `mcp-frame serve --socket` offers. */
@@ -250,7 +263,41 @@ class EntryReader {
     if (e.url === undefined) this.#fail(`${at}.url`, `missing (an ${type} server needs a url)`);
     const server: RemoteServerConfig = { type, url: this.#string(e.url, `${at}.url`) };
     if (e.headers !== undefined) server.headers = this.#stringMap(e.headers, `${at}.headers`);
+    if (e.auth !== undefined) server.auth = this.#auth(e.auth, `${at}.auth`);
     return server;
+  }
+
+  #auth(v: Json, p: string): RemoteAuthConfig {
+    if (!isObject(v)) return this.#fail(p, `expected an object, got ${kind(v)}`);
+    const out: RemoteAuthConfig = {};
+    for (const [key, value] of Object.entries(v)) {
+      const at = keyPath(p, key);
+      switch (key) {
+        case 'clientId':
+        case 'scope':
+        case 'clientMetadataUrl':
+          out[key] = this.#string(value, at);
+          break;
+        case 'clientSecret':
+          // A secret written in a config file ends up in repositories and backups: it must come from outside.
+          if (typeof value === 'string' && !/\$\{(env|input):[^}]+\}|\$\{[A-Za-z_][A-Za-z0-9_]*\}/.test(value)) {
+            // biome-ignore lint/suspicious/noTemplateCurlyInString: the message shows the config's own syntax.
+            this.#fail(at, 'a client secret must come from the environment or an input ("${env:VAR}" or "${input:id}"), not be written in the file');
+          }
+          out.clientSecret = this.#string(value, at);
+          break;
+        case 'callbackPort': {
+          const port = value;
+          if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)
+            this.#fail(at, `expected a port number from 1 to 65535, got ${kind(port)}`);
+          out.callbackPort = port;
+          break;
+        }
+        default:
+          this.#fail(at, 'unknown key (auth takes clientId, clientSecret, scope, clientMetadataUrl, callbackPort)');
+      }
+    }
+    return out;
   }
 
   #socket(e: Record<string, Json>): SocketServerConfig {

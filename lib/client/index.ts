@@ -12,11 +12,32 @@ export {
   type ServerConfig,
   type StdioServerConfig,
   type RemoteServerConfig,
+  type RemoteAuthConfig,
   type SocketServerConfig,
   type LoadConfigOptions,
 } from './config.js';
 export { ConnectionError, type AuthChallenge, type ConnectionErrorCode, type ExitStatus } from './errors.js';
-export * from './auth/index.js';
+export {
+  crossAppAccess,
+  loopbackAuthorizer,
+  type CrossAppAccessOptions,
+  type LoopbackAuthorizer,
+  type LoopbackAuthorizerOptions,
+} from './auth/agents.js';
+export { defaultAuthDir, fileAuthStore, memoryAuthStore, type FileAuthStore, type FileAuthStoreOptions } from './auth/store.js';
+export { parseChallenges } from './auth/wire.js';
+export type {
+  AuthEvent,
+  AuthOptions,
+  AuthorizeRequest,
+  AuthRecord,
+  AuthStore,
+  JwtBearerContext,
+  JwtBearerGrant,
+  PreRegisteredClient,
+  StoredClient,
+  StoredTokens,
+} from './auth/types.js';
 export { StreamChannel, type Channel, type Direction, type StreamChannelOptions } from './channel.js';
 export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.js';
 export { HttpChannel, type HttpChannelOptions, type ReconnectOptions } from './http.js';

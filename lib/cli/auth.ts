@@ -1,0 +1,173 @@
+/*
+ * Signing in from the command line: the loopback callback, the browser (only where one can open), the URL pasted
+ * by hand, tokens in the shared file store; and `mcp-frame auth status|logout`.
+ */
+import { spawn } from 'node:child_process';
+import { loopbackAuthorizer } from '../client/auth/agents.js';
+import { canonicalResource } from '../client/auth/session.js';
+import { fileAuthStore } from '../client/auth/store.js';
+import type { AuthEvent, AuthOptions, AuthRecord } from '../client/auth/types.js';
+import { isStdioServer, type RemoteServerConfig, type ServerConfig } from '../client/config.js';
+import { printable, safeLine } from '../errors.js';
+import { serverEntry } from './call.js';
+import { CliError, EXIT, keyValues, parseOptions, positiveInteger, writeStdout } from './io.js';
+
+/** The flags every command that may sign in takes. */
+export const AUTH_FLAGS = {
+  'no-browser': { type: 'boolean', default: false },
+  'callback-port': { type: 'string' },
+  'auth-timeout': { type: 'string' },
+} as const;
+
+export interface AuthFlags {
+  noBrowser: boolean;
+  callbackPort: number | undefined;
+  authTimeoutMs: number;
+}
+
+export function authFlags(values: Record<string, unknown>, usage: string): AuthFlags {
+  const port = positiveInteger(values['callback-port'] as string | undefined, '--callback-port', usage);
+  if (port !== undefined && port > 65535) throw new CliError(`--callback-port must be a port number, got ${port}\n${usage}`, EXIT.usage);
+  return {
+    noBrowser: values['no-browser'] === true,
+    callbackPort: port,
+    authTimeoutMs: positiveInteger(values['auth-timeout'] as string | undefined, '--auth-timeout', usage) ?? 300_000,
+  };
+}
+
+/**
+ * Whether a browser can be opened for the user: stderr is a terminal (someone is there), not over SSH (the
+ * browser would open on the far machine, or fail), and a display exists (macOS and Windows always have one).
+ */
+export function canOpenBrowser(env: NodeJS.ProcessEnv = process.env, isTty = process.stderr.isTTY === true): boolean {
+  if (!isTty || env.SSH_CONNECTION || env.SSH_TTY || env.SSH_CLIENT) return false;
+  if (process.platform === 'darwin' || process.platform === 'win32') return true;
+  return Boolean(env.DISPLAY || env.WAYLAND_DISPLAY);
+}
+
+function openBrowser(url: URL): void {
+  const [command, args] =
+    process.platform === 'darwin'
+      ? ['open', [url.href]]
+      : process.platform === 'win32'
+        ? ['cmd', ['/c', 'start', '""', url.href]]
+        : ['xdg-open', [url.href]];
+  try {
+    const child = spawn(command as string, args as string[], { stdio: 'ignore', detached: true });
+    child.on('error', () => undefined);
+    child.unref();
+  } catch {
+    // The URL is printed anyway.
+  }
+}
+
+/**
+ * The auth options of a command for a remote entry: tokens in fileAuthStore(), a loopback callback on 127.0.0.1
+ * that listens before the URL is shown, the browser opened only where one can be, and with --no-browser the
+ * redirected URL taken from stdin (never by `bridge`: its stdin is the host's). Undefined for a stdio entry.
+ */
+export function cliAuth(entry: ServerConfig, name: string, flags: AuthFlags, who: string, stdinIsFree: boolean): AuthOptions | undefined {
+  if (isStdioServer(entry) || entry.type === 'socket') return undefined;
+  const conf = (entry as RemoteServerConfig).auth ?? {};
+  const say = (text: string): void => void process.stderr.write(`mcp-frame ${who}: ${text}\n`);
+  const paste = flags.noBrowser && stdinIsFree;
+  const authorize = loopbackAuthorizer({
+    ...((flags.callbackPort ?? conf.callbackPort) === undefined ? {} : { port: flags.callbackPort ?? conf.callbackPort }),
+    timeoutMs: flags.authTimeoutMs,
+    ...(paste ? { paste: process.stdin } : {}),
+    open: (url, redirectUri) => {
+      say(`server "${printable(name)}" needs authorization. Open this URL to sign in:\n\n  ${url.href}\n`);
+      say(
+        `waiting on ${redirectUri} for ${Math.round(flags.authTimeoutMs / 1000)} s${paste ? '; or paste here the URL your browser was sent to' : ''}`,
+      );
+      if (!flags.noBrowser && canOpenBrowser()) openBrowser(url);
+    },
+  });
+  return {
+    authorize,
+    authorizeTimeoutMs: flags.authTimeoutMs,
+    store: fileAuthStore(),
+    clientName: 'mcp-frame',
+    ...(conf.clientId === undefined
+      ? {}
+      : { client: { clientId: conf.clientId, ...(conf.clientSecret === undefined ? {} : { clientSecret: conf.clientSecret }) } }),
+    ...(conf.scope === undefined ? {} : { scope: conf.scope }),
+    ...(conf.clientMetadataUrl === undefined ? {} : { clientMetadataUrl: conf.clientMetadataUrl }),
+    onEvent: (e: AuthEvent) => {
+      if (e.type === 'authorized') say(`signed in to "${printable(name)}"${e.scope === undefined ? '' : ` (scope ${safeLine(e.scope)})`}`);
+      if (e.type === 'failed') say(`sign-in failed: ${e.code}: ${safeLine(e.message)}`);
+    },
+  };
+}
+
+const USAGE = `usage: mcp-frame auth status [server] [--config path] [--json]
+       mcp-frame auth logout <server> [--config path]
+Tokens are kept in $MCP_FRAME_AUTH_DIR, else $XDG_CONFIG_HOME/mcp-frame/auth (~/.config/mcp-frame/auth).`;
+
+/** A record as `auth status` shows it: never a token, a secret or a refresh token's value. */
+function describe(server: string, record: AuthRecord | undefined, now = Date.now()): Record<string, unknown> {
+  const tokens = record?.tokens;
+  const expiresAt = tokens?.expiresAt;
+  return {
+    server,
+    issuer: record?.issuer ?? null,
+    signedIn: tokens !== undefined && (expiresAt === undefined || expiresAt > now || tokens.refreshToken !== undefined),
+    scope: tokens?.scope ?? null,
+    expiresAt: expiresAt === undefined ? null : new Date(expiresAt).toISOString(),
+    refreshable: tokens?.refreshToken !== undefined,
+    clientId: record?.client?.clientId ?? null,
+  };
+}
+
+function line(d: Record<string, unknown>): string {
+  const expiry = d.expiresAt === null ? 'no expiry given' : `${Date.parse(String(d.expiresAt)) > Date.now() ? 'expires' : 'expired'} ${d.expiresAt}`;
+  const state = d.signedIn ? `signed in (${expiry}${d.refreshable ? ', refreshable' : ''})` : 'not signed in';
+  return safeLine(`${d.server}  ${state}${d.scope === null ? '' : `  scope: ${d.scope}`}${d.issuer === null ? '' : `  issuer: ${d.issuer}`}`);
+}
+
+/** `mcp-frame auth status [server]` and `mcp-frame auth logout <server>`. */
+export async function authCommand(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === '--help' || sub === '-h') {
+    await writeStdout(`${USAGE}\n`);
+    return EXIT.ok;
+  }
+  if (sub !== 'status' && sub !== 'logout') throw new CliError(USAGE, EXIT.usage);
+  const { values, positionals } = parseOptions(
+    rest,
+    { config: { type: 'string' }, input: { type: 'string', multiple: true }, json: { type: 'boolean', default: false } },
+    USAGE,
+  );
+  const [server, ...extra] = positionals;
+  if (extra.length > 0 || (sub === 'logout' && server === undefined)) throw new CliError(USAGE, EXIT.usage);
+  const store = fileAuthStore();
+  let key: string | undefined;
+  if (server !== undefined) {
+    const entry = await serverEntry(
+      {
+        command: undefined,
+        env: {},
+        server,
+        config: values.config as string | undefined,
+        inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+      },
+      'auth',
+    );
+    if (isStdioServer(entry) || entry.type === 'socket')
+      throw new CliError(`server "${server}" is not a remote server: it has no sign-in`, EXIT.usage);
+    key = canonicalResource(new URL((entry as RemoteServerConfig).url));
+  }
+  if (sub === 'logout') {
+    const had = await store.get(key!);
+    await store.delete(key!);
+    process.stderr.write(
+      `mcp-frame auth: ${had === undefined ? `was not signed in to "${printable(server!)}"` : `signed out of "${printable(server!)}"`}\n`,
+    );
+    return EXIT.ok;
+  }
+  const records = key === undefined ? await store.list() : [{ key, record: await store.get(key) }];
+  const shown = records.map(({ key: k, record }) => describe(k, record));
+  if (values.json === true) await writeStdout(`${JSON.stringify(shown)}\n`);
+  else await writeStdout(shown.length === 0 ? `not signed in anywhere (${store.dir})\n` : `${shown.map(line).join('\n')}\n`);
+  return EXIT.ok;
+}

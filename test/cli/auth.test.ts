@@ -1,0 +1,167 @@
+// Signing in from the real binary: `call` and `bridge` on a remote entry that needs authorization, against the
+// authorization server of test/helpers/oauth-server.ts. A headless user agent plays the browser: it reads the URL
+// the command prints on stderr, asks the authorization endpoint, and follows the redirect to the command's
+// loopback callback (or, with --no-browser, pastes the redirected URL on stdin). Then `auth status` and `logout`.
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { statSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { ROOT } from '../helpers/fixtures.js';
+import { OAuthServer } from '../helpers/oauth-server.js';
+import { cli } from '../helpers/run.js';
+import { tempDir } from '../helpers/temp.js';
+
+const TOKEN = /\b(at|rt)-[0-9a-f]{32}\b/;
+
+interface Started {
+  proc: ChildProcessWithoutNullStreams;
+  stdout: () => string;
+  stderr: () => string;
+  /** Resolves with the first match of `pattern` in stderr. */
+  waitFor: (pattern: RegExp) => Promise<RegExpMatchArray>;
+  done: Promise<number | null>;
+}
+
+function start(args: string[], env: NodeJS.ProcessEnv, cwd: string): Started {
+  const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, ...args], { cwd, env, stdio: 'pipe' });
+  let out = '';
+  let err = '';
+  const waiters: Array<() => void> = [];
+  proc.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  proc.stderr.setEncoding('utf8').on('data', (d: string) => {
+    err += d;
+    for (const w of waiters.splice(0)) w();
+  });
+  const done = new Promise<number | null>((resolve) => proc.on('close', resolve));
+  const waitFor = (pattern: RegExp): Promise<RegExpMatchArray> =>
+    new Promise((resolve, reject) => {
+      const check = (): void => {
+        const m = pattern.exec(err);
+        if (m !== null) return resolve(m);
+        if (proc.exitCode !== null) return reject(new Error(`exited ${proc.exitCode} before ${pattern}: ${err}`));
+        waiters.push(check);
+      };
+      void done.then(() => waiters.push(() => undefined) && check());
+      check();
+    });
+  return { proc, stdout: () => out, stderr: () => err, waitFor, done };
+}
+
+/** The browser's part: the authorization URL gives a redirect to the callback, which the browser then opens. */
+async function browse(url: string, follow: boolean): Promise<{ location: string; callback?: Response }> {
+  const res = await fetch(url, { redirect: 'manual' });
+  await res.body?.cancel();
+  const location = res.headers.get('location')!;
+  if (!follow) return { location };
+  return { location, callback: await fetch(location) };
+}
+
+describe('mcp-frame sign-in on the command line', function () {
+  this.timeout(30_000);
+  let server: OAuthServer;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const running: Started[] = [];
+
+  beforeEach(async () => {
+    server = await OAuthServer.start();
+    dir = tempDir('cli-auth');
+    writeFileSync(join(dir, '.mcp.json'), JSON.stringify({ mcpServers: { remote: { url: server.url } } }));
+    env = { ...process.env, MCP_FRAME_AUTH_DIR: join(dir, 'auth'), DISPLAY: '', WAYLAND_DISPLAY: '' };
+  });
+
+  afterEach(async () => {
+    for (const r of running.splice(0)) r.proc.kill();
+    await server.close();
+  });
+
+  it('call: prints the URL and the callback it waits on, takes the redirect there, keeps the tokens 0600 in a 0700 folder', async () => {
+    const call = start(['tools', 'remote'], env, dir);
+    running.push(call);
+    const [, url] = await call.waitFor(/Open this URL to sign in:\s+(\S+)/);
+    const [, callbackUri] = await call.waitFor(/waiting on (http:\/\/127\.0\.0\.1:\d+\/callback)/);
+    // A redirect that is not this sign-in's is refused; the real one is taken, with no-store.
+    const forged = await fetch(`${callbackUri}?code=x&state=forged`);
+    expect(forged.status).to.equal(400);
+    const { location, callback } = await browse(url!, true);
+    expect(location.startsWith(callbackUri!)).to.equal(true);
+    expect(callback!.status).to.equal(200);
+    expect(callback!.headers.get('cache-control')).to.equal('no-store');
+    expect(await call.done).to.equal(0);
+    expect(call.stdout()).to.include('whoami');
+    expect(call.stderr()).to.include('server "remote" needs authorization');
+    expect(call.stderr() + call.stdout()).not.to.match(TOKEN);
+    const authDir = join(dir, 'auth');
+    expect(statSync(authDir).mode & 0o777).to.equal(0o700);
+    const files = readdirSync(authDir);
+    expect(files).to.have.length(1);
+    expect(statSync(join(authDir, files[0]!)).mode & 0o777).to.equal(0o600);
+
+    // Signed in: the next run needs no browser, and status says so without a token.
+    const again = await cli(['call', 'remote', 'whoami', '--arg', 'x=1', '--trace'], { env, cwd: dir });
+    expect(again.stderr).not.to.include('needs authorization');
+    expect(again.stdout + again.stderr).not.to.match(TOKEN);
+    expect(server.counts.authorize).to.equal(1);
+    const status = await cli(['auth', 'status', 'remote'], { env, cwd: dir });
+    expect(status.stdout).to.match(/^http:\/\/127\.0\.0\.1:\d+\/mcp {2}signed in \(expires /);
+    expect(status.stdout).not.to.match(TOKEN);
+    const listed = JSON.parse((await cli(['auth', 'status', '--json'], { env, cwd: dir })).stdout) as Array<{ signedIn: boolean }>;
+    expect(listed.map((l) => l.signedIn)).to.deep.equal([true]);
+    const out = await cli(['auth', 'logout', 'remote'], { env, cwd: dir });
+    expect(out.stderr).to.include('signed out of "remote"');
+    expect((await cli(['auth', 'status', 'remote'], { env, cwd: dir })).stdout).to.include('not signed in');
+  });
+
+  it('call --no-browser: takes the redirected URL pasted on stdin', async () => {
+    const call = start(['call', 'remote', 'tools/list', '--no-browser'], env, dir);
+    running.push(call);
+    const [, url] = await call.waitFor(/Open this URL to sign in:\s+(\S+)/);
+    await call.waitFor(/paste here the URL/);
+    const { location } = await browse(url!, false);
+    call.proc.stdin.write(`not a url\n${location}\n`);
+    expect(await call.done).to.equal(0);
+    expect(JSON.parse(call.stdout()).tools[0].name).to.equal('whoami');
+  });
+
+  it('fails with exit code 7 and AUTH_TIMEOUT when nobody signs in within --auth-timeout', async () => {
+    const result = await cli(['tools', 'remote', '--auth-timeout', '500'], { env, cwd: dir });
+    expect(result.code).to.equal(7);
+    expect(result.stderr).to.include('AUTH_TIMEOUT');
+  });
+
+  it('two bridges for one server open one sign-in and share it; neither reads the host for it', async () => {
+    const a = start(['bridge', 'remote', '--config', join(dir, '.mcp.json')], env, dir);
+    const b = start(['bridge', 'remote', '--config', join(dir, '.mcp.json')], env, dir);
+    running.push(a, b);
+    const init = (id: number): string =>
+      `${JSON.stringify({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } })}\n`;
+    a.proc.stdin.write(init(1));
+    b.proc.stdin.write(init(2));
+    // One of them signs in; the other waits on the store's lock and then uses the tokens.
+    const first = await Promise.race([a.waitFor(/Open this URL to sign in:\s+(\S+)/), b.waitFor(/Open this URL to sign in:\s+(\S+)/)]);
+    await browse(first[1]!, true);
+    const answered = (s: Started): Promise<void> =>
+      new Promise((resolve) => {
+        const check = (): void => (s.stdout().includes('"protocolVersion"') ? resolve() : void setTimeout(check, 20));
+        check();
+      });
+    await Promise.all([answered(a), answered(b)]);
+    expect(server.counts.authorize).to.equal(1);
+    expect([a.stderr(), b.stderr()].filter((e) => e.includes('Open this URL'))).to.have.length(1);
+    a.proc.stdin.end();
+    b.proc.stdin.end();
+    expect(await a.done).to.equal(0);
+    expect(await b.done).to.equal(0);
+  });
+
+  it('refuses a client secret written in the config file', async () => {
+    writeFileSync(
+      join(dir, '.mcp.json'),
+      JSON.stringify({ mcpServers: { remote: { url: server.url, auth: { clientId: 'c', clientSecret: 'hunter2-secret' } } } }),
+    );
+    const result = await cli(['tools', 'remote'], { env, cwd: dir });
+    expect(result.code).to.equal(3);
+    expect(result.stderr).to.include('mcpServers.remote.auth.clientSecret');
+    expect(result.stderr).not.to.include('hunter2');
+  });
+});
