@@ -286,27 +286,39 @@ export class OAuthServer {
     if (f.requiredScope !== undefined && !token.scope.split(' ').includes(f.requiredScope)) {
       return json(403, { error: 'insufficient_scope' }, { 'www-authenticate': challenge(', error="insufficient_scope"', f.requiredScope) });
     }
-    if (req.method !== 'POST') return json(405, { error: 'method not allowed' });
-    const msg = JSON.parse(body) as Json;
-    if (!('id' in msg)) {
-      res.writeHead(202).end();
-      return;
+    if (f.echoToken && body.includes('"tools/call"')) {
+      // The token alone, as a careless server might put it in a message: no "Bearer" before it to give it away.
+      return json(500, { error: `cannot run it for ${presented}` });
     }
-    const reply = (result: unknown): void => json(200, { jsonrpc: '2.0', id: msg.id, result });
-    switch (msg.method) {
-      case 'server/discover':
-        return json(200, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
-      case 'initialize':
-        return reply({ protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'oauth-test', version: '1.0.0' } });
-      case 'tools/list':
-        return reply({ tools: [{ name: 'whoami', inputSchema: { type: 'object' } }] });
-      case 'tools/call':
-        // The token alone, as a careless server might put it in a message: no "Bearer" before it to give it away.
-        if (f.echoToken) return json(500, { error: `cannot run it for ${presented}` });
-        return reply({ content: [{ type: 'text', text: `scope: ${token.scope}` }] });
-      default:
-        return reply({});
-    }
+    answerMcp(req, res, body, `scope: ${token.scope}`);
+  }
+}
+
+/**
+ * A small legacy-era MCP server's answers (a JSON body each): server/discover refused as a legacy server does,
+ * initialize, tools/list with one tool, and tools/call answering `text`.
+ */
+export function answerMcp(req: http.IncomingMessage, res: http.ServerResponse, body: string, text: string): void {
+  const json = (status: number, value: unknown): void =>
+    void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+  if (req.method !== 'POST') return json(405, { error: 'method not allowed' });
+  const msg = JSON.parse(body) as Json;
+  if (!('id' in msg)) {
+    res.writeHead(202).end();
+    return;
+  }
+  const reply = (result: unknown): void => json(200, { jsonrpc: '2.0', id: msg.id, result });
+  switch (msg.method) {
+    case 'server/discover':
+      return json(200, { jsonrpc: '2.0', id: msg.id, error: { code: -32601, message: 'Method not found' } });
+    case 'initialize':
+      return reply({ protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'oauth-test', version: '1.0.0' } });
+    case 'tools/list':
+      return reply({ tools: [{ name: 'whoami', inputSchema: { type: 'object' } }] });
+    case 'tools/call':
+      return reply({ content: [{ type: 'text', text }] });
+    default:
+      return reply({});
   }
 }
 

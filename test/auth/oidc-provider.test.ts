@@ -1,0 +1,66 @@
+// Signing in to an MCP server behind a real authorization server: oidc-provider (dynamic registration, PKCE
+// required, refresh-token rotation, resource indicators, OpenID configuration only), on 127.0.0.1.
+import { expect } from 'chai';
+import { type Connection, connect } from '../../lib/client/connection.js';
+import { memoryAuthStore } from '../../lib/client/auth/store.js';
+import { browser, type OidcServer, startOidc } from '../helpers/oidc-server.js';
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+
+describe('connect() with auth against oidc-provider', function () {
+  this.timeout(20_000);
+  let oidc: OidcServer;
+  const open: Connection[] = [];
+
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+    await oidc.close();
+  });
+
+  it('registers, signs in with PKCE and a resource indicator, and calls a tool with a token for that resource', async () => {
+    oidc = await startOidc();
+    const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT } });
+    open.push(c);
+    const result = (await c.request('tools/call', { name: 'whoami', arguments: {} })) as { content: Array<{ text: string }> };
+    expect(result.content[0]!.text).to.equal('user: user-1, scope: mcp:tools');
+    expect(oidc.counts).to.include({ authorizations: 1, authorization_code: 1 });
+  });
+
+  it('refreshes with a rotated refresh token when the access token is revoked, and the spent one stays spent', async () => {
+    oidc = await startOidc();
+    const store = memoryAuthStore();
+    const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT, store } });
+    open.push(c);
+    const key = new URL(oidc.url).href;
+    const first = (await store.get(key))!.tokens!;
+    expect(first.refreshToken).to.be.a('string');
+    // Revoked on the server's side: the next request gets 401, refreshes, and goes through.
+    await (await oidc.provider.AccessToken.find(first.accessToken))!.destroy();
+    await c.request('tools/call', { name: 'whoami', arguments: {} });
+    const second = (await store.get(key))!.tokens!;
+    expect(second.refreshToken).to.be.a('string').and.not.equal(first.refreshToken);
+    expect(oidc.counts).to.include({ authorizations: 1, refresh_token: 1, refreshRefused: 0 });
+    // The rotated-out refresh token is spent at the provider: using it again is refused.
+    const clientId = (await store.get(key))!.client!.clientId;
+    const reuse = await fetch(`${oidc.issuer}/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: first.refreshToken!, client_id: clientId }).toString(),
+    });
+    expect(reuse.status).to.equal(400);
+    expect(((await reuse.json()) as { error: string }).error).to.equal('invalid_grant');
+  });
+
+  it('refreshes before expiry with a short-lived token, never drawing a 401 after signing in', async () => {
+    oidc = await startOidc({ accessTtl: 30 });
+    const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT } });
+    open.push(c);
+    await c.request('tools/call', { name: 'whoami', arguments: {} });
+    await c.request('tools/list');
+    expect(oidc.counts.authorizations).to.equal(1);
+    expect(oidc.counts.refresh_token).to.be.at.least(2);
+    expect(oidc.counts.refreshRefused).to.equal(0);
+    // Only the very first request, before any token, was refused.
+    expect(oidc.counts.unauthorized).to.equal(1);
+  });
+});
