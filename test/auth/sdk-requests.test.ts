@@ -1,0 +1,90 @@
+// The same sign-in by the MCP SDK's client (1.32.2) and by mcp-frame's, against one authorization server: the
+// SDK discovers again for the token step (after the redirect, finishAuth() starts over), mcp-frame reuses what
+// it found. Counted as requests to the authorization server's side (metadata, registration, authorize, token).
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { expect } from 'chai';
+import { connect } from '../../lib/client/connection.js';
+import { headlessAuthorize, OAuthServer } from '../helpers/oauth-server.js';
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+
+/** An OAuthClientProvider that keeps everything in memory and remembers the URL it was asked to open. */
+class MemoryProvider implements OAuthClientProvider {
+  authorizationUrl: URL | undefined;
+  #client: OAuthClientInformationMixed | undefined;
+  #tokens: OAuthTokens | undefined;
+  #verifier = '';
+  get redirectUrl(): string {
+    return REDIRECT;
+  }
+  get clientMetadata() {
+    return {
+      redirect_uris: [REDIRECT],
+      client_name: 'sdk',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+  clientInformation() {
+    return this.#client;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed): void {
+    this.#client = info;
+  }
+  tokens() {
+    return this.#tokens;
+  }
+  saveTokens(tokens: OAuthTokens): void {
+    this.#tokens = tokens;
+  }
+  redirectToAuthorization(url: URL): void {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string): void {
+    this.#verifier = verifier;
+  }
+  codeVerifier(): string {
+    return this.#verifier;
+  }
+}
+
+describe('one sign-in, counted: mcp-frame against the MCP SDK', function () {
+  this.timeout(20_000);
+
+  it('makes fewer requests to the authorization server than the SDK, which discovers twice', async () => {
+    const sdkSide = await OAuthServer.start();
+    const ours = await OAuthServer.start();
+    try {
+      // The SDK: connect, get redirected, finish with the code, connect again.
+      const provider = new MemoryProvider();
+      const first = new StreamableHTTPClientTransport(new URL(sdkSide.url), { authProvider: provider });
+      await new Client({ name: 'sdk', version: '1' }).connect(first).catch(() => undefined);
+      const back = new URL(await headlessAuthorize({ url: provider.authorizationUrl! }));
+      await first.finishAuth(back.searchParams.get('code')!);
+      const client = new Client({ name: 'sdk', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(sdkSide.url), { authProvider: provider }));
+      await client.listTools();
+      await client.close();
+
+      const c = await connect({ type: 'http', url: ours.url }, { auth: { authorize: headlessAuthorize, redirectUri: REDIRECT } });
+      await c.request('tools/list');
+      await c.close();
+
+      const sdkCount = sdkSide.authServerRequests.length;
+      const ourCount = ours.authServerRequests.length;
+      console.log(`      requests to the authorization server for one sign-in: SDK ${sdkCount}, mcp-frame ${ourCount}`);
+      expect(sdkSide.counts.code).to.equal(1);
+      expect(ours.counts.code).to.equal(1);
+      expect(ourCount).to.be.lessThan(sdkCount);
+      // Discovery once: one protected resource metadata and one authorization server metadata request.
+      expect(ours.authServerRequests.filter((l) => l.path.startsWith('/.well-known/')).length).to.equal(2);
+    } finally {
+      await sdkSide.close();
+      await ours.close();
+    }
+  });
+});
