@@ -88,6 +88,13 @@ describe('connect() with auth: signing in and staying signed in', function () {
     expect(paths.filter((p) => p === '/.well-known/oauth-protected-resource/mcp')).to.have.length(1);
     expect(paths.filter((p) => p === '/.well-known/oauth-authorization-server')).to.have.length(1);
     expect(server.resources).to.deep.equal([server.url, server.url]);
+    // A loopback redirect registers a native client (SEP-837), asking for refresh tokens too.
+    const registration = JSON.parse(server.log.find((l) => l.path === '/register')!.body) as Record<string, unknown>;
+    expect(registration).to.deep.include({
+      application_type: 'native',
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+    });
     // Only the first request went without a token; every other one carried it.
     const mcp = server.mcpRequests;
     expect(mcp[0]!.authorization).to.equal(undefined);
@@ -307,6 +314,23 @@ describe('connect() with auth: signing in and staying signed in', function () {
     await start();
     await signIn({ resource: false });
     expect(server.resources).to.deep.equal([undefined, undefined]);
+  });
+
+  it('signs in on the deprecated HTTP+SSE transport too: its stream and every POST carry the token', async () => {
+    await start();
+    // The resource is the whole origin, which /sse is part of.
+    server.faults.resource = server.origin;
+    const c = await connect(
+      { type: 'sse', url: `${server.origin}/sse` },
+      { auth: { authorize: headlessAuthorize, redirectUri: REDIRECT }, timeoutMs: 10_000 },
+    );
+    open.push(c);
+    expect(await call(c)).to.deep.include({ content: [{ type: 'text', text: 'scope: ' }] });
+    expect(server.counts.authorize).to.equal(1);
+    const mcp = server.mcpRequests;
+    expect(mcp[0]).to.deep.include({ path: '/sse', authorization: undefined, status: 401 });
+    expect(mcp.slice(1).every((l) => l.authorization?.startsWith('Bearer at-'))).to.equal(true);
+    expect(mcp.filter((l) => l.path === '/messages').length).to.be.at.least(3);
   });
 
   it('uses a stored token from an earlier run without signing in', async () => {

@@ -122,13 +122,16 @@ export class OAuthServer {
 
   /** Requests to the authorization server's own endpoints (metadata, register, authorize, token). */
   get authServerRequests(): Logged[] {
-    return this.log.filter((l) => l.path !== '/mcp');
+    return this.log.filter((l) => !['/mcp', '/sse', '/messages'].includes(l.path));
   }
 
-  /** Requests to the MCP endpoint. */
+  /** Requests to the MCP endpoints (Streamable HTTP, and the HTTP+SSE transport's stream and messages). */
   get mcpRequests(): Logged[] {
-    return this.log.filter((l) => l.path === '/mcp');
+    return this.log.filter((l) => l.path === '/mcp' || l.path === '/sse' || l.path === '/messages');
   }
+
+  /** The HTTP+SSE transport's stream, while one is open. */
+  #sse: http.ServerResponse | undefined;
 
   async close(): Promise<void> {
     this.server.closeAllConnections();
@@ -201,6 +204,9 @@ export class OAuthServer {
         return this.#token(req, new URLSearchParams(body), json);
       case '/mcp':
         return this.#mcp(req, res, body, json);
+      case '/sse':
+      case '/messages':
+        return this.#legacySse(req, res, url.pathname, body, json);
       default:
         return json(404, { error: 'not_found' });
     }
@@ -259,6 +265,47 @@ export class OAuthServer {
       answer.refresh_token = refresh;
     }
     json(200, answer);
+  }
+
+  /** The token a request carries, when it is live; else the 401 has been answered. */
+  #bearer(req: http.IncomingMessage, json: (status: number, value: unknown, headers?: Record<string, string>) => void): Token | undefined {
+    const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const token = presented === undefined ? undefined : this.#access.get(presented);
+    if (token !== undefined && token.expiresAt > Date.now()) return token;
+    json(
+      401,
+      { error: 'invalid_token' },
+      { 'www-authenticate': `Bearer resource_metadata="${this.origin}/.well-known/oauth-protected-resource/mcp"` },
+    );
+    return undefined;
+  }
+
+  /** The deprecated HTTP+SSE transport: GET /sse names /messages, where each POST is answered on the stream. */
+  #legacySse(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    path: string,
+    body: string,
+    json: (status: number, value: unknown, headers?: Record<string, string>) => void,
+  ): void {
+    const token = this.#bearer(req, json);
+    if (token === undefined) return;
+    if (path === '/sse') {
+      this.#sse = res;
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).write('event: endpoint\ndata: /messages\n\n');
+      return;
+    }
+    const stream = this.#sse;
+    if (stream === undefined) return json(409, { error: 'no stream' });
+    // The answer goes on the stream: answerMcp writes into a stand-in response whose body becomes an event.
+    const sink = {
+      writeHead: () => sink,
+      end: (text?: string) => {
+        if (text) stream.write(`event: message\ndata: ${text}\n\n`);
+      },
+    } as unknown as http.ServerResponse;
+    answerMcp(req, sink, body, `scope: ${token.scope}`);
+    res.writeHead(202).end();
   }
 
   #mcp(

@@ -67,6 +67,20 @@ function str(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
+/**
+ * The OpenID `application_type` a redirect URI says (SEP-837): `native` for a loopback or private-use scheme
+ * redirect, as a command line or a desktop app has; `web` for any other.
+ */
+export function applicationType(redirectUri: string): 'native' | 'web' {
+  try {
+    const url = new URL(redirectUri);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'native';
+    return ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) ? 'native' : 'web';
+  } catch {
+    return 'web';
+  }
+}
+
 /** The server's URL as a resource: no fragment, no query. */
 export function canonicalResource(url: URL): string {
   const u = new URL(url);
@@ -159,8 +173,9 @@ export class AuthSession {
       // A refresh that fails here is not the request's failure: the 401 that follows signs in.
       await this.#exclusive(async () => {
         const fresh = await this.#reread();
-        if (fresh?.tokens !== undefined && fresh.tokens.accessToken !== tokens.accessToken) return;
-        await this.#refresh(fresh ?? this.#record!);
+        // Refreshed (or signed out) meanwhile, by another request or another process sharing the store.
+        if (fresh?.tokens?.refreshToken === undefined || fresh.tokens.accessToken !== tokens.accessToken) return;
+        await this.#refresh(fresh);
       }).catch(() => undefined);
     }
     const now = this.#record?.tokens;
@@ -258,7 +273,9 @@ export class AuthSession {
     const tokens = record.tokens!;
     const client = this.#clientFor(record);
     if (record.tokenEndpoint === undefined || client === undefined) {
-      await this.#save({ ...record, tokens: undefined } as AuthRecord);
+      const next: AuthRecord = { ...record };
+      delete next.tokens;
+      await this.#save(next);
       throw this.#fail(new ConnectionError('AUTH_TOKEN', 'the stored tokens cannot be refreshed: no token endpoint or client is recorded'));
     }
     const body: Record<string, string> = { grant_type: 'refresh_token', refresh_token: tokens.refreshToken! };
@@ -542,6 +559,8 @@ export class AuthSession {
           : (supported.find((m) => m === 'client_secret_post') ?? 'none');
     const request = {
       client_name: this.#options.clientName ?? 'mcp-frame',
+      // OpenID registration defaults to "web", which refuses loopback redirects: say which kind of client this is.
+      application_type: applicationType(redirectUri),
       redirect_uris: [redirectUri],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
