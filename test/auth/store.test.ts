@@ -10,7 +10,6 @@ import { applicationType, resourceAllowed } from '../../lib/client/auth/session.
 import type { AuthStore } from '../../lib/client/auth/types.js';
 import { tempDir } from '../helpers/temp.js';
 
-// biome-ignore lint/suspicious/noTemplateCurlyInString: the config's own variable syntax.
 const FROM_ENV = '${env:SECRET}';
 
 const record = (token: string) => ({ resource: 'https://a.example/mcp', tokens: { accessToken: token, tokenType: 'Bearer' } });
