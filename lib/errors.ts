@@ -234,6 +234,38 @@ export function preview(input: string | Uint8Array): string {
   return cut ? `${text}…` : text;
 }
 
+/** The longest reason quoted from a server's error body. */
+export const REASON_CHARS = 300;
+
+/**
+ * A server's error body as the reason in a message: the `error_description`, `message` or `error` of a JSON body
+ * (nested under `error` too) when it has one, else the text; redacted, made printable, spaces collapsed, and cut
+ * at a word boundary past REASON_CHARS, never mid-word.
+ */
+export function reasonText(body: string): string {
+  let text = body.trim();
+  try {
+    const value: unknown = JSON.parse(text);
+    const pick = (v: unknown): string | undefined => {
+      if (typeof v !== 'object' || v === null) return undefined;
+      const o = v as Record<string, unknown>;
+      for (const key of ['error_description', 'message', 'error', 'detail', 'title']) {
+        if (typeof o[key] === 'string' && o[key] !== '') return o[key] as string;
+      }
+      return pick(o.error);
+    };
+    text = pick(value) ?? text;
+  } catch {
+    // Not JSON: the text as it is.
+  }
+  text = printable(redact(text.slice(0, REASON_CHARS * 4)))
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (text.length <= REASON_CHARS) return text;
+  const cut = text.lastIndexOf(' ', REASON_CHARS);
+  return `${text.slice(0, cut > REASON_CHARS / 2 ? cut : REASON_CHARS)}…`;
+}
+
 function escapeControl(ch: string): string {
   switch (ch) {
     case '\n':

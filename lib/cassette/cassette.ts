@@ -181,12 +181,13 @@ function canonical(value: unknown): string {
 /**
  * What a request is matched by: its method and params, without `_meta` (progress tokens differ between runs),
  * and with secrets hidden as a recording hides them, so that a redacted cassette matches the live request.
- * `initialize` matches by method alone, since every client names itself differently.
+ * `initialize` matches by method alone, since every client names itself differently. No params and `{}` are
+ * the same request (clients differ in which they send).
  */
 export function requestKey(method: string, params: unknown): string {
   if (method === 'initialize') return method;
   const rest = isObject(params) ? Object.fromEntries(Object.entries(params).filter(([k]) => k !== '_meta')) : params;
-  return `${method} ${canonical(redactMessage(rest ?? null))}`;
+  return `${method} ${canonical(redactMessage(rest ?? {}))}`;
 }
 
 /** A recorded client request and what the server sent for it: notifications on the way, then its response. */

@@ -226,13 +226,18 @@ function where(p: CapturePosition): string {
   return parts.join(', ');
 }
 
+/** `1 request`, `2 requests`, `0 requests`. */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 /** The report as text for a person, one finding a line. */
 export function formatReport(r: CheckReport): string {
   const out: string[] = [];
   out.push(
-    `${r.format}, ${r.bytes} bytes: ${r.messages} messages (${r.requests} requests, ${r.notifications} notifications, ${r.responses} responses, ${r.errors} error responses${r.batches > 0 ? `; ${r.batches} batches` : ''})`,
+    `${r.format}, ${count(r.bytes, 'byte')}: ${count(r.messages, 'message')} (${count(r.requests, 'request')}, ${count(r.notifications, 'notification')}, ${count(r.responses, 'response')}, ${count(r.errors, 'error response')}${r.batches > 0 ? `; ${`${r.batches} batch${r.batches === 1 ? '' : 'es'}`}` : ''})`,
   );
-  if (r.largest) out.push(`largest message: ${r.largest.bytes} bytes (${where(r.largest)})`);
+  if (r.largest) out.push(`largest message: ${count(r.largest.bytes, 'byte')} (${where(r.largest)})`);
   if (r.crlf) out.push('note: CRLF line ends seen');
   if (r.bom) out.push('note: the stream starts with a UTF-8 BOM');
   for (const p of r.problems) out.push(`error: ${p.code} at ${where(p)}: ${p.text}${p.preview ? `: ${p.preview}` : ''}`);
@@ -243,7 +248,7 @@ export function formatReport(r: CheckReport): string {
   out.push(
     r.ok
       ? 'ok'
-      : `not ok: ${r.problems.length} errors, ${r.unmatchedResponses.length} unmatched responses, ${r.unansweredRequests.length} unanswered requests`,
+      : `not ok: ${count(r.problems.length, 'error')}, ${count(r.unmatchedResponses.length, 'unmatched response')}, ${count(r.unansweredRequests.length, 'unanswered request')}`,
   );
   return `${out.join('\n')}\n`;
 }

@@ -100,7 +100,7 @@ export function cliAuth(entry: ServerConfig, name: string, flags: AuthFlags, who
   };
 }
 
-const USAGE = `usage: mcp-frame auth status [server] [--config path] [--json]
+export const USAGE = `usage: mcp-frame auth status [server] [--config path] [--json]
        mcp-frame auth logout <server> [--config path]
 Tokens are kept in $MCP_FRAME_AUTH_DIR, else $XDG_CONFIG_HOME/mcp-frame/auth (~/.config/mcp-frame/auth).`;
 

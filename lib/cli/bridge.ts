@@ -5,9 +5,9 @@ import { HttpChannel } from '../client/http.js';
 import { type FrameError, safeLine } from '../errors.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { CliError, parseOptions } from './io.js';
+import { CliError, EXIT, parseOptions } from './io.js';
 
-const USAGE = `usage: mcp-frame bridge <server> [--config path]
+export const USAGE = `usage: mcp-frame bridge <server> [--config path]
        mcp-frame bridge --url <url> [--header 'Name: value']...
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
        --no-browser  --callback-port n  --auth-timeout ms`;
@@ -40,11 +40,11 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
   const config = await loadConfig(values.config as string, { server: name }).catch((err: Error) => {
-    throw new CliError(err.message);
+    throw new CliError(err.message, EXIT.config);
   });
   const entry = serverNamed(config, name);
-  if (entry === undefined) throw new CliError(`no server "${name}" in ${String(values.config)}`);
-  if (entry.type !== 'http') throw new CliError(`server "${name}" is not a Streamable HTTP server (type "${entry.type ?? 'stdio'}")`);
+  if (entry === undefined) throw new CliError(`no server "${name}" in ${String(values.config)}`, EXIT.config);
+  if (entry.type !== 'http') throw new CliError(`server "${name}" is not a Streamable HTTP server (type "${entry.type ?? 'stdio'}")`, EXIT.config);
   return { name, url: entry.url, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE) };
 }
 

@@ -15,12 +15,13 @@ import { ConnectionError } from '../client/errors.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { CliError, EXIT, keyValues, parseOptions, positiveInteger, writeStdout } from './io.js';
+import { CliError, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
 
-const USAGE = `usage: mcp-frame call <server> [method [params-json]] [options]
-       mcp-frame call <server> <tool> --arg key=value... [options]
-       mcp-frame call [method [params-json] | <tool> --arg key=value...] [options] -- <command> [args...]
-       mcp-frame tools | resources | prompts <server> [options]      (or: [options] -- <command> [args...])
+export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
+       mcp-frame call <server> <tool> [--arg key=value | --arg key=@file]... [options]
+       mcp-frame call [method [params] | <tool> --arg key=value...] [options] -- <command> [args...]
+       mcp-frame call --url <url> [--header 'Name: value'] [--header-env Name=VAR] [method [params] | <tool> ...]
+       mcp-frame tools | resources | prompts <server> [options]   (or --url <url>, or [options] -- <command> [args...])
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
 sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms`;
 
@@ -36,8 +37,13 @@ export interface CallArgs {
   env: Record<string, string>;
   method: string | undefined;
   params: unknown;
-  /** `--arg key=value`: the method is a tool, called with these arguments. */
-  toolArgs: Record<string, unknown> | undefined;
+  /** `@file` or `-`: the params are read from there (after the arguments are checked). */
+  paramsFrom?: string;
+  /** `--arg key=value`: the method is a tool, called with these arguments, as given (typed by the tool's schema later). */
+  toolArgs: Record<string, string> | undefined;
+  /** `--url`: a remote server named by its URL, with `--header` and `--header-env` headers. */
+  url?: string;
+  headers?: Record<string, string>;
   /** The config named with --config; undefined: found as hosts find theirs. */
   config: string | undefined;
   /** Values for `${input:id}` in a VS Code config. */
@@ -62,25 +68,39 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
       trace: { type: 'boolean', default: false },
       timeout: { type: 'string' },
       json: { type: 'boolean', default: false },
+      url: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      'header-env': { type: 'string', multiple: true },
       ...AUTH_FLAGS,
     },
     USAGE,
   );
+  const url = values.url as string | undefined;
+  if (url !== undefined && command !== undefined) throw new CliError(`--url and -- <command> name two servers; give one\n${USAGE}`, EXIT.usage);
   if (command !== undefined && command.length === 0) throw new CliError(`-- needs a command\n${USAGE}`, EXIT.usage);
-  const [server, ...rest] = command === undefined ? positionals : [undefined, ...positionals];
+  const [server, ...rest] = command === undefined && url === undefined ? positionals : [undefined, ...positionals];
   const [method, paramsText, ...extra] = rest;
-  if ((command === undefined && server === undefined) || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
+  if (command === undefined && url === undefined && server === undefined)
+    throw new CliError(`name a server (or give --url, or -- <command>)\n${USAGE}`, EXIT.usage);
+  if (extra.length > 0) throw new CliError(`unexpected argument ${JSON.stringify(extra[0])}: params go in one JSON argument\n${USAGE}`, EXIT.usage);
   if (action !== 'call' && method !== undefined) throw new CliError(`${action} takes a server and no method\n${USAGE}`, EXIT.usage);
   const envPairs = values.env as unknown as string[] | undefined;
   if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
   const toolArgs = parseToolArgs(values.arg as unknown as string[] | undefined, method, paramsText);
+  const fromFile = paramsText !== undefined && (paramsText === '-' || paramsText.startsWith('@'));
+  const remote =
+    url === undefined
+      ? {}
+      : { url, headers: headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined) };
   return {
     server,
     command,
     env: keyValues(envPairs, '-e', USAGE, /^[A-Za-z_][A-Za-z0-9_]*$/),
     method,
-    params: paramsText === undefined ? undefined : parseParams(paramsText),
+    params: paramsText === undefined || fromFile ? undefined : parseParams(paramsText),
+    ...(fromFile ? { paramsFrom: paramsText } : {}),
     toolArgs,
+    ...remote,
     config: values.config as string | undefined,
     inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
     trace: values.trace === true,
@@ -90,22 +110,67 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
   };
 }
 
-/** `--arg key=value`: each value as JSON when it parses (numbers, booleans, objects), else as a string. */
-function parseToolArgs(list: string[] | undefined, method: string | undefined, paramsText: string | undefined): Record<string, unknown> | undefined {
+/** `--arg key=value` as given: each key once; values are typed later, by the tool's input schema. */
+function parseToolArgs(list: string[] | undefined, method: string | undefined, paramsText: string | undefined): Record<string, string> | undefined {
   if (list === undefined) return undefined;
   if (method === undefined) throw new CliError(`--arg needs a tool name\n${USAGE}`, EXIT.usage);
   if (paramsText !== undefined) throw new CliError(`give a tool its arguments with --arg or as params-json, not both\n${USAGE}`, EXIT.usage);
-  const out: Record<string, unknown> = {};
-  for (const [key, text] of Object.entries(keyValues(list, '--arg', USAGE))) {
-    let value: unknown = text;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      // Not JSON: the text itself.
-    }
-    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  const seen = new Set<string>();
+  for (const pair of list) {
+    const key = pair.slice(0, Math.max(0, pair.indexOf('=')));
+    if (seen.has(key)) throw new CliError(`--arg ${key} is given twice; give each argument once\n${USAGE}`, EXIT.usage);
+    seen.add(key);
   }
-  return out;
+  return keyValues(list, '--arg', USAGE);
+}
+
+/** `--header 'Name: value'` and `--header-env Name=VAR` (the value from the environment, so that it is in no argv). */
+function headersOf(lines: string[] | undefined, fromEnv: string[] | undefined, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const line of lines ?? []) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) throw new CliError(`--header takes 'Name: value', got ${JSON.stringify(line.slice(0, 40))}\n${USAGE}`, EXIT.usage);
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  for (const [name, variable] of Object.entries(keyValues(fromEnv, '--header-env', USAGE))) {
+    const value = env[variable];
+    if (value === undefined || value === '') throw new CliError(`--header-env ${name}=${variable}: variable ${variable} is not set`, EXIT.config);
+    headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * A tool argument's text as the value its schema asks for: a string as typed (`--arg id=123` is "123" for a
+ * string), a number, an integer, a boolean, an object or an array parsed from JSON; a union takes the first type
+ * the text can be. Without a type, JSON when it parses, else the text. A text the schema cannot take is a usage
+ * error naming the argument and the type.
+ */
+export function typedArg(key: string, text: string, schema: unknown): unknown {
+  const declared = isObject(schema) ? schema.type : undefined;
+  const types = Array.isArray(declared) ? declared.map(String) : typeof declared === 'string' ? [declared] : [];
+  let json: unknown;
+  let parses = true;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    parses = false;
+  }
+  if (types.length === 0) return parses ? json : text;
+  for (const type of types) {
+    if (type === 'string') return text;
+    if (!parses) continue;
+    if (type === 'integer' && Number.isInteger(json)) return json;
+    if (type === 'number' && typeof json === 'number') return json;
+    if (type === 'boolean' && typeof json === 'boolean') return json;
+    if (type === 'null' && json === null) return json;
+    if (type === 'array' && Array.isArray(json)) return json;
+    if (type === 'object' && isObject(json)) return json;
+  }
+  throw new CliError(
+    `--arg ${key}: expected ${types.join(' or ')}, got ${JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)}`,
+    EXIT.usage,
+  );
 }
 
 function parseParams(text: string): unknown {
@@ -172,38 +237,71 @@ function checkToolArgs(tool: Item | undefined, name: string, args: Record<string
     );
 }
 
+/** A tool's result printed; `isError: true` is exit 1, whichever form called the tool. */
+async function printResult(result: unknown): Promise<number> {
+  await writeStdout(`${printableJson(result, 2)}\n`);
+  return isObject(result) && result.isError === true ? EXIT.toolError : EXIT.ok;
+}
+
+/** Calls tool `name` with `--arg` texts typed by its input schema, after checking them against it. */
+async function callTool(c: Connection, name: string, texts: Record<string, string>): Promise<number> {
+  const tools = await listAll(c, 'tools/list', 'tools');
+  const tool = tools.find((t) => t.name === name);
+  const properties = (tool?.inputSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+  const args: Record<string, unknown> = {};
+  for (const [key, text] of Object.entries(texts)) {
+    Object.defineProperty(args, key, { value: typedArg(key, text, properties[key]), enumerable: true, writable: true, configurable: true });
+  }
+  checkToolArgs(tool, name, args, tools);
+  return printResult(await c.request('tools/call', { name, arguments: args }));
+}
+
 /** What the command does once connected; resolves with the exit code. */
 async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<number> {
   if (action !== 'call' || opts.method === undefined) {
     const [method, key, column, text] = LISTS[action === 'call' ? 'tools' : action];
-    await writeStdout(columns(await listAll(c, method, key), column, text));
+    const items = await listAll(c, method, key);
+    await writeStdout(opts.json ? `${printableJson(items)}\n` : columns(items, column, text));
     return EXIT.ok;
   }
-  if (opts.toolArgs !== undefined) {
-    const tools = await listAll(c, 'tools/list', 'tools');
-    checkToolArgs(
-      tools.find((t) => t.name === opts.method),
-      opts.method,
-      opts.toolArgs,
-      tools,
-    );
-    const result = (await c.request('tools/call', { name: opts.method, arguments: opts.toolArgs })) as Item;
-    await writeStdout(`${printableJson(result, 2)}\n`);
-    return result.isError === true ? EXIT.toolError : EXIT.ok;
-  }
+  if (opts.toolArgs !== undefined) return callTool(c, opts.method, opts.toolArgs);
   try {
-    await writeStdout(`${printableJson(await c.request(opts.method, opts.params), 2)}\n`);
+    const result = await c.request(opts.method, opts.params);
+    if (opts.method === 'tools/call') return printResult(result);
+    await writeStdout(`${printableJson(result, 2)}\n`);
     return EXIT.ok;
   } catch (err) {
-    // `call demo echo` for a tool named echo: say how to call it.
-    if (err instanceof RpcError && err.code === -32601 && !opts.method.includes('/')) {
+    // `call demo echo` for a tool named echo: call it when it needs no arguments, else say how to give them.
+    if (err instanceof RpcError && err.code === -32601 && !opts.method.includes('/') && opts.params === undefined) {
       const tools = await listAll(c, 'tools/list', 'tools').catch(() => []);
-      if (tools.some((t) => t.name === opts.method)) {
-        throw new CliError(`${opts.method} is a tool: try mcp-frame call ${opts.server ?? '-- ...'} ${opts.method} --arg key=value`, EXIT.rpcError);
+      const tool = tools.find((t) => t.name === opts.method);
+      if (tool !== undefined) {
+        const required = (tool.inputSchema as { required?: unknown } | undefined)?.required;
+        if (!Array.isArray(required) || required.length === 0) return callTool(c, opts.method, {});
+        throw new CliError(
+          `${opts.method} is a tool: try mcp-frame call ${opts.server ?? '-- ...'} ${opts.method} ${required.map((k) => `--arg ${String(k)}=...`).join(' ')}`,
+          EXIT.rpcError,
+        );
       }
     }
     throw err;
   }
+}
+
+/** `--arg key=@file`: the file's text is the value (a text that starts with `@` is given as `@@...`). */
+async function readArgFiles(texts: Record<string, string>): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [key, text] of Object.entries(texts)) {
+    const value = text.startsWith('@@') ? text.slice(1) : text.startsWith('@') ? await readInput(text.slice(1), `--arg ${key}`) : text;
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/** The params of `@file` or `-` (stdin), read and checked as params-json is. */
+async function readParams(from: string): Promise<unknown> {
+  const text = await readInput(from === '-' ? '-' : from.slice(1), 'params');
+  return parseParams(text.trim());
 }
 
 /**
@@ -211,15 +309,30 @@ async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<n
  * find (`./.mcp.json`, then `./.vscode/mcp.json`, said on stderr). Only that entry is read: a variable another
  * entry needs does not stop this one.
  */
-export async function serverEntry(opts: Pick<CallArgs, 'command' | 'env' | 'server' | 'config' | 'inputs'>, who = 'call'): Promise<ServerConfig> {
+export async function serverEntry(
+  opts: Pick<CallArgs, 'command' | 'env' | 'server' | 'config' | 'inputs'> & { url?: string; headers?: Record<string, string>; json?: boolean },
+  who = 'call',
+): Promise<ServerConfig> {
   if (opts.command !== undefined) {
     const [command, ...args] = opts.command;
     return { command: command!, args, env: opts.env };
   }
+  if (opts.url !== undefined) {
+    try {
+      new URL(opts.url);
+    } catch {
+      throw new CliError(`--url is not a URL: ${JSON.stringify(opts.url.slice(0, 80))}`, EXIT.usage);
+    }
+    return {
+      type: 'http',
+      url: opts.url,
+      ...(opts.headers === undefined || Object.keys(opts.headers).length === 0 ? {} : { headers: opts.headers }),
+    };
+  }
   const name = opts.server!;
   const path = opts.config ?? (await findConfig());
   if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
-  if (opts.config === undefined) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
+  if (opts.config === undefined && opts.json !== true) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
   try {
     const text = await readConfigText(path);
     const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
@@ -231,9 +344,9 @@ export async function serverEntry(opts: Pick<CallArgs, 'command' | 'env' | 'serv
 }
 
 /** Listeners that print what a host shows: stray output always, and with --trace frames, stderr, reconnections. */
-function listen(c: Connection, name: string, trace: boolean): void {
+function listen(c: Connection, name: string, trace: boolean, who: string): void {
   c.on('invalid', (err: FrameError) =>
-    process.stderr.write(`mcp-frame call: skipped output from the server that is not a message: ${err.code}: ${err.message}: ${err.preview}\n`),
+    process.stderr.write(`mcp-frame ${who}: skipped output from the server that is not a message: ${err.code}: ${err.message}: ${err.preview}\n`),
   );
   if (!trace) return;
   c.on('frame', (t: FrameTrace) => process.stderr.write(`${t.direction === 'send' ? '→' : '←'} ${t.bytes} B ${t.preview}\n`));
@@ -244,10 +357,22 @@ function listen(c: Connection, name: string, trace: boolean): void {
   c.on('reconnected', (r: { attempt: number }) => process.stderr.write(`reconnected to ${name} after ${r.attempt} attempts\n`));
 }
 
+/** The request a command sends first: the list it was asked for, or its method. */
+function requestOf(opts: CallArgs, action: CallAction): string {
+  if (action !== 'call' || opts.method === undefined) return LISTS[action === 'call' ? 'tools' : action][0];
+  return opts.toolArgs !== undefined ? 'tools/call' : opts.method;
+}
+
 /** A failure as a CliError with its exit code; a timeout exits at once (the server is closed on the way out). */
-function failure(err: unknown, opts: CallArgs, name: string): unknown {
-  if (err instanceof RpcError)
-    return new CliError(`server "${name}" answered ${opts.method ?? 'tools/list'} with error ${err.code}: ${safeLine(err.message)}`, EXIT.rpcError);
+function failure(err: unknown, opts: CallArgs, name: string, action: CallAction): unknown {
+  if (err instanceof RpcError) {
+    const request = requestOf(opts, action);
+    const what = `server "${name}" answered ${request} with error ${err.code}: ${safeLine(err.message)}`;
+    // A list method the server does not have: it offers none of those.
+    if (err.code === -32601 && request.endsWith('/list'))
+      return new CliError(`server "${name}" offers no ${request.split('/')[0]} (${what})`, EXIT.rpcError);
+    return new CliError(what, EXIT.rpcError);
+  }
   if (err instanceof ConnectionError && err.code === 'TIMEOUT') return new CliError(err.message, EXIT.timeout, { exitNow: true });
   if (err instanceof ConnectionError && err.code.startsWith('AUTH_')) return new CliError(`${err.code}: ${err.message}`, EXIT.auth);
   if (err instanceof ConnectionError) return new CliError(err.message, EXIT.connection);
@@ -275,8 +400,10 @@ function describeServer(c: Connection, name: string): string {
 /** `mcp-frame call`, `tools`, `resources`, `prompts`: connects, acts, and resolves with the exit code. */
 export async function callCommand(args: string[], action: CallAction = 'call'): Promise<number> {
   const opts = parseCallArgs(args, action);
-  const entry = await serverEntry(opts);
-  const name = opts.server ?? basename(opts.command![0]!);
+  const entry = await serverEntry(opts, action);
+  if (opts.paramsFrom !== undefined) opts.params = await readParams(opts.paramsFrom);
+  if (opts.toolArgs !== undefined) opts.toolArgs = await readArgFiles(opts.toolArgs);
+  const name = opts.server ?? (opts.url !== undefined ? new URL(opts.url).host : basename(opts.command![0]!));
   let connection: Connection | undefined;
   // Interrupted, the servers are closed first (stdin, SIGTERM, SIGKILL), so that none is left running.
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -292,15 +419,15 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
       ...(auth === undefined ? {} : { auth }),
       onSpawn: (spawned) => {
         connection = spawned;
-        listen(spawned, name, opts.trace);
+        listen(spawned, name, opts.trace, action);
       },
       ...timeouts,
     });
     connection = c;
-    process.stderr.write(`connected to ${describeServer(c, name)}\n`);
+    if (!opts.json) process.stderr.write(`connected to ${describeServer(c, name)}\n`);
     return await act(c, opts, action);
   } catch (err) {
-    const mapped = failure(err, opts, name);
+    const mapped = failure(err, opts, name, action);
     // The server did not answer in time, and may not leave in time either: close it on the way out, not
     // before it (stdin now; its process group gets SIGTERM when this process exits).
     if (mapped instanceof CliError && mapped.exitNow) {

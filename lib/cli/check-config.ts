@@ -2,7 +2,7 @@ import { ConfigError, checkConfig, findConfig, readConfigText } from '../client/
 import { safeLine } from '../errors.js';
 import { CliError, keyValues, parseOptions, writeStdout } from './io.js';
 
-const USAGE = 'usage: mcp-frame check-config [path] [--input id=value]...';
+export const USAGE = 'usage: mcp-frame check-config [path] [--input id=value]...';
 
 /**
  * `mcp-frame check-config [path]`: reads every entry of a config file (or the one a host would find) and

@@ -5,15 +5,22 @@ import { checkCassetteStream, checkStream, formatReport, type CheckReport } from
 import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/index.js';
 import { CliError, parseOptions, writeStdout } from './io.js';
 
-const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...FRAMING_NAMES, 'cassette'].join(' | ')}] [--json]`;
+export const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...FRAMING_NAMES, 'cassette'].join(' | ')}] [--json]`;
 
-/** A cassette is JSON Lines whose first line has "from" and "t"; a peek at the start tells. */
-async function looksLikeCassette(path: string): Promise<boolean> {
+/**
+ * The format of a captured file, from a peek at its start: a cassette (JSON Lines whose first line has "from"
+ * and "t"), Content-Length headers, an event stream (`event:`, `data:`, `id:` or a comment first), else NDJSON.
+ */
+async function detectFormat(path: string): Promise<'cassette' | FramingName> {
   const handle = await open(path, 'r');
   try {
     const { bytesRead, buffer } = await handle.read(Buffer.alloc(4096), 0, 4096, 0);
-    const first = buffer.toString('utf8', 0, bytesRead).split('\n')[0] ?? '';
-    return /^\{"from":\s*"(client|server)",\s*"t":/.test(first.trim());
+    const start = buffer.toString('utf8', 0, bytesRead).replace(/^\uFEFF/, '');
+    const first = start.split('\n')[0]?.trim() ?? '';
+    if (/^\{"from":\s*"(client|server)",\s*"t":/.test(first)) return 'cassette';
+    if (/^content-(length|type)\s*:/i.test(first)) return 'content-length';
+    if (/^(event|data|id|retry)\s*:|^:/.test(first)) return 'sse';
+    return 'ndjson';
   } finally {
     await handle.close();
   }
@@ -35,7 +42,7 @@ export async function checkCommand(args: string[]): Promise<number> {
   }
   if (!stdin) {
     try {
-      format ??= (await looksLikeCassette(path)) ? 'cassette' : 'ndjson';
+      format ??= await detectFormat(path);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       throw new CliError(`cannot read ${path}: ${code === 'ENOENT' ? 'no such file' : (err as Error).message}`);

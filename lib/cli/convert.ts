@@ -4,7 +4,7 @@ import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/inde
 import { FrameConverter } from '../streams.js';
 import { CliError, parseOptions, positiveInteger } from './io.js';
 
-const USAGE = `usage: mcp-frame convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
+export const USAGE = `usage: mcp-frame convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
 framings: ${FRAMING_NAMES.join(', ')}`;
 
 interface ConvertArgs {

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { frame, parseFrame } from '../framings/ndjson.js';
 import { CliError, parseJsonInput, readInput, writeStdout } from './io.js';
 
@@ -36,6 +37,13 @@ export function frameFixture(messages: readonly unknown[]): FrameResult {
   return { frames, parsed: frames.map((f) => parseFrame(f)) };
 }
 
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 async function isDirectory(path: string): Promise<boolean> {
   return stat(path).then(
     (s) => s.isDirectory(),
@@ -43,11 +51,20 @@ async function isDirectory(path: string): Promise<boolean> {
   );
 }
 
+export const USAGE = `usage: mcp-frame frame [fixture.json | case-folder | case-name | -]
+A case name that is no path is looked up under fixtures/frame/ (as the grader names cases).`;
+
 /** `mcp-frame frame [fixture.json | case-folder | -]` */
 export async function frameCommand(args: string[]): Promise<void> {
-  if (args.length > 1) throw new CliError('usage: mcp-frame frame [fixture.json | case-folder | -]', 2);
-  // Graders name a case by its folder as often as by its file: a folder means its input.json.
-  const path = args[0] !== undefined && args[0] !== '-' && (await isDirectory(args[0])) ? join(args[0], 'input.json') : args[0];
+  if (args.length > 1) throw new CliError(USAGE, 2);
+  // Graders name a case by its folder as often as by its file: a folder means its input.json; a bare name that
+  // is no path is a case under fixtures/frame/.
+  let path = args[0];
+  if (path !== undefined && path !== '-' && !(await exists(path)) && /^[\w.-]+$/.test(path)) {
+    const known = fileURLToPath(new URL(`../../../fixtures/frame/${path}`, import.meta.url));
+    if (await isDirectory(known)) path = known;
+  }
+  if (path !== undefined && path !== '-' && (await isDirectory(path))) path = join(path, 'input.json');
   const name = path === undefined || path === '-' ? 'fixture on stdin' : `fixture ${path}`;
   const fixture = parseJsonInput(await readInput(path, 'fixture'), name);
   await writeStdout(`${JSON.stringify(frameFixture(fixtureMessages(fixture, name)))}\n`);

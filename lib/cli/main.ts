@@ -1,16 +1,16 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
 import { VERSION } from '../version.js';
-import { authCommand } from './auth.js';
-import { bridgeCommand } from './bridge.js';
-import { callCommand } from './call.js';
-import { checkCommand } from './check.js';
-import { checkConfigCommand } from './check-config.js';
-import { convertCommand } from './convert.js';
-import { frameCommand } from './frame.js';
-import { recordCommand } from './record.js';
-import { replayCommand } from './replay.js';
-import { serveCommand } from './serve.js';
+import { authCommand, USAGE as AUTH_USAGE } from './auth.js';
+import { bridgeCommand, USAGE as BRIDGE_USAGE } from './bridge.js';
+import { callCommand, USAGE as CALL_USAGE } from './call.js';
+import { checkCommand, USAGE as CHECK_USAGE } from './check.js';
+import { checkConfigCommand, USAGE as CHECK_CONFIG_USAGE } from './check-config.js';
+import { convertCommand, USAGE as CONVERT_USAGE } from './convert.js';
+import { frameCommand, USAGE as FRAME_USAGE } from './frame.js';
+import { recordCommand, USAGE as RECORD_USAGE } from './record.js';
+import { replayCommand, USAGE as REPLAY_USAGE } from './replay.js';
+import { serveCommand, USAGE as SERVE_USAGE } from './serve.js';
 import { CliError } from './io.js';
 
 const USAGE = `usage: mcp-frame <command> [args]
@@ -41,7 +41,7 @@ commands:
                              what the command line is signed in to (never the tokens), or sign out
   check-config [path] [--input id=value]...
                              report every problem of a config file at once (default: the one call would use)
-  help                       this text
+  help [command]             this text, or a command's own (as does <command> --help)
   --version                  the version of mcp-frame`;
 
 /** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
@@ -61,8 +61,44 @@ const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
   auth: authCommand,
 };
 
+/** Each command's own usage, for `<command> --help` and `help <command>`. */
+const USAGES: Record<string, string> = {
+  frame: FRAME_USAGE,
+  call: CALL_USAGE,
+  tools: CALL_USAGE,
+  resources: CALL_USAGE,
+  prompts: CALL_USAGE,
+  convert: CONVERT_USAGE,
+  record: RECORD_USAGE,
+  replay: REPLAY_USAGE,
+  check: CHECK_USAGE,
+  bridge: BRIDGE_USAGE,
+  serve: SERVE_USAGE,
+  'check-config': CHECK_CONFIG_USAGE,
+  auth: AUTH_USAGE,
+};
+
+/** `--help` or `-h` among a command's own arguments (before any `--`, after which they are the server's). */
+function asksHelp(args: string[]): boolean {
+  const dash = args.indexOf('--');
+  return (dash === -1 ? args : args.slice(0, dash)).some((a) => a === '--help' || a === '-h');
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...args] = argv;
+  if (command === 'help' && args[0] !== undefined) {
+    const usage = USAGES[args[0]];
+    if (usage === undefined) {
+      process.stderr.write(`mcp-frame: unknown command ${JSON.stringify(args[0])}\n${USAGE}\n`);
+      return 2;
+    }
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
+  if (command !== undefined && USAGES[command] !== undefined && asksHelp(args)) {
+    process.stdout.write(`${USAGES[command]}\n`);
+    return 0;
+  }
   if (command === '--version' || command === '-v' || command === 'version') {
     process.stdout.write(`${VERSION}\n`);
     return 0;
@@ -96,5 +132,10 @@ export async function main(argv: string[]): Promise<number> {
     throw err;
   }
 }
+
+// A reader that went away (`| head`) closes stdout: writes then fail with EPIPE, which each command takes as the
+// end of its output (writeStdout resolves, a pipeline ends). Without a listener, the stream's 'error' would end
+// the process with a stack trace. Other errors reach the commands through their own writes and pipelines.
+process.stdout.on('error', () => undefined);
 
 process.exitCode = await main(process.argv.slice(2));

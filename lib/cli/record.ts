@@ -4,9 +4,9 @@ import { pipeline } from 'node:stream/promises';
 import { CassetteWriter } from '../cassette/cassette.js';
 import { isStdioServer, loadConfig, serverNamed } from '../client/config.js';
 import { serverEnv } from '../client/stdio.js';
-import { CliError, parseOptions } from './io.js';
+import { CliError, EXIT, parseOptions } from './io.js';
 
-const USAGE = `usage: mcp-frame record --out <cassette> [--no-redact] -- <command> [args...]
+export const USAGE = `usage: mcp-frame record --out <cassette> [--no-redact] -- <command> [args...]
        mcp-frame record --out <cassette> [--no-redact] --config <path> <server>`;
 
 interface RecordArgs {
@@ -40,11 +40,11 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
   const [name, ...extra] = positionals;
   if (config === undefined || name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
   const loaded = await loadConfig(config, { server: name }).catch((err: Error) => {
-    throw new CliError(err.message);
+    throw new CliError(err.message, EXIT.config);
   });
   const server = serverNamed(loaded, name);
-  if (server === undefined) throw new CliError(`no server "${name}" in ${config}`);
-  if (!isStdioServer(server)) throw new CliError(`server "${name}" in ${config} is not a stdio server`);
+  if (server === undefined) throw new CliError(`no server "${name}" in ${config}`, EXIT.config);
+  if (!isStdioServer(server)) throw new CliError(`server "${name}" in ${config} is not a stdio server`, EXIT.config);
   // As `call` and connect() start it: the safe default environment plus the entry's own.
   return { out, command: server.command, args: server.args ?? [], env: serverEnv(server), cwd: server.cwd, redact };
 }

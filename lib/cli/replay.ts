@@ -2,7 +2,7 @@ import { pipeline } from 'node:stream/promises';
 import { Cassette, CassetteError } from '../cassette/cassette.js';
 import { CliError, parseOptions } from './io.js';
 
-const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order]';
+export const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order]';
 
 /**
  * `mcp-frame replay <cassette>`: plays the server side of a recorded session over stdio. A request the cassette

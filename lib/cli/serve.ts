@@ -1,10 +1,13 @@
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { delimiter, join, resolve } from 'node:path';
 import { isStdioServer } from '../client/config.js';
 import { safeLine } from '../errors.js';
 import { type ServeOptions, serve } from '../serve/serve.js';
 import { serverEntry } from './call.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 
-const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
+export const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
        mcp-frame serve [options] <server> [--config path] [--input id=value]...
 options:
   --host <address>         listen on this address (default 127.0.0.1)
@@ -87,14 +90,28 @@ function serveOptions(values: Values): ServeOptions {
  * `mcp-frame serve`: offers a stdio server over Streamable HTTP, the legacy SSE transport and a local socket
  * until SIGINT or SIGTERM, then closes every session's server and exits 0.
  */
+/**
+ * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name
+ * found in no folder of PATH. (On Windows, where PATHEXT decides, it is left to the first session.)
+ */
+export async function missingCommand(command: string, path: string, cwd: string): Promise<string | undefined> {
+  if (process.platform === 'win32') return undefined;
+  const executable = (file: string): Promise<boolean> =>
+    access(file, constants.X_OK).then(
+      () => stat(file).then((s) => s.isFile()),
+      () => false,
+    );
+  if (command.includes('/')) return (await executable(resolve(cwd, command))) ? undefined : 'no executable file there';
+  for (const dir of path.split(delimiter)) {
+    if (dir !== '' && (await executable(join(resolve(cwd, dir), command)))) return undefined;
+  }
+  return 'command not found on PATH';
+}
+
 export async function serveCommand(argv: string[]): Promise<number> {
   const dash = argv.indexOf('--');
   const own = dash === -1 ? argv : argv.slice(0, dash);
   const command = dash === -1 ? undefined : argv.slice(dash + 1);
-  if (own.includes('--help') || own.includes('-h')) {
-    process.stdout.write(`${USAGE}\n`);
-    return EXIT.ok;
-  }
   const { values, positionals } = parseOptions(own, OPTIONS, USAGE);
   if (command !== undefined && (command.length === 0 || positionals.length > 0)) throw new CliError(USAGE, EXIT.usage);
   if (command === undefined && positionals.length !== 1) throw new CliError(USAGE, EXIT.usage);
@@ -113,6 +130,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   if (!isStdioServer(entry))
     throw new CliError(`server "${positionals[0]}" is not a stdio server: serve offers stdio servers over HTTP`, EXIT.config);
+  // Every session starts the command: one that cannot start would make every request a 502. Say so now.
+  const missing = await missingCommand(entry.command, entry.env?.PATH ?? process.env.PATH ?? '', entry.cwd ?? process.cwd());
+  if (missing !== undefined) throw new CliError(`cannot start ${JSON.stringify(entry.command)}: ${missing}`, EXIT.config);
   const bridge = await serve(entry, { ...options, name: positionals[0] ?? entry.command }).catch((err: Error) => {
     throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);
   });
@@ -122,7 +142,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  process.stderr.write(`mcp-frame serve: ${signal}: closing ${bridge.sessions} sessions\n`);
+  const sessions = bridge.sessions;
   await bridge.close();
+  process.stderr.write(`mcp-frame serve: ${signal}: closed ${sessions} session${sessions === 1 ? '' : 's'}, and stopped\n`);
   return EXIT.ok;
 }

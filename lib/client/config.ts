@@ -196,13 +196,48 @@ function readingContext(path: string, key: ServersKey, options: LoadConfigOption
 }
 
 function parseJson(text: string, path: string): Json {
-  const body = text.replace(/^\uFEFF/, '');
+  const body = stripJsonc(text.replace(/^\uFEFF/, ''));
+  if (body.trim() === '') throw new ConfigError(path, 'the file is empty: expected an object with "mcpServers" (or "servers")');
   try {
     return JSON.parse(body);
   } catch {
     const at = jsonErrorPosition(body);
     throw new ConfigError(path, at ? `not valid JSON at line ${at.line}, column ${at.column}` : 'not valid JSON');
   }
+}
+
+/**
+ * JSON with comments (JSONC), as VS Code, Cursor and Claude Code read their config files, made JSON: `//` and
+ * `/* *\/` comments and trailing commas become spaces, so that every other character keeps its line and column
+ * and a parse error still points where it is in the file. Text inside strings is never touched.
+ */
+export function stripJsonc(text: string): string {
+  const out = text.split('');
+  const n = text.length;
+  /** Where the last character that is not space or comment is, in `out`. */
+  let last = -1;
+  let i = 0;
+  while (i < n) {
+    const ch = text[i]!;
+    if (ch === '"') {
+      last = i;
+      i++;
+      while (i < n && text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+      last = i;
+      i++;
+    } else if (ch === '/' && text[i + 1] === '/') {
+      while (i < n && text[i] !== '\n') out[i++] = ' ';
+    } else if (ch === '/' && text[i + 1] === '*') {
+      const end = text.indexOf('*/', i + 2);
+      const stop = end === -1 ? n : end + 2;
+      for (; i < stop; i++) if (text[i] !== '\n' && text[i] !== '\r') out[i] = ' ';
+    } else {
+      if ((ch === '}' || ch === ']') && last >= 0 && out[last] === ',') out[last] = ' ';
+      if (ch !== ' ' && ch !== '\t' && ch !== '\n' && ch !== '\r') last = i;
+      i++;
+    }
+  }
+  return out.join('');
 }
 
 /** The servers object, under `mcpServers` (Claude, Cursor) or `servers` (VS Code). */

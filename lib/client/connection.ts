@@ -168,6 +168,8 @@ interface Pending {
 export class Connection extends EventEmitter {
   readonly #channel: Channel;
   readonly #pending = new Map<number, Pending>();
+  /** The session is opening (the era probe, the handshake): a server that ends now failed to start. */
+  #opening = false;
   readonly #requestHandlers = new Map<string, RequestHandler>();
   readonly #notificationHandlers = new Map<string, NotificationHandler[]>();
   readonly #requestTimeoutMs: number;
@@ -197,10 +199,12 @@ export class Connection extends EventEmitter {
         );
       }
     });
-    // No answer can come any more: the requests waiting for one fail now, not at their timeouts.
-    channel.on('end', () => this.#rejectAll((method) => channel.endError(`request ${method} failed`)));
+    // No answer can come any more: the requests waiting for one fail now, not at their timeouts. While the
+    // session opens, the user asked for no request: the server failed to start, whatever the probe was.
+    const why = (method: string): string => (this.#opening ? 'the server did not start' : `request ${method} failed`);
+    channel.on('end', () => this.#rejectAll((method) => channel.endError(why(method))));
     channel.on('close', (status: ExitStatus) => {
-      this.#rejectAll((method) => channel.endError(`request ${method} failed`));
+      this.#rejectAll((method) => channel.endError(why(method)));
       this.emit('exit', status);
     });
   }
@@ -356,6 +360,15 @@ export class Connection extends EventEmitter {
    * then speaks modern or performs the initialize handshake. `eraKey` names the server for the era cache.
    */
   async initialize(options: ConnectOptions, eraKey?: string): Promise<void> {
+    this.#opening = true;
+    try {
+      await this.#open(options, eraKey);
+    } finally {
+      this.#opening = false;
+    }
+  }
+
+  async #open(options: ConnectOptions, eraKey?: string): Promise<void> {
     const asked = options.protocolVersion ?? 'auto';
     // timeoutMs bounds the whole opening, the probe and the handshake together.
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);

@@ -8,7 +8,7 @@
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
-import { FrameError, preview, redact } from '../errors.js';
+import { FrameError, preview, reasonText, redact } from '../errors.js';
 import { debug, debugFrameError } from '../debug.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
@@ -570,7 +570,7 @@ export class HttpChannel extends EventEmitter implements Channel {
       this.#receive(value);
       return undefined;
     }
-    const text = preview(this.scrub(body.subarray(0, PREVIEW_BODY_BYTES).toString('utf8')));
+    const text = reasonText(this.scrub(body.subarray(0, PREVIEW_BODY_BYTES).toString('utf8')));
     return new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${text ? `: ${text}` : ''}`, {
       status: res.statusCode,
     });

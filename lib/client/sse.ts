@@ -5,7 +5,7 @@
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
-import { preview } from '../errors.js';
+import { preview, reasonText } from '../errors.js';
 import { debug, debugFrameError } from '../debug.js';
 import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
@@ -152,7 +152,7 @@ export class SseChannel extends EventEmitter implements Channel {
     // An error body is read for its preview only, never further: a server could send gigabytes.
     const { body: head, over } = await readCapped(res, PREVIEW_BODY_BYTES);
     if (over) res.destroy();
-    const body = preview(this.scrub(head.toString('utf8')));
+    const body = reasonText(this.scrub(head.toString('utf8')));
     throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
       status: res.statusCode,
     });

@@ -5,7 +5,7 @@
 import { StdioChannel, type StdioOptions } from '../client/stdio.js';
 import type { StdioServerConfig } from '../client/config.js';
 import type { ConnectionError } from '../client/errors.js';
-import type { FrameError } from '../errors.js';
+import { FrameError } from '../errors.js';
 
 /** A JSON-RPC message, as the SDK types it (structurally: any object). */
 type Message = Record<string, unknown>;
@@ -35,6 +35,9 @@ export class StdioTransport {
   readonly #options: StdioOptions;
   #channel: StdioChannel | undefined;
   #closed = false;
+  #closing = false;
+  /** Requests sent and not answered: what an exit leaves without an answer. */
+  readonly #pending = new Set<string | number>();
 
   constructor(server: StdioServerConfig, options: StdioOptions = {}) {
     this.#server = server;
@@ -55,21 +58,49 @@ export class StdioTransport {
     if (this.#channel !== undefined) throw new Error('StdioTransport already started');
     const channel = new StdioChannel(this.#server, this.#options);
     this.#channel = channel;
-    channel.on('message', (msg: Message) => this.onmessage?.(msg));
-    channel.on('invalid', (err: FrameError) => this.onerror?.(err));
-    channel.on('close', () => this.#closedOnce());
+    channel.on('message', (msg: Message) => {
+      if (!('method' in msg) && (typeof msg.id === 'string' || typeof msg.id === 'number')) this.#pending.delete(msg.id);
+      this.onmessage?.(msg);
+    });
+    // What was skipped is shown, redacted and short, as the SDK's own transport shows the line it failed on.
+    channel.on('invalid', (err: FrameError) =>
+      this.onerror?.(
+        err.preview === ''
+          ? err
+          : new FrameError(err.code, `${err.reason}: ${err.preview}`, { offset: err.offset, line: err.line, index: err.index }, err.preview),
+      ),
+    );
+    channel.on('close', () => {
+      if (!this.#closing) this.#exitedOnItsOwn(channel);
+      this.#closedOnce();
+    });
     await channel.started;
+  }
+
+  /**
+   * The server ended by itself: each request still waiting gets an error answer saying how (exit code or signal,
+   * last stderr lines), so that the SDK's Client rejects it with that, not only "Connection closed"; onerror
+   * hears it too.
+   */
+  #exitedOnItsOwn(channel: StdioChannel): void {
+    const error = channel.endError('the server ended');
+    this.onerror?.(error);
+    for (const id of this.#pending) this.onmessage?.({ jsonrpc: '2.0', id, error: { code: -32000, message: error.message } });
+    this.#pending.clear();
   }
 
   async send(message: Message): Promise<void> {
     if (this.#channel === undefined) throw new Error('StdioTransport not started');
+    if (typeof message.method === 'string' && (typeof message.id === 'string' || typeof message.id === 'number')) this.#pending.add(message.id);
     await this.#channel.send(message).catch((err: ConnectionError) => {
+      if (typeof message.id === 'string' || typeof message.id === 'number') this.#pending.delete(message.id);
       this.onerror?.(err);
       throw err;
     });
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
     await this.#channel?.close();
     this.#closedOnce();
   }

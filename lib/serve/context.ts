@@ -19,6 +19,8 @@ export interface ServeContext {
   stream: EventStreamOptions;
   trace: boolean;
   log(line: string): void;
+  /** serve is closing: sessions and children ending now are its doing, not news for the log. */
+  shuttingDown?: boolean;
 }
 
 /** A short, loggable form of a session id (the whole id would let a reader of the log use the session). */

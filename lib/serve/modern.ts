@@ -104,7 +104,7 @@ export class ModernHub {
       if (this.#child === child) this.#child = undefined;
       const why = child.endError('the server is gone').message;
       for (const n of [...this.#exchanges.keys()]) this.#answer(n, rpcError(n, SERVER_ERROR, why));
-      this.#ctx.log(`the server for modern requests ended: ${why}`);
+      if (this.#ctx.shuttingDown !== true) this.#ctx.log(`the server for modern requests ended: ${why}`);
     });
     try {
       await child.started;

@@ -111,7 +111,7 @@ function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Se
     maxSessions,
     count: () => table.streamable.size + table.legacy.size + socketChildren.size,
     ended(kind, id, label, why) {
-      if (table[kind].delete(id)) ctx.log(`${label} ended: ${why}`);
+      if (table[kind].delete(id) && ctx.shuttingDown !== true) ctx.log(`${label} ended: ${why}`);
     },
   };
   return table;
@@ -196,6 +196,7 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
   const sweeper = sweepIdle(table, options.sessionIdleMs ?? 1_800_000);
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
+    ctx.shuttingDown = true;
     clearInterval(sweeper);
     const stopped = Promise.all([httpServer, socketServer].map((s) => s && new Promise((resolve) => s.close(resolve))));
     await Promise.all([

@@ -88,11 +88,11 @@ describe('mcp-frame bridge', function () {
     }
   });
 
-  it('exits 2 with usage for bad arguments, and 1 for a server that is not http', async () => {
+  it('exits 2 with usage for bad arguments, and 3 (config) for a server that is not http', async () => {
     expect((await cli(['bridge'])).code).to.equal(2);
     expect((await cli(['bridge', '--url', 'http://127.0.0.1:1/mcp', '--header', 'no colon'])).code).to.equal(2);
     const r = await cli(['bridge', 'demo']);
-    expect(r.code).to.equal(1);
+    expect(r.code).to.equal(3);
     expect(r.stderr).to.match(/server "demo" is not a Streamable HTTP server/);
   });
 });

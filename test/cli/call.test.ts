@@ -79,7 +79,10 @@ describe('mcp-frame call', () => {
     ['a server that exits at once', ['call', 'crash', '--config', config], 4, /server "crash" exited with code 3.*DEMO_API_KEY is not set/],
     ['an http server that cannot be reached', ['call', 'remote', '--config', config], 4, /cannot reach "remote"/],
     ['params that are not JSON', ['call', 'demo', 'tools/call', '{nope'], 2, /params are not JSON \(column 2\)/],
-    ['no server name', ['call'], 2, /usage: mcp-frame call/],
+    ['no server name', ['call'], 2, /name a server \(or give --url, or -- <command>\)/],
+    ['an extra argument', ['call', 'demo', 'tools/list', '{}', 'more'], 2, /unexpected argument "more"/],
+    ['a repeated --arg', ['call', 'demo', 'echo', '--arg', 'text=a', '--arg', 'text=b'], 2, /--arg text is given twice/],
+    ['an --arg its schema cannot take', ['call', 'demo', 'add', '--arg', 'a=one', '--arg', 'b=2'], 2, /--arg a: expected number, got "one"/],
   ];
   for (const [label, args, code, pattern] of failures) {
     it(`exits ${code} with one clear line for ${label}`, async () => {
@@ -196,16 +199,36 @@ describe('mcp-frame call', () => {
       expect(noTool.stderr).to.match(/no tool "nope"; the server has: echo, add, blob/);
     });
 
-    it('exits 1 for a tool result with isError, printing it', async () => {
-      const r = await cli(['call', 'demo', 'add', '--arg', 'a=one', '--arg', 'b=2']);
-      expect(r.code).to.equal(1);
-      expect(JSON.parse(r.stdout)).to.deep.include({ isError: true });
+    it('exits 1 for a tool result with isError, printing it, in both forms', async () => {
+      const short = await cli(['call', 'demo', 'blob', '--arg', 'bytes=-1']);
+      expect(short.code).to.equal(1);
+      expect(JSON.parse(short.stdout)).to.deep.include({ isError: true });
+      const long = await cli(['call', 'demo', 'tools/call', '{"name":"blob","arguments":{"bytes":-1}}']);
+      expect(long.code).to.equal(1);
+      expect(JSON.parse(long.stdout)).to.deep.include({ isError: true });
     });
 
-    it('hints that a method name is really a tool name', async () => {
+    it('hints that a method name is really a tool name, naming its required arguments', async () => {
       const r = await cli(['call', 'demo', 'echo']);
       expect(r.code).to.equal(6);
-      expect(r.stderr).to.match(/echo is a tool: try mcp-frame call demo echo --arg key=value/);
+      expect(r.stderr).to.match(/echo is a tool: try mcp-frame call demo echo --arg text=\.\.\./);
+    });
+
+    it('calls a tool that needs no arguments by its name alone', async () => {
+      const r = await cli(['call', 'demo', 'blob']);
+      expect(r.code).to.equal(0);
+      expect(JSON.parse(r.stdout).structuredContent).to.deep.include({ bytes: 1024 * 1024 });
+    });
+
+    it('types --arg values by the schema: a string stays a string, an integer is parsed', async () => {
+      const echoed = await cli(['call', 'demo', 'echo', '--arg', 'text=123']);
+      expect(echoed.code).to.equal(0);
+      expect(JSON.parse(echoed.stdout).content[0].text).to.equal('123');
+      const blob = await cli(['call', 'demo', 'blob', '--arg', 'bytes=3']);
+      expect(JSON.parse(blob.stdout).structuredContent).to.deep.include({ bytes: 3 });
+      const bad = await cli(['call', 'demo', 'blob', '--arg', 'bytes=1.5']);
+      expect(bad.code).to.equal(2);
+      expect(bad.stderr).to.match(/--arg bytes: expected integer, got "1\.5"/);
     });
 
     it('prints errors as JSON objects with --json', async () => {
@@ -252,7 +275,8 @@ describe('mcp-frame call', () => {
       command: ['node', 'server.js'],
       env: { K: 'v' },
       method: 'echo',
-      toolArgs: { text: 'hi', n: 3, o: { a: [1] } },
+      // As given: typed later, by the tool's input schema.
+      toolArgs: { text: 'hi', n: '3', o: '{"a":[1]}' },
     });
     expect(() => parseCallArgs(['s', '-e', 'K=v'])).to.throw(CliError, /-e is for a server started with --/);
     expect(() => parseCallArgs(['s', 'echo', '{}', '--arg', 'a=1'])).to.throw(CliError, /not both/);

@@ -135,7 +135,7 @@ describe('mcp-frame check', () => {
     writeFileSync(path, frame({ jsonrpc: '2.0', id: 1, method: 'ping' }) + frame({ jsonrpc: '2.0', id: 1, result: {} }));
     const r = await cli(['check', path]);
     expect(r.code).to.equal(0);
-    expect(r.stdout).to.match(/^ndjson, \d+ bytes: 2 messages \(1 requests, 0 notifications, 1 responses, 0 error responses\)\n/);
+    expect(r.stdout).to.match(/^ndjson, \d+ bytes: 2 messages \(1 request, 0 notifications, 1 response, 0 error responses\)\n/);
     expect(r.stdout.trimEnd().split('\n').at(-1)).to.equal('ok');
   });
 

@@ -46,13 +46,34 @@ describe('loadConfig', () => {
   it('places a JSON error at its line and column', async () => {
     const dir = tempDir('config');
     const path = join(dir, '.mcp.json');
-    writeFileSync(path, '{\n  "mcpServers": {\n    "fs": { "command": "npx", }\n  }\n}\n');
+    writeFileSync(path, '{\n  "mcpServers": {\n    "fs": { "command": "npx", "args": }\n  }\n}\n');
     try {
       await loadConfig(path);
       expect.fail('loaded broken JSON');
     } catch (err) {
-      expect((err as Error).message).to.equal(`${path}: not valid JSON at line 3, column 31`);
+      expect((err as Error).message).to.equal(`${path}: not valid JSON at line 3, column 39`);
     }
+  });
+
+  it('reads JSONC, as editors do: comments and trailing commas, with positions kept for errors after them', async () => {
+    const dir = tempDir('config');
+    const path = join(dir, 'mcp.json');
+    writeFileSync(
+      path,
+      '{\n  // the servers\n  "servers": {\n    /* a server */ "fs": { "command": "npx", "args": ["-y", "a//b", "c/*d*/",], },\n  },\n}\n',
+    );
+    expect((await loadConfig(path)).mcpServers.fs).to.deep.equal({ command: 'npx', args: ['-y', 'a//b', 'c/*d*/'] });
+    writeFileSync(path, '{\n  // a comment\n  "servers": { "fs": { "command": } }\n}\n');
+    const err = await loadConfig(path).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).to.equal(`${path}: not valid JSON at line 3, column 35`);
+    writeFileSync(path, '  \n// nothing\n');
+    expect((await loadConfig(path).catch((e: Error) => e)) as Error).to.have.property(
+      'message',
+      `${path}: the file is empty: expected an object with "mcpServers" (or "servers")`,
+    );
   });
 
   it('keeps stdio, http and sse entries', () => {
