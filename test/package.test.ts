@@ -179,6 +179,49 @@ const ENTRY_POINTS = {
   },
 } as const;
 
+/** TypeScript 5.9 from peers/ (installed by .ci/run), for node10 resolution, which TypeScript 7 no longer has. */
+const TSC5 = `${ROOT}peers/node_modules/typescript/bin/tsc`;
+
+/**
+ * A TypeScript user's view of the installed package: every entry point's types resolve under `nodenext` (with
+ * this package's TypeScript 7) and under `node10`, the default of `module: commonjs` (with TypeScript 5.9,
+ * through typesVersions), and a wrong use of them is an error, so the check is not vacuous.
+ */
+function typechecks(project: string): void {
+  const source = [
+    "import { frame } from 'mcp-frame';",
+    "import { connect, fileAuthStore, type AuthOptions } from 'mcp-frame/client';",
+    "import { Cassette } from 'mcp-frame/cassette';",
+    "import { StdioTransport } from 'mcp-frame/sdk';",
+    "import { serve } from 'mcp-frame/serve';",
+    'const text: string = frame({ a: 1 });',
+    "const auth: AuthOptions = { store: fileAuthStore(), scope: 'x' };",
+    'export const used = [text, auth, connect, Cassette, StdioTransport, serve];',
+  ].join('\n');
+  const compile = (tsc: string[], options: Record<string, unknown>, file: string, text: string): { status: number | null; out: string } => {
+    writeFileSync(join(project, file), text);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({ compilerOptions: { strict: true, noEmit: true, skipLibCheck: true, types: [], ...options }, files: [file] }),
+    );
+    const run = spawnSync(tsc[0]!, [...tsc.slice(1), '-p', 'tsconfig.json'], { cwd: project, encoding: 'utf8' });
+    return { status: run.status, out: run.stdout + run.stderr };
+  };
+  const compilers: Array<[string, string[], Record<string, unknown>]> = [
+    ['TypeScript 7, nodenext', [process.execPath, `${ROOT}node_modules/typescript/bin/tsc`], { module: 'nodenext', moduleResolution: 'nodenext' }],
+  ];
+  if (existsSync(TSC5))
+    compilers.push(['TypeScript 5.9, node10', [process.execPath, TSC5], { module: 'commonjs', moduleResolution: 'node10', target: 'es2022' }]);
+  else console.log('      skipped: TypeScript 5.9 for the node10 check is not installed (npm ci --prefix peers; .ci/run does it)');
+  for (const [label, tsc, options] of compilers) {
+    const good = compile(tsc, options, 'use.ts', source);
+    expect(good.out, label).to.equal('');
+    expect(good.status, label).to.equal(0);
+    const bad = compile(tsc, options, 'misuse.ts', `${source}\nconst wrong: number = frame({});\n`);
+    expect(bad.out, label).to.match(/misuse\.ts.*Type 'string' is not assignable to type 'number'/);
+  }
+}
+
 describe('the package', () => {
   for (const [specifier, entry] of Object.entries(ENTRY_POINTS)) {
     const { file, names } = entry;
@@ -272,6 +315,7 @@ describe('the package', () => {
       const map = JSON.parse(readFileSync(join(installed, 'dist/lib/errors.js.map'), 'utf8')) as { sources: string[] };
       for (const source of map.sources) expect(existsSync(join(installed, 'dist/lib', source)), source).to.equal(true);
       expect(existsSync(join(installed, 'LICENSE'))).to.equal(true);
+      typechecks(project);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -95,7 +95,6 @@ export function cliAuth(entry: ServerConfig, name: string, flags: AuthFlags, who
     ...(conf.clientMetadataUrl === undefined ? {} : { clientMetadataUrl: conf.clientMetadataUrl }),
     onEvent: (e: AuthEvent) => {
       if (e.type === 'authorized') say(`signed in to "${printable(name)}"${e.scope === undefined ? '' : ` (scope ${safeLine(e.scope)})`}`);
-      if (e.type === 'failed') say(`sign-in failed: ${e.code}: ${safeLine(e.message)}`);
     },
   };
 }

@@ -1,6 +1,6 @@
 // The MCP conformance suite's auth scenarios, run against mcp-frame's client (test/conformance-client.ts) by the
-// suite itself. The suite needs Node >= 22: conformance/ holds it and the node package that brings one, installed
-// by .ci/run (`npm ci --prefix conformance`). Without that install these tests say they are skipped.
+// suite itself. The suite needs Node >= 22: peers/ holds it and the node package that brings one, installed
+// by .ci/run (`npm ci --prefix peers`). Without that install these tests say they are skipped.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import { tempDir } from '../helpers/temp.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
-const NODE22 = join(ROOT, 'conformance/node_modules/node/bin/node');
-const SUITE = join(ROOT, 'conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js');
+const NODE22 = join(ROOT, 'peers/node_modules/node/bin/node');
+const SUITE = join(ROOT, 'peers/node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const CLIENT = join(ROOT, 'dist/test/conformance-client.js');
 
 interface Check {
@@ -38,7 +38,7 @@ describe('the MCP conformance suite, auth scenarios', function () {
 
   before(function () {
     if (!installed) {
-      console.log('      skipped: the conformance suite is not installed (npm ci --prefix conformance; .ci/run does it)');
+      console.log('      skipped: the conformance suite is not installed (npm ci --prefix peers; .ci/run does it)');
       this.skip();
     }
   });

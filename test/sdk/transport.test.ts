@@ -58,6 +58,20 @@ describe("mcp-frame/sdk: StdioTransport under the MCP SDK's Client", function ()
     const { tools } = await c.listTools();
     expect(tools).to.have.length(1);
     expect(errors.map((e) => (e as { code?: string }).code)).to.include('INVALID_JSON');
+    // What was skipped is in the message, short and redacted, as the SDK's own transport shows the line.
+    expect(errors.map((e) => e.message).join('\n')).to.match(/line is not valid JSON: .*banner/i);
+  });
+
+  it("puts a server's exit code and last stderr lines in the error the SDK's Client rejects with", async () => {
+    const c = client();
+    const errors: Error[] = [];
+    c.onerror = (err) => void errors.push(err);
+    const err = await c.connect(new StdioTransport(testServer('crash'))).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).to.match(/exited with code 3; its last stderr lines: .*DEMO_API_KEY is not set/);
+    expect(errors.map((e) => e.message).join('\n')).to.match(/exited with code 3/);
   });
 
   it('closes a server that ignores SIGTERM, escalating to SIGKILL, and calls onclose', async function () {

@@ -43,9 +43,10 @@ interface Discovery {
   legacy: boolean;
 }
 
-/** The redirect URI getter a loopbackAuthorizer() carries. */
+/** The redirect URI getter a loopbackAuthorizer() carries, and how to stop its callback server. */
 interface WithRedirect {
   redirectUri?: () => Promise<string>;
+  close?: () => Promise<void>;
 }
 
 /** A function of an authorizer, or an options object's, checked once. */
@@ -401,7 +402,13 @@ export class AuthSession {
     if (client !== undefined && this.#options.client === undefined && client.redirectUri !== undefined && client.redirectUri !== redirectUri) {
       client = undefined;
     }
-    client ??= await this.#register(found, redirectUri, signal);
+    try {
+      client ??= await this.#register(found, redirectUri, signal);
+    } catch (err) {
+      // The callback server listens from redirectUri() on; a sign-in that ends before authorize() stops it here.
+      await (authorize as WithRedirect).close?.();
+      throw err;
+    }
     record.client = this.#options.client === undefined ? client : undefined;
     if (record.client === undefined) delete record.client;
     const pkce = pkcePair();
@@ -574,6 +581,16 @@ export class AuthSession {
     });
     const clientId = str(answer.json?.client_id);
     if (answer.status < 200 || answer.status >= 300 || clientId === undefined) {
+      // No metadata anywhere and no registration at the 2025-03-26 default: the server takes a token, but offers
+      // no sign-in (a static bearer token, say).
+      if (found.legacy && found.metadata === undefined && [401, 403, 404, 405].includes(answer.status)) {
+        throw this.#fail(
+          new ConnectionError(
+            'AUTH_REQUIRED',
+            `"${this.#server.host}" requires authorization but offers no OAuth sign-in (no metadata; ${found.registrationEndpoint} answered HTTP ${answer.status}): give its credentials in a header`,
+          ),
+        );
+      }
       throw this.#fail(new ConnectionError('AUTH_DENIED', `the authorization server refused the registration: ${oauthErrorText(answer)}`));
     }
     const secret = str(answer.json?.client_secret);

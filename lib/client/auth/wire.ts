@@ -3,7 +3,7 @@
  * authorization servers, PKCE, and signed JWTs (private_key_jwt), all with node's built-ins.
  */
 import { createHash, createPrivateKey, type KeyObject, randomBytes, randomUUID, sign } from 'node:crypto';
-import { preview } from '../../errors.js';
+import { preview, reasonText } from '../../errors.js';
 import { ConnectionError, type AuthChallenge } from '../errors.js';
 
 /** The largest metadata document or token response read (a server could send gigabytes). */
@@ -185,5 +185,5 @@ export function oauthErrorText(answer: AuthHttpAnswer): string {
   const error = typeof answer.json?.error === 'string' ? answer.json.error : undefined;
   const description = typeof answer.json?.error_description === 'string' ? answer.json.error_description : undefined;
   if (error !== undefined) return preview(description === undefined ? error : `${error}: ${description}`);
-  return `HTTP ${answer.status}${answer.text === '' ? '' : `: ${preview(answer.text)}`}`;
+  return `HTTP ${answer.status}${answer.text === '' ? '' : `: ${reasonText(answer.text)}`}`;
 }
