@@ -3,7 +3,16 @@
  * and JSON-RPC types and guards. Connections to servers are in 'mcp-frame/client'; cassettes in
  * 'mcp-frame/cassette'.
  */
-export { FrameError, redact, preview, type FrameErrorCode, type FrameErrorPosition } from './errors.js';
+export {
+  FrameError,
+  redact,
+  redactMessage,
+  preview,
+  printable,
+  safeLine,
+  type FrameErrorCode,
+  type FrameErrorPosition,
+} from './errors.js';
 export { frame, parseFrame, ndjson, NdjsonDecoder } from './framings/ndjson.js';
 export { frameContentLength, ContentLengthDecoder, contentLengthFraming } from './framings/content-length.js';
 export { frameSse, formatEvent, SseDecoder, sseFraming, type SseEventFields } from './framings/sse.js';

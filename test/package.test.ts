@@ -3,26 +3,17 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
+import { exportedNames } from './helpers/exports.js';
 import { ROOT } from './helpers/fixtures.js';
-
-/** Every name an entry point's source exports, types included, sorted. */
-function exportedNames(entry: string): string[] {
-  const text = readFileSync(`${ROOT}lib/${entry}`, 'utf8');
-  const names: string[] = [];
-  for (const block of text.matchAll(/export (?:type )?\{([^}]*)\}/g)) {
-    for (const item of block[1]!.split(',')) {
-      const name = item.trim().replace(/^type /, '');
-      if (name !== '') names.push(name);
-    }
-  }
-  return names.sort();
-}
 
 // A change to the public API shows up here as a diff.
 const ENTRY_POINTS = {
   'mcp-frame': {
     file: 'index.ts',
     names: [
+      'printable',
+      'redactMessage',
+      'safeLine',
       'ContentLengthDecoder',
       'DEFAULT_MAX_DEPTH',
       'DEFAULT_MAX_MESSAGE_BYTES',
