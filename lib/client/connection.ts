@@ -90,8 +90,13 @@ export interface ConnectOptions extends StdioOptions {
    * spent waiting for the user in authorize() does not count against timeoutMs or a request's timeout.
    */
   auth?: AuthOptions;
-  /** Called with the Connection before the handshake, to attach listeners ('frame', 'stderr', 'invalid'). */
+  /** Called with the Connection before the handshake, to attach listeners ('frame', 'stderr', 'invalid') and request handlers. */
   onSpawn?: (connection: Connection) => void;
+  /**
+   * The server's log messages wanted from this level up: asked on every request of a modern server, and sent as
+   * `logging/setLevel` after the handshake to a legacy server that offers logging.
+   */
+  logLevel?: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
 }
 
 /** A message crossing the connection, for tracing: which way, its size on the wire, a short redacted preview. */
@@ -101,6 +106,9 @@ export interface FrameTrace {
   bytes: number;
   preview: string;
 }
+
+/** How many times a modern request may come back `input_required` before the client gives up. */
+export const MAX_INPUT_ROUNDS = 8;
 
 /** The longest delay a Node timer takes; a longer one would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -178,6 +186,10 @@ export class Connection extends EventEmitter {
   #era: ProtocolEra | undefined;
   /** What every modern request carries in its `_meta`; undefined in the legacy era. */
   #meta: ClientMeta | undefined;
+  /** The `capabilities` option, over what the handlers declare. */
+  #declared: Json = {};
+  /** The legacy revision to ask for in initialize, when a modern probe was answered with only legacy versions. */
+  #legacyVersion: string | undefined;
 
   constructor(channel: Channel, options: { requestTimeoutMs?: number } = {}) {
     super();
@@ -244,18 +256,80 @@ export class Connection extends EventEmitter {
    */
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
     if (this.#meta === undefined) return this.#call(method, params, options);
-    return this.#modernCall(method, params, options);
+    return this.#modernRequest(method, params, options);
+  }
+
+  /**
+   * Modern era: a request, and the multi round-trip pattern around it. An `input_required` result asks the
+   * client for input (sampling, elicitation, roots): each input request goes to the onRequest handler of its
+   * method, as a legacy server's own request would, and the request is sent again with the answers in
+   * `inputResponses` and the server's `requestState` echoed as it came, at most MAX_INPUT_ROUNDS times.
+   */
+  async #modernRequest(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
+    let current = params;
+    for (let round = 0; ; round++) {
+      const result = await this.#modernCall(method, current, options);
+      if (!isObject(result) || result.resultType !== 'input_required') return result;
+      if (round >= MAX_INPUT_ROUNDS) {
+        throw new ConnectionError(
+          'INPUT_ROUNDS',
+          `server "${this.#channel.name}" still asked for input after ${MAX_INPUT_ROUNDS} rounds of ${method}; giving up`,
+        );
+      }
+      const responses: Json = {};
+      const asked = isObject(result.inputRequests) ? result.inputRequests : {};
+      for (const [key, input] of Object.entries(asked)) {
+        const inputMethod = isObject(input) && typeof input.method === 'string' ? input.method : undefined;
+        const handler = inputMethod === undefined ? undefined : this.#requestHandlers.get(inputMethod);
+        if (handler === undefined) {
+          throw new ConnectionError(
+            'NO_HANDLER',
+            `server "${this.#channel.name}" asks for ${inputMethod ?? 'an input of no method'} to complete ${method}, and no handler answers it: connection.onRequest('${inputMethod}', ...)`,
+          );
+        }
+        const inputParams = (input as Json).params;
+        Object.defineProperty(responses, key, {
+          value: (await handler(inputParams, { jsonrpc: '2.0', method: inputMethod, params: inputParams })) ?? {},
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
+      const base = isObject(params) ? params : {};
+      current = {
+        ...base,
+        ...(Object.keys(responses).length > 0 ? { inputResponses: responses } : {}),
+        ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}),
+      };
+    }
   }
 
   async #modernCall(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
     const asked = this.#meta!.protocolVersion;
     try {
-      return await this.#call(method, withModernMeta(params, this.#meta!), options);
+      return await this.#call(method, withModernMeta(params, this.#metaNow()), options);
     } catch (err) {
       if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
       this.#useModern(this.#versionFrom(err, asked));
-      return this.#call(method, withModernMeta(params, this.#meta!), options);
+      return this.#call(method, withModernMeta(params, this.#metaNow()), options);
     }
+  }
+
+  /**
+   * The capabilities this client declares: those its handlers give (sampling/createMessage: sampling,
+   * elicitation/create: elicitation, roots/list: roots), with the `capabilities` option over them.
+   */
+  #capabilities(): Json {
+    const declared: Json = {};
+    if (this.#requestHandlers.has('sampling/createMessage')) declared.sampling = {};
+    if (this.#requestHandlers.has('elicitation/create')) declared.elicitation = {};
+    if (this.#requestHandlers.has('roots/list')) declared.roots = {};
+    return { ...declared, ...this.#declared };
+  }
+
+  /** The modern metadata with the capabilities as they are now (handlers may have been added), and the log level. */
+  #metaNow(): ClientMeta {
+    return { ...this.#meta!, capabilities: this.#capabilities() };
   }
 
   /** The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. */
@@ -373,7 +447,12 @@ export class Connection extends EventEmitter {
     // timeoutMs bounds the whole opening, the probe and the handshake together.
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     options = { ...options, timeoutMs: options.timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now()) };
-    const meta = { clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION }, capabilities: options.capabilities ?? {} };
+    this.#declared = options.capabilities ?? {};
+    const meta: Omit<ClientMeta, 'protocolVersion'> = {
+      clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION },
+      capabilities: this.#capabilities(),
+      ...(options.logLevel === undefined ? {} : { logLevel: options.logLevel }),
+    };
     if (asked !== 'auto') {
       if (isModernVersion(asked)) return void (await this.#probe(options, { ...meta, protocolVersion: asked }, true));
       return this.#handshake(options, asked);
@@ -387,8 +466,22 @@ export class Connection extends EventEmitter {
     try {
       // Time spent waiting for the user to sign in moves the deadline.
       const signIn = this.#channel.signInWaitMs ?? 0;
-      await this.#handshake({ ...options, timeoutMs: left(deadline + signIn, options.timeoutMs) }, LATEST_PROTOCOL_VERSION);
+      await this.#handshake({ ...options, timeoutMs: left(deadline + signIn, options.timeoutMs) }, this.#legacyVersion ?? LATEST_PROTOCOL_VERSION);
     } catch (err) {
+      if (err instanceof RpcError) {
+        // A server that fixed its era on the probe it answered late (it started slowly) refuses initialize naming
+        // a modern version: it is modern, and is spoken to so.
+        const modernVersion =
+          err.code === MODERN_ERRORS.unsupportedProtocolVersion && isObject(err.data) ? pickModernVersion(err.data.supported) : undefined;
+        if (modernVersion !== undefined) {
+          await this.#probe({ ...options, timeoutMs: left(deadline, options.timeoutMs) }, { ...meta, protocolVersion: modernVersion }, true);
+          if (eraKey !== undefined) KNOWN_ERAS.set(eraKey, 'modern');
+          return;
+        }
+        throw new ConnectionError('REFUSED', `server "${this.#channel.name}" refused the handshake: error ${err.code}: ${preview(err.message)}`, {
+          cause: err,
+        });
+      }
       if (!(probed && err instanceof ConnectionError && err.code === 'TIMEOUT')) throw err;
       throw new ConnectionError(
         'TIMEOUT',
@@ -423,8 +516,15 @@ export class Connection extends EventEmitter {
       this.#initializeResult = result;
       return true;
     } catch (err) {
-      if (err instanceof RpcError && err.code === MODERN_ERRORS.unsupportedProtocolVersion && !retried) {
-        return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion) }, strict, true);
+      if (err instanceof RpcError && err.code === MODERN_ERRORS.unsupportedProtocolVersion) {
+        const offered = isObject(err.data) ? err.data.supported : undefined;
+        // Only legacy versions offered: the handshake follows, at the newest one both sides speak.
+        const legacy = Array.isArray(offered) ? SUPPORTED_PROTOCOL_VERSIONS.find((v) => offered.includes(v)) : undefined;
+        if (!strict && pickModernVersion(offered) === undefined && legacy !== undefined) {
+          this.#legacyVersion = legacy;
+          return this.#legacy(http);
+        }
+        if (!retried) return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion) }, strict, true);
       }
       if (strict || (err instanceof RpcError && isModernError(err.code)) || !isLegacyVerdict(err, http)) throw err;
       return this.#legacy(http);
@@ -443,7 +543,7 @@ export class Connection extends EventEmitter {
   async #handshake(options: ConnectOptions, asked: string): Promise<void> {
     const result = await this.request(
       'initialize',
-      { protocolVersion: asked, capabilities: options.capabilities ?? {}, clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION } },
+      { protocolVersion: asked, capabilities: this.#capabilities(), clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION } },
       { timeoutMs: options.timeoutMs ?? 30_000 },
     );
     if (!isObject(result) || typeof result.protocolVersion !== 'string') {
@@ -462,6 +562,10 @@ export class Connection extends EventEmitter {
     this.#initializeResult = result;
     this.#era = 'legacy';
     await this.notify('notifications/initialized');
+    // Best effort: a server that offers logging but refuses the level still serves the session.
+    if (options.logLevel !== undefined && isObject(result.capabilities) && isObject(result.capabilities.logging)) {
+      await this.request('logging/setLevel', { level: options.logLevel }, { timeoutMs: options.timeoutMs ?? 30_000 }).catch(() => undefined);
+    }
   }
 
   #send(msg: Json): Promise<void> {

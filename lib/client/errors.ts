@@ -34,6 +34,12 @@ export type ConnectionErrorCode =
   | 'CONNECT_FAILED'
   /** The config entry names a transport this client does not speak. */
   | 'NOT_STDIO'
+  /** The server answered the handshake (initialize) with an error. */
+  | 'REFUSED'
+  /** A modern server asks for input (sampling, elicitation, roots) that no onRequest handler answers. */
+  | 'NO_HANDLER'
+  /** A modern server still asked for input after MAX_INPUT_ROUNDS rounds of one request. */
+  | 'INPUT_ROUNDS'
   /** The server requires authorization (HTTP 401) and no `auth` was given, or the flow cannot start (with `challenge`). */
   | 'AUTH_REQUIRED'
   /** The authorization server or the user refused the sign-in (an `error` in the redirect, a refused registration). */

@@ -14,6 +14,8 @@ export type ProtocolEra = 'modern' | 'legacy';
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+/** The log level a modern request asks for (the modern era has no logging/setLevel). */
+export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 
 /** JSON-RPC error codes only a modern server sends: each one says the server is modern. */
 export const MODERN_ERRORS = {
@@ -45,6 +47,8 @@ export interface ClientMeta {
   protocolVersion: string;
   clientInfo: Record<string, unknown>;
   capabilities: Record<string, unknown>;
+  /** The log level asked for on each request, when one was set. */
+  logLevel?: string;
 }
 
 /**
@@ -63,6 +67,7 @@ export function withModernMeta(params: unknown, meta: ClientMeta): unknown {
       [META_PROTOCOL_VERSION]: meta.protocolVersion,
       [META_CLIENT_INFO]: meta.clientInfo,
       [META_CLIENT_CAPABILITIES]: meta.capabilities,
+      ...(meta.logLevel === undefined ? {} : { [META_LOG_LEVEL]: meta.logLevel }),
     },
   };
 }

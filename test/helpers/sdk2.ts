@@ -3,7 +3,7 @@
 // web-standard handler, modern-only (`legacy: 'reject'`) or dual-era (`legacy: 'stateless'`).
 import http from 'node:http';
 import type net from 'node:net';
-import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
+import { acceptedContent, createMcpHandler, inputRequired, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
 export function sdk2Server(name: string): McpServer {
@@ -24,6 +24,39 @@ export function sdk2Server(name: string): McpServer {
   // The same tool twice: annotated as safe to run again, and not (a client may not send that one again).
   server.registerTool('steps', { inputSchema: schema, annotations: { idempotentHint: true } }, steps as never);
   server.registerTool('steps-once', { inputSchema: schema }, steps as never);
+  // The 2026-07-28 way to ask the client for input (multi round-trip requests): an input_required result, and
+  // the call again with the answers. `deploy` asks an elicitation and echoes state; `haiku` asks sampling;
+  // `roots` asks the roots; `pester` never stops asking.
+  type Ctx = { mcpReq: { inputResponses?: Record<string, unknown>; requestState(): unknown } };
+  const confirmation = z.object({ confirm: z.boolean() });
+  server.registerTool('deploy', { inputSchema: z.object({ env: z.string() }) }, (async ({ env }: { env: string }, ctx: Ctx) => {
+    const answer = acceptedContent(ctx.mcpReq.inputResponses, 'confirm');
+    if (answer?.confirm !== true) {
+      return inputRequired({
+        inputRequests: { confirm: inputRequired.elicit({ message: `Deploy to ${env}?`, requestedSchema: confirmation }) },
+        requestState: `deploy:${env}:✓`,
+      });
+    }
+    return { content: [{ type: 'text' as const, text: `deployed to ${env} (state ${String(ctx.mcpReq.requestState())})` }] };
+  }) as never);
+  server.registerTool('haiku', { inputSchema: z.object({}) }, (async (_args: unknown, ctx: Ctx) => {
+    const answer = ctx.mcpReq.inputResponses?.poem as { content?: { text?: string } } | undefined;
+    if (answer === undefined) {
+      return inputRequired({
+        inputRequests: {
+          poem: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'a haiku' } }], maxTokens: 50 }),
+        },
+      });
+    }
+    return { content: [{ type: 'text' as const, text: `poem: ${answer.content?.text}` }] };
+  }) as never);
+  server.registerTool('roots', { inputSchema: z.object({}) }, (async (_args: unknown, ctx: Ctx) => {
+    const answer = ctx.mcpReq.inputResponses?.roots as { roots?: Array<{ uri: string }> } | undefined;
+    if (answer === undefined) return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+    return { content: [{ type: 'text' as const, text: (answer.roots ?? []).map((r) => r.uri).join(' ') }] };
+  }) as never);
+  server.registerTool('pester', { inputSchema: z.object({}) }, (async () =>
+    inputRequired({ inputRequests: { again: inputRequired.elicit({ message: 'again?', requestedSchema: confirmation }) } })) as never);
   return server;
 }
 
