@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { type Connection, connect, MAX_INPUT_ROUNDS } from '../../lib/client/connection.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { sdk2Http } from '../helpers/sdk2.js';
 import { rejection } from '../helpers/rejection.js';
 
 const server = (name: string, ...args: string[]) => ({
@@ -137,5 +138,25 @@ describe('the handshake between eras', function () {
     } finally {
       await c.close();
     }
+  });
+
+  it('asks for a log level per request of a modern server, and with logging/setLevel of a legacy one', async () => {
+    const modern = await sdk2Http('modern');
+    try {
+      const c = await connect({ type: 'http', url: modern.url }, { logLevel: 'warning' });
+      await c.request('tools/list');
+      await c.close();
+      const listed = modern.seen.map((r) => r.body).find((b) => b.includes('"tools/list"'))!;
+      expect(JSON.parse(listed).params._meta['io.modelcontextprotocol/logLevel']).to.equal('warning');
+    } finally {
+      await modern.close();
+    }
+    const sent: string[] = [];
+    const legacy = await connect(everything, {
+      logLevel: 'error',
+      onSpawn: (c) => c.on('frame', (t: { direction: string; preview: string }) => t.direction === 'send' && sent.push(t.preview)),
+    });
+    await legacy.close();
+    expect(sent.some((p) => p.includes('"method":"logging/setLevel"') && p.includes('"level":"error"'))).to.equal(true);
   });
 });
