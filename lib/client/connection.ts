@@ -304,11 +304,21 @@ export class Connection extends EventEmitter {
     }
   }
 
-  async #modernCall(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
+  async #modernCall(method: string, params: unknown, options: RequestOptions, refreshed = false): Promise<unknown> {
     const asked = this.#meta!.protocolVersion;
     try {
       return await this.#call(method, withModernMeta(params, this.#metaNow()), options);
     } catch (err) {
+      // HeaderMismatch on a tool call: the tool's x-mcp-header declarations are not the ones the channel knows
+      // (never listed, or changed). The tool list is read again, once, and the call sent again with them.
+      if (err instanceof RpcError && err.code === MODERN_ERRORS.headerMismatch && method === 'tools/call' && !refreshed) {
+        let cursor: string | undefined;
+        do {
+          const page = await this.#call('tools/list', withModernMeta(cursor === undefined ? {} : { cursor }, this.#metaNow()), options);
+          cursor = isObject(page) && typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
+        } while (cursor !== undefined);
+        return this.#modernCall(method, params, options, true);
+      }
       if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
       this.#useModern(this.#versionFrom(err, asked));
       return this.#call(method, withModernMeta(params, this.#metaNow()), options);

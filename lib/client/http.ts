@@ -16,6 +16,7 @@ import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { modernHeaders, type ProtocolEra } from './modern.js';
+import { type ParamHeader, paramHeaderValues, scanParamHeaders } from './param-headers.js';
 import {
   type HttpChannelOptions,
   ownCopy,
@@ -118,6 +119,10 @@ export class HttpChannel extends EventEmitter implements Channel {
   #nextAlias = 1;
   /** Modern era: tools annotated as safe to run twice (readOnlyHint or idempotentHint), from tools/list. */
   readonly #harmlessTools = new Set<string>();
+  /** Modern era: each tool's x-mcp-header declarations, from tools/list. */
+  readonly #paramHeaders = new Map<string, ParamHeader[]>();
+  /** Tools already said to break the x-mcp-header rules. */
+  readonly #warned = new Set<string>();
   /** Holds on the input taken by holdInput() and not released yet. */
   #holds = 0;
 
@@ -231,7 +236,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     const res = await this.#request(
       'POST',
       text,
-      this.#modern ? modernHeaders(msg, this.#protocolVersion!) : {},
+      this.#modern ? { ...modernHeaders(msg, this.#protocolVersion!), ...this.#paramHeadersOf(msg) } : {},
       owed.size === 1 ? (req) => this.#trackPost(only!, req) : undefined,
     );
     if (res.statusCode === 404 && this.#sessionId !== undefined && !this.#modern) {
@@ -532,10 +537,40 @@ export class HttpChannel extends EventEmitter implements Channel {
     return this.#harmlessTools.has(String(request.params.name));
   }
 
+  /** Modern era: the Mcp-Param-* headers a tools/call carries, from its tool's x-mcp-header declarations. */
+  #paramHeadersOf(msg: unknown): Record<string, string> {
+    if (!isObject(msg) || msg.method !== 'tools/call' || !isObject(msg.params) || typeof msg.params.name !== 'string') return {};
+    const declared = this.#paramHeaders.get(msg.params.name);
+    return declared === undefined ? {} : paramHeaderValues(declared, msg.params.arguments);
+  }
+
   /** Modern era: notes which tools a tools/list answer says can run twice without harm. */
   #learnTools(request: Json | undefined, answer: Json): void {
     if (request?.method !== 'tools/list' || !isObject(answer.result) || !Array.isArray(answer.result.tools)) return;
-    for (const tool of answer.result.tools) {
+    // Tools whose x-mcp-header annotations break the rules cannot be called as the transport requires: they are
+    // left out of the list (and said once each), as the spec tells clients to do.
+    const kept = answer.result.tools.filter((tool: unknown) => {
+      if (!isObject(tool) || typeof tool.name !== 'string') return true;
+      const scanned = scanParamHeaders(tool.inputSchema);
+      if ('headers' in scanned) {
+        if (scanned.headers.length > 0) this.#paramHeaders.set(tool.name, scanned.headers);
+        else this.#paramHeaders.delete(tool.name);
+        return true;
+      }
+      this.#paramHeaders.delete(tool.name);
+      if (!this.#warned.has(tool.name)) {
+        this.#warned.add(tool.name);
+        process.emitWarning(
+          `"${this.name}" lists tool "${tool.name}" with an x-mcp-header that breaks the rules (${scanned.invalid}); it is left out`,
+          {
+            code: 'MCP_FRAME_TOOL_HEADERS',
+          },
+        );
+      }
+      return false;
+    });
+    answer.result.tools = kept;
+    for (const tool of kept) {
       if (!isObject(tool) || typeof tool.name !== 'string') continue;
       const hints = isObject(tool.annotations) ? tool.annotations : {};
       if (hints.readOnlyHint === true || hints.idempotentHint === true) this.#harmlessTools.add(tool.name);

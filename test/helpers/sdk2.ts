@@ -55,6 +55,18 @@ export function sdk2Server(name: string): McpServer {
     if (answer === undefined) return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
     return { content: [{ type: 'text' as const, text: (answer.roots ?? []).map((r) => r.uri).join(' ') }] };
   }) as never);
+  // Parameters mirrored into Mcp-Param-* headers (SEP-2243): the SDK server checks them against the body.
+  server.registerTool(
+    'route',
+    {
+      inputSchema: z.object({
+        region: z.string().meta({ 'x-mcp-header': 'Region' }),
+        shard: z.number().int().meta({ 'x-mcp-header': 'Shard' }),
+        q: z.string(),
+      }),
+    },
+    async ({ region, shard, q }) => ({ content: [{ type: 'text', text: `${q} in ${region}/${shard}` }] }),
+  );
   server.registerTool('pester', { inputSchema: z.object({}) }, (async () =>
     inputRequired({ inputRequests: { again: inputRequired.elicit({ message: 'again?', requestedSchema: confirmation }) } })) as never);
   return server;
