@@ -93,7 +93,7 @@ describe('mcp-frame bridge', function () {
     expect((await cli(['bridge', '--url', 'http://127.0.0.1:1/mcp', '--header', 'no colon'])).code).to.equal(2);
     const r = await cli(['bridge', 'demo']);
     expect(r.code).to.equal(3);
-    expect(r.stderr).to.match(/server "demo" is not a Streamable HTTP server/);
+    expect(r.stderr).to.match(/server "demo" is not a remote server/);
   });
 });
 

@@ -1,0 +1,73 @@
+// bridge between eras, through the real binary: a legacy host (the MCP SDK 1.32.2 client, which sends
+// initialize) through `mcp-frame bridge` to a modern-only server (the MCP SDK 2.4 server), completing an
+// elicitation-driven tool call; a modern host passing through with the headers its revision requires; and a
+// server of the deprecated HTTP+SSE transport reached by the same command.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { expect } from 'chai';
+import { connect } from '../../lib/client/connection.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { sdk2Http } from '../helpers/sdk2.js';
+import { sseServer } from '../helpers/sse-server.js';
+
+const bridge = (url: string) => ({ command: process.execPath, args: [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', url] });
+
+describe('mcp-frame bridge between eras', function () {
+  this.timeout(30_000);
+
+  it('lets a legacy host complete an elicitation-driven tool call on a modern-only server', async () => {
+    const server = await sdk2Http('modern');
+    const host = new Client({ name: 'legacy-host', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    const asked: string[] = [];
+    host.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { confirm: true } };
+    });
+    try {
+      await host.connect(new StdioClientTransport({ ...bridge(server.url), stderr: 'pipe' }));
+      // The host sees the remote's own name, from its discover result, and an ordinary legacy session.
+      expect(host.getServerVersion()?.name).to.equal('sdk2-modern');
+      const { tools } = await host.listTools();
+      expect(tools.map((t) => t.name)).to.include('deploy');
+      const result = await host.callTool({ name: 'deploy', arguments: { env: 'prod' } });
+      expect(result.content).to.deep.equal([{ type: 'text', text: 'deployed to prod (state deploy:prod:✓)' }]);
+      expect(asked).to.deep.equal(['Deploy to prod?']);
+      // Everything reached the server the modern way: no initialize got through after the first refusal.
+      const methods = server.seen.map((r) => (r.body === '' ? r.method : (JSON.parse(r.body) as { method?: string }).method));
+      expect(methods.filter((m) => m === 'initialize')).to.have.length(1);
+      expect(methods).to.include('server/discover');
+    } finally {
+      await host.close();
+      await server.close();
+    }
+  });
+
+  it('passes a modern host through, with the 2026-07-28 headers', async () => {
+    const server = await sdk2Http('modern');
+    try {
+      const c = await connect(bridge(server.url), { protocolVersion: '2026-07-28' });
+      const result = (await c.request('tools/call', { name: 'echo', arguments: { text: 'ünïcödé through' } })) as {
+        content: Array<{ text: string }>;
+      };
+      expect(result.content[0]!.text).to.equal('ünïcödé through');
+      await c.close();
+      const call = server.seen.find((r) => r.body.includes('"tools/call"'))!;
+      expect(call.headers).to.include({ 'mcp-method': 'tools/call', 'mcp-name': 'echo', 'mcp-protocol-version': '2026-07-28' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reaches a server of the deprecated HTTP+SSE transport, falling back as connect() does', async () => {
+    const server = await sseServer();
+    try {
+      const c = await connect(bridge(server.url));
+      const result = (await c.request('tools/call', { name: 'echo', arguments: { text: 'over sse' } })) as { content: Array<{ text: string }> };
+      expect(result.content[0]!.text).to.equal('over sse');
+      await c.close();
+    } finally {
+      await server.close();
+    }
+  });
+});
