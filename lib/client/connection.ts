@@ -269,6 +269,11 @@ export class Connection extends EventEmitter {
     let current = params;
     for (let round = 0; ; round++) {
       const result = await this.#modernCall(method, current, options);
+      if (isObject(result) && result.resultType === 'complete') {
+        // Complete is what every legacy result is: callers see the same shape from both eras.
+        const { resultType: _complete, ...rest } = result;
+        return rest;
+      }
       if (!isObject(result) || result.resultType !== 'input_required') return result;
       if (round >= MAX_INPUT_ROUNDS) {
         throw new ConnectionError(

@@ -3,9 +3,25 @@
  * process. Each gets a bridge-wide id (and progress token) on the way in, so that clients' ids cannot collide,
  * and its own response: JSON when the answer comes first (with the status the spec gives a modern error), an
  * event stream when a notification comes before it. A client that closes its response cancels the request.
+ *
+ * A child that speaks only the legacy era is translated: serve opens one legacy session with it (initialize,
+ * with the capabilities the first modern client declared), answers `server/discover` from that session's
+ * initialize result, sends requests without the modern metadata, and turns a request the child sends during a
+ * call (elicitation, sampling, roots) into an `input_required` result whose retry (with `requestState`)
+ * answers the child and completes the call. The session is shared by every modern client: a server that keeps
+ * per-client state across calls keeps it for all of them.
  */
 import type { ServerResponse } from 'node:http';
-import { isModernError } from '../client/modern.js';
+import { randomUUID } from 'node:crypto';
+import { LATEST_PROTOCOL_VERSION } from '../client/connection.js';
+import {
+  isModernError,
+  META_CLIENT_CAPABILITIES,
+  META_CLIENT_INFO,
+  META_LOG_LEVEL,
+  META_PROTOCOL_VERSION,
+  MODERN_PROTOCOL_VERSIONS,
+} from '../client/modern.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
@@ -21,8 +37,22 @@ const UNREAD_BYTES = 8 * 1024 * 1024;
 /** How long a `server/discover` may go unanswered before the bridge says the server does not speak it. */
 const DISCOVER_TIMEOUT_MS = 2000;
 
+/** How long a legacy child's question waits for the modern client to come back with the answer. */
+export const INPUT_WAIT_MS = 5 * 60_000;
+
+/** A legacy child's question during a call, turned into input_required: what the client's retry resumes. */
+interface Suspended {
+  /** The child's request id (the bridge-wide id of the call). */
+  n: number;
+  /** The id of the child's own request, to answer. */
+  askId: unknown;
+  key: string;
+  timer: NodeJS.Timeout;
+}
+
 interface Exchange {
   id: unknown;
+  method: string;
   res: ServerResponse;
   token: unknown;
   streaming: boolean;
@@ -44,6 +74,11 @@ export class ModernHub {
   readonly #tokens = new Map<string, number>();
   #next = 1;
   #droppedCount = 0;
+  /** The child's era, found when it starts: modern (requests pass through), or legacy (translated). */
+  #legacy: Record<string, unknown> | undefined;
+  /** Answers the bridge waits for itself (the probe, initialize), by id. */
+  readonly #own = new Map<string, (msg: Record<string, unknown>) => void>();
+  readonly #suspended = new Map<string, Suspended>();
 
   constructor(ctx: ServeContext) {
     this.#ctx = ctx;
@@ -61,17 +96,36 @@ export class ModernHub {
 
   /** Forwards one modern request; its answer (and notifications) go out on `res`. */
   async handle(msg: JsonRpcRequest, res: ServerResponse): Promise<void> {
-    const child = await this.#started();
-    const n = this.#next++;
+    const child = await this.#started(msg);
+    const legacy = this.#legacy;
+    if (legacy !== undefined && msg.method === 'server/discover') {
+      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: discoverFrom(legacy) }));
+      return;
+    }
     const params = isObject(msg.params) ? { ...msg.params } : undefined;
+    if (legacy !== undefined && params !== undefined && typeof params.requestState === 'string' && this.#suspended.has(params.requestState)) {
+      return this.#resume(child, msg, params, res);
+    }
+    const n = this.#next++;
     const meta = params !== undefined && isObject(params._meta) ? { ...params._meta } : undefined;
-    const exchange: Exchange = { id: msg.id, res, token: meta?.progressToken, streaming: false, timer: undefined };
+    // A legacy child knows nothing of the modern metadata: it is left out.
+    if (legacy !== undefined && meta !== undefined) {
+      for (const key of [META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES, META_LOG_LEVEL]) delete meta[key];
+      params!._meta = meta;
+      if (Object.keys(meta).length === 0) delete params!._meta;
+    }
+    const exchange: Exchange = { id: msg.id, method: msg.method, res, token: meta?.progressToken, streaming: false, timer: undefined };
     if (meta !== undefined && meta.progressToken !== undefined) {
       meta.progressToken = `mcp-frame-${n}`;
       params!._meta = meta;
       this.#tokens.set(`mcp-frame-${n}`, n);
     }
     this.#exchanges.set(n, exchange);
+    this.#send(child, n, exchange, msg, params);
+  }
+
+  /** Sends request `n` to the child, its exchange's response watched for the client leaving. */
+  #send(child: StdioChannel, n: number, exchange: Exchange, msg: JsonRpcRequest, params: Record<string, unknown> | undefined): void {
     if (msg.method === 'server/discover') {
       exchange.timer = setTimeout(
         () => this.#answer(n, rpcError(n, -32601, 'the server behind this bridge does not answer server/discover')),
@@ -79,23 +133,116 @@ export class ModernHub {
       );
     }
     // Closing the response is the cancellation of a modern request; the child hears it the stdio way.
-    whenGone(res, () => {
-      if (!this.#forget(n)) return;
+    whenGone(exchange.res, () => {
+      // The exchange may have been answered (input_required) and another one now waits for request n.
+      if (this.#exchanges.get(n) !== exchange || !this.#forget(n)) return;
       child
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: n, reason: 'the client closed its response' } })
         .catch(() => undefined);
     });
     const forwarded = { ...msg, id: n, ...(params === undefined ? {} : { params }) };
-    await child.send(forwarded).catch((err: Error) => this.#answer(n, rpcError(n, SERVER_ERROR, err.message)));
+    if (params === undefined) delete (forwarded as { params?: unknown }).params;
+    child.send(forwarded).catch((err: Error) => this.#answer(n, rpcError(n, SERVER_ERROR, err.message)));
+  }
+
+  /**
+   * A client's retry of a call whose legacy child asked a question: the answer from `inputResponses` goes to
+   * the child, and the call's result, when it comes, to this response.
+   */
+  #resume(child: StdioChannel, msg: JsonRpcRequest, params: Record<string, unknown>, res: ServerResponse): void {
+    const state = params.requestState as string;
+    const suspended = this.#suspended.get(state)!;
+    this.#suspended.delete(state);
+    clearTimeout(suspended.timer);
+    const exchange: Exchange = { id: msg.id, method: msg.method, res, token: undefined, streaming: false, timer: undefined };
+    this.#exchanges.set(suspended.n, exchange);
+    whenGone(res, () => {
+      if (this.#exchanges.get(suspended.n) !== exchange || !this.#forget(suspended.n)) return;
+      child
+        .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: suspended.n, reason: 'the client closed its response' } })
+        .catch(() => undefined);
+    });
+    const responses = isObject(params.inputResponses) ? params.inputResponses : {};
+    const answer = responses[suspended.key];
+    const reply =
+      answer === undefined
+        ? rpcError(suspended.askId, SERVER_ERROR, 'the client sent no answer for it')
+        : { jsonrpc: '2.0', id: suspended.askId, result: answer };
+    child.send(reply).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, SERVER_ERROR, err.message)));
   }
 
   async close(): Promise<void> {
+    for (const suspended of this.#suspended.values()) clearTimeout(suspended.timer);
+    this.#suspended.clear();
     const child = this.#child;
     this.#child = undefined;
     await child?.close();
   }
 
-  async #started(): Promise<StdioChannel> {
+  #starting: Promise<StdioChannel> | undefined;
+
+  /** The shared child, started at the first modern request and its era found (see the top of this file). */
+  #started(first: JsonRpcRequest): Promise<StdioChannel> {
+    if (this.#child !== undefined && this.#starting === undefined) return Promise.resolve(this.#child);
+    this.#starting ??= this.#start(first).finally(() => {
+      this.#starting = undefined;
+    });
+    return this.#starting;
+  }
+
+  async #start(first: JsonRpcRequest): Promise<StdioChannel> {
+    const child = await this.#spawn();
+    const meta = isObject(first.params) && isObject(first.params._meta) ? first.params._meta : {};
+    const probe = await this.#ask(
+      child,
+      'server/discover',
+      { _meta: { [META_PROTOCOL_VERSION]: MODERN_PROTOCOL_VERSIONS[0], ...meta } },
+      DISCOVER_TIMEOUT_MS,
+    );
+    if (isObject(probe?.result) && Array.isArray(probe.result.supportedVersions)) {
+      this.#legacy = undefined;
+      return child;
+    }
+    // A legacy server: one session for every modern client, with the first client's capabilities.
+    const init = await this.#ask(
+      child,
+      'initialize',
+      {
+        protocolVersion: LATEST_PROTOCOL_VERSION,
+        capabilities: isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {},
+        clientInfo: isObject(meta[META_CLIENT_INFO]) ? meta[META_CLIENT_INFO] : { name: 'mcp-frame serve', version: '0' },
+      },
+      30_000,
+    );
+    if (!isObject(init?.result)) throw new Error(`the server refused initialize: ${JSON.stringify(init?.error ?? 'no answer').slice(0, 200)}`);
+    await child.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    this.#legacy = init.result;
+    this.#ctx.log('the server for modern requests speaks only the initialize era: translating');
+    return child;
+  }
+
+  /** A request of the bridge's own to the child, and its answer (undefined after `timeoutMs`). */
+  #ask(child: StdioChannel, method: string, params: unknown, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
+    const id = `mcp-frame-${method}-${randomUUID()}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#own.delete(id);
+        resolve(undefined);
+      }, timeoutMs);
+      this.#own.set(id, (msg) => {
+        clearTimeout(timer);
+        this.#own.delete(id);
+        resolve(msg);
+      });
+      child.send({ jsonrpc: '2.0', id, method, params }).catch(() => {
+        clearTimeout(timer);
+        this.#own.delete(id);
+        resolve(undefined);
+      });
+    });
+  }
+
+  async #spawn(): Promise<StdioChannel> {
     if (this.#child !== undefined) return this.#child;
     const child = startChild(this.#ctx, 'modern requests');
     this.#child = child;
@@ -117,7 +264,12 @@ export class ModernHub {
   }
 
   #fromServer(msg: unknown): void {
-    if (isResponse(msg)) return this.#answer(msg.id as number, msg as unknown as Record<string, unknown>);
+    if (isResponse(msg)) {
+      const own = typeof msg.id === 'string' ? this.#own.get(msg.id) : undefined;
+      if (own !== undefined) return own(msg as unknown as Record<string, unknown>);
+      return this.#answer(msg.id as number, msg as unknown as Record<string, unknown>);
+    }
+    if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
     // Only a progress token says which request (and so which client) a notification belongs to: the child is
@@ -134,11 +286,46 @@ export class ModernHub {
     }
   }
 
+  /**
+   * A legacy child asks the client something (elicitation, sampling, roots) during a call. When exactly one
+   * call is in flight, it is the one asking: its client gets an input_required result, and its retry answers.
+   * Otherwise nobody can tell whose question it is, and the child is told so.
+   */
+  #question(ask: JsonRpcRequest): void {
+    const child = this.#child;
+    if (child === undefined) return;
+    if (ask.method === 'ping') return void child.send({ jsonrpc: '2.0', id: ask.id, result: {} }).catch(() => undefined);
+    const waiting = [...this.#exchanges.entries()].filter(([, e]) => e.timer === undefined);
+    if (waiting.length !== 1) {
+      this.#dropped(ask, `${waiting.length} requests are in flight, so the question is nobody's`);
+      return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
+    }
+    const [n, exchange] = waiting[0]!;
+    const state = randomUUID();
+    const key = 'input';
+    const timer = setTimeout(() => {
+      if (!this.#suspended.delete(state)) return;
+      child.send(rpcError(ask.id, SERVER_ERROR, 'the client did not come back with an answer')).catch(() => undefined);
+    }, INPUT_WAIT_MS);
+    this.#suspended.set(state, { n, askId: ask.id, key, timer });
+    this.#forget(n);
+    const result = {
+      resultType: 'input_required',
+      inputRequests: { [key]: { method: ask.method, ...(ask.params === undefined ? {} : { params: ask.params }) } },
+      requestState: state,
+    };
+    const out = { jsonrpc: '2.0', id: exchange.id, result };
+    if (exchange.res.destroyed) return;
+    if (exchange.streaming) exchange.res.end(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
+    else exchange.res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(out));
+  }
+
   /** The request's answer, with its own id back: as JSON, or as the last event of its stream. */
   #answer(n: number, msg: Record<string, unknown>): void {
     const exchange = this.#exchanges.get(n);
     if (exchange === undefined || !this.#forget(n)) return;
-    const out = { ...msg, id: exchange.id };
+    const result = this.#legacy !== undefined && isObject(msg.result) ? modernResult(exchange.method, msg.result) : msg.result;
+    const out = { ...msg, ...(result === undefined ? {} : { result }), id: exchange.id };
     if (exchange.res.destroyed) return;
     if (exchange.streaming) {
       exchange.res.end(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
@@ -171,4 +358,31 @@ export class ModernHub {
     this.#droppedCount++;
     if (this.#ctx.trace) this.#ctx.log(`dropped a message of the server for modern requests (${why}): ${JSON.stringify(msg).slice(0, 80)}`);
   }
+}
+
+/** Methods whose 2026-07-28 results carry cache hints. */
+const CACHEABLE = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
+
+/**
+ * A legacy child's result as the 2026-07-28 revision has results: `resultType: 'complete'`, and for the
+ * cacheable methods the most careful cache hints (`ttlMs: 0`, `cacheScope: 'private'`) where it gives none.
+ */
+function modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...result, resultType: result.resultType ?? 'complete' };
+  if (CACHEABLE.has(method)) {
+    out.ttlMs ??= 0;
+    out.cacheScope ??= 'private';
+  }
+  return out;
+}
+
+/** A DiscoverResult for a legacy server, from its initialize result. */
+function discoverFrom(init: Record<string, unknown>): Record<string, unknown> {
+  const result: Record<string, unknown> = {
+    supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+    capabilities: isObject(init.capabilities) ? init.capabilities : {},
+  };
+  if (typeof init.instructions === 'string') result.instructions = init.instructions;
+  if (isObject(init.serverInfo)) result._meta = { 'io.modelcontextprotocol/serverInfo': init.serverInfo };
+  return modernResult('server/discover', result);
 }

@@ -52,7 +52,9 @@ describe('protocol eras over stdio', function () {
       const progress: number[] = [];
       c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
       const result = await c.request('tools/call', { name: 'steps', arguments: { n: 3, ms: 5 }, _meta: { progressToken: 'p1' } });
-      expect(result).to.deep.include({ content: [{ type: 'text', text: '3 steps' }], resultType: 'complete' });
+      // `resultType: "complete"` is lifted: a result has the same shape from either era.
+      expect(result).to.deep.include({ content: [{ type: 'text', text: '3 steps' }] });
+      expect(result).not.to.have.property('resultType');
       expect(progress).to.deep.equal([1, 2, 3]);
       expect(methods(frames).slice(1)).to.deep.equal(['tools/call']);
       expect(frames.find((f) => f.direction === 'send' && f.preview.includes('tools/call'))!.preview).to.not.include('initialize');

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { type Connection, connect, MAX_INPUT_ROUNDS } from '../../lib/client/connection.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { FILLED_FORM } from '../helpers/elicitation.js';
 import { sdk2Http } from '../helpers/sdk2.js';
 import { rejection } from '../helpers/rejection.js';
 
@@ -30,23 +31,7 @@ describe('one handler API for server-to-client requests, both eras', function ()
         seen.push(`elicit: ${String((params as { message: string }).message)}`);
         return {
           action: 'accept',
-          content: {
-            confirm: true,
-            name: 'Ada',
-            check: true,
-            firstLine: 'Once',
-            email: 'ada@example.com',
-            homepage: 'https://ada.example',
-            birthdate: '1815-12-10',
-            integer: 1,
-            number: 1.5,
-            enum: 'Red',
-            untitledSingleSelectEnum: 'option1',
-            titledSingleSelectEnum: 'value1',
-            legacyTitledEnum: 'opt1',
-            untitledMultipleSelectEnum: ['option1'],
-            titledMultipleSelectEnum: ['value1'],
-          },
+          content: FILLED_FORM,
         };
       });
       c.onRequest('sampling/createMessage', () => {

@@ -4,9 +4,11 @@ import { type Connection, connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { FILLED_FORM } from '../helpers/elicitation.js';
 import { STEPS, served } from '../helpers/served.js';
 
 const SDK2 = (era: 'modern' | 'dual') => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/sdk2.js`, era] });
+const EVERYTHING = { command: process.execPath, args: [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'] };
 const IGNORES_PROBE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/ignores-probe.js`] };
 
 const META = {
@@ -30,7 +32,16 @@ describe('serve: modern (2026-07-28) requests', function () {
     const client = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url!)));
     try {
-      expect((await client.listTools()).tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'steps', 'steps-once']);
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).to.deep.equal([
+        'deploy',
+        'echo',
+        'haiku',
+        'pester',
+        'roots',
+        'route',
+        'steps',
+        'steps-once',
+      ]);
       expect(await client.callTool({ name: 'echo', arguments: { text: 'through serve ✓' } })).to.deep.include({
         content: [{ type: 'text', text: 'through serve ✓' }],
       });
@@ -78,7 +89,8 @@ describe('serve: modern (2026-07-28) requests', function () {
       .filter((l) => l.startsWith('data: '))
       .map((l) => JSON.parse(l.slice(6)));
     expect(events.filter((e) => e.method === 'notifications/progress').map((e) => e.params.progress)).to.deep.equal([1, 2, 3, 4]);
-    expect(events.at(-1)).to.deep.include({ id: 2, result: { content: [{ type: 'text', text: '4 steps' }] } });
+    // The server behind is legacy: its result goes out as a 2026-07-28 one, saying it is complete.
+    expect(events.at(-1)).to.deep.include({ id: 2, result: { content: [{ type: 'text', text: '4 steps' }], resultType: 'complete' } });
     // A's log message, and each of B's four log messages (they carry no token), were dropped and counted.
     expect(bridge.unattributed).to.equal(5);
   });
@@ -98,11 +110,52 @@ describe('serve: modern (2026-07-28) requests', function () {
     expect(JSON.parse(right.body)).to.deep.include({ id: 9 });
   });
 
-  it('leads a client to the handshake when the server behind it is legacy, even one that ignores the probe', async () => {
+  it('translates for a modern client when the server behind it is legacy, even one that ignores the probe', async () => {
     ({ bridge, log } = await served(IGNORES_PROBE));
     const c = await connect({ type: 'http', url: bridge.url! });
     open.push(c);
-    expect(c.era).to.equal('legacy');
+    expect(c.era).to.equal('modern');
     expect(await c.request('tools/call', { name: 'x' })).to.deep.equal({ content: [{ type: 'text', text: 'legacy' }] });
+    expect(log.some((l) => l.includes('speaks only the initialize era: translating'))).to.equal(true);
+  });
+
+  it("lets a modern client complete an elicitation-driven call on a legacy server: the server's question becomes input_required", async () => {
+    ({ bridge, log } = await served(EVERYTHING));
+    const asked: string[] = [];
+    const c = await connect(
+      { type: 'http', url: bridge.url! },
+      {
+        onSpawn: (conn) =>
+          conn.onRequest('elicitation/create', (params) => {
+            asked.push((params as { message: string }).message);
+            return {
+              action: 'accept',
+              content: FILLED_FORM,
+            };
+          }),
+      },
+    );
+    open.push(c);
+    expect(c.era).to.equal('modern');
+    // The server saw the modern client's capabilities at initialize: its elicitation tool is there.
+    const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
+    expect(tools.map((t) => t.name)).to.include('trigger-elicitation-request');
+    const result = (await c.request('tools/call', { name: 'trigger-elicitation-request', arguments: {} })) as { content: unknown[] };
+    expect(JSON.stringify(result.content)).to.include('Ada');
+    expect(asked).to.have.length(1);
+  });
+
+  it('lets the MCP SDK 2.x client use a legacy stdio server through the bridge, as a modern one', async () => {
+    ({ bridge, log } = await served(EVERYTHING));
+    const client = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url!)));
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).to.include('echo');
+      expect(await client.callTool({ name: 'echo', arguments: { message: 'modern in front ✓' } })).to.deep.include({
+        content: [{ type: 'text', text: 'Echo: modern in front ✓' }],
+      });
+    } finally {
+      await client.close();
+    }
   });
 });

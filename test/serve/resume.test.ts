@@ -37,7 +37,11 @@ describe('serve: streams that drop and resume', () => {
     proxy = await cutProxy();
     ({ bridge } = await served(STEPS, { allowHosts: [`127.0.0.1:${proxy.port}`] }));
     proxy.target = bridge.port!;
-    c = await connect({ type: 'http', url: `http://127.0.0.1:${proxy.port}/mcp` }, { reconnect: { initialDelayMs: 10, maxAttempts: 10 } });
+    // A legacy session (resumable streams): asked for, since serve would speak modern to an auto client.
+    c = await connect(
+      { type: 'http', url: `http://127.0.0.1:${proxy.port}/mcp` },
+      { protocolVersion: '2025-11-25', reconnect: { initialDelayMs: 10, maxAttempts: 10 } },
+    );
     const progress: number[] = [];
     const notes: string[] = [];
     c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
