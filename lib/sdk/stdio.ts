@@ -49,6 +49,15 @@ export class StdioTransport {
     return this.#channel?.pid;
   }
 
+  /**
+   * The server's stderr stream, once started (null before), as the SDK's own stdio transport has one. Its
+   * presence (with `pid`) is also how the SDK 2.x client's `'auto'` negotiation knows a stdio transport, where a
+   * server silent on the `server/discover` probe is a legacy server, not an outage.
+   */
+  get stderr(): NodeJS.ReadableStream | null {
+    return this.#channel?.child.stderr ?? null;
+  }
+
   /** The last lines the server wrote to stderr. */
   get stderrTail(): string[] {
     return this.#channel?.stderrTail ?? [];

@@ -1,3 +1,4 @@
+import { Client as Client2 } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
@@ -72,6 +73,25 @@ describe("mcp-frame/sdk: StdioTransport under the MCP SDK's Client", function ()
     );
     expect(err?.message).to.match(/exited with code 3; its last stderr lines: .*DEMO_API_KEY is not set/);
     expect(errors.map((e) => e.message).join('\n')).to.match(/exited with code 3/);
+  });
+
+  it("lets the MCP SDK 2.x client's auto negotiation find a legacy server that ignores the probe, and a modern one", async () => {
+    const legacy = new Client2({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto', probe: { timeoutMs: 500 } } });
+    await legacy.connect(new StdioTransport(testServer('ignores-probe')));
+    try {
+      expect(await legacy.callTool({ name: 'x', arguments: {} })).to.deep.include({ content: [{ type: 'text', text: 'legacy' }] });
+    } finally {
+      await legacy.close();
+    }
+    const modern = new Client2({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await modern.connect(new StdioTransport(testServer('sdk2', 'modern')));
+    try {
+      expect(await modern.callTool({ name: 'echo', arguments: { text: 'modern ✓' } })).to.deep.include({
+        content: [{ type: 'text', text: 'modern ✓' }],
+      });
+    } finally {
+      await modern.close();
+    }
   });
 
   it('closes a server that ignores SIGTERM, escalating to SIGKILL, and calls onclose', async function () {
