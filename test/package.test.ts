@@ -73,6 +73,9 @@ const ENTRY_POINTS = {
   'mcp-frame/client': {
     file: 'client/index.ts',
     names: [
+      'ListenFilter',
+      'MAX_INPUT_ROUNDS',
+      'Subscription',
       'AuthChallenge',
       'AuthEvent',
       'AuthOptions',

@@ -21,6 +21,7 @@ import {
   pickModernVersion,
   type ProtocolEra,
   withModernMeta,
+  META_SUBSCRIPTION_ID,
 } from './modern.js';
 import { openSocket } from './socket.js';
 import { SseChannel } from './sse.js';
@@ -107,6 +108,38 @@ export interface FrameTrace {
   preview: string;
 }
 
+/** What a listen() asks for: list changes by kind, and updates of resources by URI. */
+export interface ListenFilter {
+  toolsListChanged?: boolean;
+  promptsListChanged?: boolean;
+  resourcesListChanged?: boolean;
+  resourceSubscriptions?: string[];
+}
+
+/** An open listen(): what the server agreed to send, and how to stop. */
+export interface Subscription {
+  acknowledged: ListenFilter;
+  close(): Promise<void>;
+}
+
+/** Whether a notification is one that `filter` asks for. */
+function wantedBy(filter: ListenFilter, msg: Record<string, unknown>): boolean {
+  switch (msg.method) {
+    case 'notifications/tools/list_changed':
+      return filter.toolsListChanged === true;
+    case 'notifications/prompts/list_changed':
+      return filter.promptsListChanged === true;
+    case 'notifications/resources/list_changed':
+      return filter.resourcesListChanged === true;
+    case 'notifications/resources/updated': {
+      const uri = isObject(msg.params) ? msg.params.uri : undefined;
+      return typeof uri === 'string' && (filter.resourceSubscriptions ?? []).includes(uri);
+    }
+    default:
+      return false;
+  }
+}
+
 /** How many times a modern request may come back `input_required` before the client gives up. */
 export const MAX_INPUT_ROUNDS = 8;
 
@@ -190,6 +223,8 @@ export class Connection extends EventEmitter {
   #declared: Json = {};
   /** The legacy revision to ask for in initialize, when a modern probe was answered with only legacy versions. */
   #legacyVersion: string | undefined;
+  /** Modern era: the open subscriptions/listen streams, by the id of the request that opened each. */
+  readonly #subscriptions = new Map<number, (msg: Json) => void>();
 
   constructor(channel: Channel, options: { requestTimeoutMs?: number } = {}) {
     super();
@@ -426,6 +461,67 @@ export class Connection extends EventEmitter {
     return this;
   }
 
+  /**
+   * Listens for list changes and resource updates: on a modern server a `subscriptions/listen` stream (its
+   * notifications go to `onNotification`, and over HTTP a stream that breaks is opened again within the
+   * reconnection budget); on a legacy server, what that era has: `resources/subscribe` for each of
+   * `resourceSubscriptions`, and the session's own list-changed notifications, filtered the same way. Resolves
+   * once the server has acknowledged, with what it agreed to send and a close() that ends it.
+   */
+  async listen(filter: ListenFilter, onNotification: (msg: Json) => void): Promise<Subscription> {
+    if (this.#meta === undefined) return this.#legacyListen(filter, onNotification);
+    const id = this.#nextId;
+    const abort = new AbortController();
+    let acknowledge!: (agreed: ListenFilter) => void;
+    const acknowledged = new Promise<ListenFilter>((resolve) => (acknowledge = resolve));
+    this.#subscriptions.set(id, (msg) => {
+      if (msg.method === 'notifications/subscriptions/acknowledged') {
+        const params = isObject(msg.params) ? msg.params : {};
+        return acknowledge(isObject(params.notifications) ? (params.notifications as ListenFilter) : {});
+      }
+      onNotification(msg);
+    });
+    const done = this.#call('subscriptions/listen', withModernMeta({ notifications: filter }, this.#metaNow()), {
+      timeoutMs: Infinity,
+      signal: abort.signal,
+    });
+    done.catch(() => undefined).finally(() => this.#subscriptions.delete(id));
+    const agreed = await Promise.race([acknowledged, done.then(() => undefined)]);
+    if (agreed === undefined)
+      throw new ConnectionError('INVALID_RESPONSE', `server "${this.#channel.name}" ended subscriptions/listen without acknowledging it`);
+    return {
+      acknowledged: agreed,
+      close: async () => {
+        abort.abort();
+        this.#subscriptions.delete(id);
+        await done.catch(() => undefined);
+      },
+    };
+  }
+
+  async #legacyListen(filter: ListenFilter, onNotification: (msg: Json) => void): Promise<Subscription> {
+    const capabilities = isObject(this.#initializeResult?.capabilities) ? this.#initializeResult.capabilities : {};
+    const has = (kind: string, flag: string): boolean => isObject(capabilities[kind]) && (capabilities[kind] as Json)[flag] === true;
+    const agreed: ListenFilter = {};
+    if (filter.toolsListChanged && has('tools', 'listChanged')) agreed.toolsListChanged = true;
+    if (filter.promptsListChanged && has('prompts', 'listChanged')) agreed.promptsListChanged = true;
+    if (filter.resourcesListChanged && has('resources', 'listChanged')) agreed.resourcesListChanged = true;
+    const uris = has('resources', 'subscribe') ? (filter.resourceSubscriptions ?? []) : [];
+    for (const uri of uris) await this.request('resources/subscribe', { uri });
+    if (uris.length > 0) agreed.resourceSubscriptions = [...uris];
+    const listener = (msg: Json): void => {
+      if (wantedBy(agreed, msg)) onNotification(msg);
+    };
+    this.on('notification', listener);
+    return {
+      acknowledged: agreed,
+      close: async () => {
+        this.off('notification', listener);
+        for (const uri of uris) await this.request('resources/unsubscribe', { uri }).catch(() => undefined);
+      },
+    };
+  }
+
   /** Calls `handler` for each notification of `method` from the server. */
   onNotification(method: string, handler: NotificationHandler): this {
     const list = this.#notificationHandlers.get(method) ?? [];
@@ -630,6 +726,14 @@ export class Connection extends EventEmitter {
   }
 
   #notification(msg: Json): void {
+    // A notification of a subscriptions/listen stream goes to the listener that opened it.
+    const meta = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : undefined;
+    const subscription = meta === undefined ? undefined : this.#subscriptions.get(meta[META_SUBSCRIPTION_ID] as number);
+    if (subscription !== undefined) {
+      subscription(msg);
+      this.emit('notification', msg);
+      return;
+    }
     for (const handler of this.#notificationHandlers.get(msg.method as string) ?? []) {
       try {
         handler(msg.params, msg);

@@ -15,7 +15,7 @@ import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
 import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
-import { modernHeaders, type ProtocolEra } from './modern.js';
+import { META_SUBSCRIPTION_ID, modernHeaders, type ProtocolEra } from './modern.js';
 import { type ParamHeader, paramHeaderValues, scanParamHeaders } from './param-headers.js';
 import {
   type HttpChannelOptions,
@@ -42,6 +42,8 @@ type Id = string | number;
  */
 const HARMLESS_METHODS = new Set([
   'ping',
+  // A listen stream opened again (its notifications keep the id of the first, see #receive).
+  'subscriptions/listen',
   'server/discover',
   'tools/list',
   'resources/list',
@@ -355,6 +357,15 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   #receive(msg: unknown): void {
+    // A notification of a listen stream opened again carries the id it was opened under: the session knows the first.
+    if (isObject(msg) && 'method' in msg && !('id' in msg) && isObject(msg.params) && isObject(msg.params._meta)) {
+      const alias = msg.params._meta[META_SUBSCRIPTION_ID];
+      const first = alias === undefined ? undefined : this.#aliases.get(alias as Id);
+      if (first !== undefined) {
+        this.emit('message', { ...msg, params: { ...msg.params, _meta: { ...msg.params._meta, [META_SUBSCRIPTION_ID]: first } } });
+        return;
+      }
+    }
     if (isObject(msg) && !('method' in msg) && 'id' in msg) {
       const id = msg.id as Id;
       // A response may come on its own stream or, resumed, on another: the map says which stream owed it.

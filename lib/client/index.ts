@@ -51,6 +51,9 @@ export {
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,
   type ConnectOptions,
+  type ListenFilter,
   type RequestOptions,
+  type Subscription,
+  MAX_INPUT_ROUNDS,
   type FrameTrace,
 } from './connection.js';

@@ -14,6 +14,8 @@ export type ProtocolEra = 'modern' | 'legacy';
 export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CLIENT_INFO = 'io.modelcontextprotocol/clientInfo';
 export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+/** Which subscriptions/listen stream a notification belongs to: the id of the request that opened it. */
+export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 /** The log level a modern request asks for (the modern era has no logging/setLevel). */
 export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 

@@ -67,6 +67,11 @@ export function sdk2Server(name: string): McpServer {
     },
     async ({ region, shard, q }) => ({ content: [{ type: 'text', text: `${q} in ${region}/${shard}` }] }),
   );
+  // A tool that adds a tool: the server's tool list changes, for listen().
+  server.registerTool('grow', { inputSchema: z.object({ name: z.string() }) }, async ({ name }) => {
+    server.registerTool(name, { inputSchema: z.object({}) }, async () => ({ content: [{ type: 'text', text: name }] }));
+    return { content: [{ type: 'text', text: `added ${name}` }] };
+  });
   server.registerTool('pester', { inputSchema: z.object({}) }, (async () =>
     inputRequired({ inputRequests: { again: inputRequired.elicit({ message: 'again?', requestedSchema: confirmation }) } })) as never);
   return server;

@@ -24,14 +24,18 @@ export const initializeResult = (name: string): Json => ({
 export function serve(
   name: string,
   handle: Handler = () => undefined,
-  options: { onEnd?: () => void; onOther?: (msg: Json) => void; ignoreProbe?: boolean } = {},
+  options: { onEnd?: () => void; onOther?: (msg: Json) => void; ignoreProbe?: boolean; initializeCapabilities?: Json } = {},
 ): void {
   const rl = createInterface({ input: process.stdin });
   rl.on('line', (line) => {
     if (line.trim() === '') return;
     const msg = JSON.parse(line) as Json;
     if (msg.id === undefined || typeof msg.method !== 'string') return options.onOther?.(msg);
-    if (msg.method === 'initialize') return write({ jsonrpc: '2.0', id: msg.id, result: initializeResult(name) });
+    if (msg.method === 'initialize') {
+      const result = initializeResult(name);
+      if (options.initializeCapabilities !== undefined) result.capabilities = options.initializeCapabilities;
+      return write({ jsonrpc: '2.0', id: msg.id, result });
+    }
     if (msg.method === 'ping') return write({ jsonrpc: '2.0', id: msg.id, result: {} });
     if (msg.method === 'server/discover') {
       if (options.ignoreProbe) return;
