@@ -176,7 +176,11 @@ export async function bridgeCommand(argv: string[]): Promise<number> {
         continue;
       }
       const request = isObject(msg) && 'method' in msg && 'id' in msg ? (msg as { id: unknown; method: string; params?: unknown }) : undefined;
-      if (request?.method === 'initialize') hostInit = { id: request.id, params: isObject(request.params) ? request.params : {} };
+      if (request?.method === 'initialize') {
+        hostInit = { id: request.id, params: isObject(request.params) ? request.params : {} };
+        // A host that probed the modern way and fell back: the session from here on is a legacy one.
+        if (current instanceof HttpChannel) current.useProtocol('legacy', undefined);
+      }
       // A modern host's requests carry their revision: the channel then sends the headers it requires.
       const asked =
         request !== undefined && isObject(request.params) && isObject(request.params._meta) ? request.params._meta[META_PROTOCOL_VERSION] : undefined;

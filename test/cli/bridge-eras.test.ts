@@ -8,6 +8,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connection.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { sdkServer } from '../helpers/sdk-http-server.js';
 import { sdk2Http } from '../helpers/sdk2.js';
 import { sseServer } from '../helpers/sse-server.js';
 
@@ -54,6 +55,27 @@ describe('mcp-frame bridge between eras', function () {
       await c.close();
       const call = server.seen.find((r) => r.body.includes('"tools/call"'))!;
       expect(call.headers).to.include({ 'mcp-method': 'tools/call', 'mcp-name': 'echo', 'mcp-protocol-version': '2026-07-28' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('lets a modern host complete an elicitation-driven tool call on a legacy server (the host falls back to initialize)', async () => {
+    const server = await sdkServer();
+    try {
+      const asked: string[] = [];
+      const c = await connect(bridge(server.url), {
+        onSpawn: (conn) =>
+          conn.onRequest('elicitation/create', (params) => {
+            asked.push((params as { message: string }).message);
+            return { action: 'accept', content: { confirm: true } };
+          }),
+      });
+      expect(c.era).to.equal('legacy');
+      const result = (await c.request('tools/call', { name: 'confirm', arguments: {} })) as { content: Array<{ text: string }> };
+      expect(result.content[0]!.text).to.equal('accept: {"confirm":true}');
+      expect(asked).to.deep.equal(['Proceed?']);
+      await c.close();
     } finally {
       await server.close();
     }

@@ -2,6 +2,7 @@
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +28,17 @@ export async function sdkServer(): Promise<{ url: string; sessions: Map<string, 
     server.registerTool('roots', {}, async () => {
       const { roots } = await server.server.listRoots();
       return { content: [{ type: 'text', text: roots.map((r) => r.uri).join(',') }] };
+    });
+    // Elicitation the legacy way: the server's own elicitation/create request, on the call's stream.
+    server.registerTool('confirm', {}, async (extra) => {
+      const answer = await extra.sendRequest(
+        {
+          method: 'elicitation/create',
+          params: { message: 'Proceed?', requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' } }, required: ['confirm'] } },
+        },
+        ElicitResultSchema,
+      );
+      return { content: [{ type: 'text', text: `${answer.action}: ${JSON.stringify(answer.content)}` }] };
     });
     servers.push(server);
     return server;
