@@ -10,7 +10,7 @@ import { type FrameError, safeLine } from '../errors.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { CliError, EXIT, parseOptions } from './io.js';
-import { LegacyHostSession, modernOnlyRefusal } from './translate.js';
+import { LegacyHostSession, modernOnlyRefusal } from '../client/translate.js';
 
 export const USAGE = `usage: mcp-frame bridge <server> [--config path]
        mcp-frame bridge --url <url> [--header 'Name: value']...

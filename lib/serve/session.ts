@@ -6,7 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { connectOver } from '../client/connection.js';
+import { pickModernVersion } from '../client/modern.js';
 import type { StdioChannel } from '../client/stdio.js';
+import { LegacyHostSession, modernOnlyRefusal } from '../client/translate.js';
 import { isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
 import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
@@ -48,6 +51,11 @@ export class StreamableSession {
   #nextStream = 1;
   #ended: string | undefined;
   #endedDone = false;
+  /** The client's initialize, until the child answers it. */
+  #init: { id: JsonRpcId; params: Record<string, unknown> } | undefined;
+  /** A modern-only child: the client's legacy session is answered here, over a Connection (see LegacyHostSession). */
+  #translating: Promise<LegacyHostSession | undefined> | undefined;
+  #translation: LegacyHostSession | undefined;
 
   constructor(ctx: ServeContext, onEnd: (session: StreamableSession, why: string) => void) {
     this.#ctx = ctx;
@@ -152,6 +160,15 @@ export class StreamableSession {
   }
 
   #toServer(msg: unknown): void {
+    if (this.#translating !== undefined) {
+      // In order: each waits for the translation, and for the one before it to be handed on.
+      this.#translating = this.#translating.then((session) => {
+        session?.fromHost(msg);
+        return session;
+      });
+      return;
+    }
+    if (isRequest(msg) && msg.method === 'initialize') this.#init = { id: msg.id, params: isObject(msg.params) ? msg.params : {} };
     // A cancelled request may never be answered: its stream must not wait for it.
     if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params)) {
       const pending = this.#pending.get(idKey(msg.params.requestId));
@@ -163,11 +180,51 @@ export class StreamableSession {
   }
 
   #fromServer(msg: unknown): void {
+    // Translating: the Connection reads the child.
+    if (this.#translating !== undefined) return;
+    if (isResponse(msg) && this.#init !== undefined && idKey(msg.id) === idKey(this.#init.id)) {
+      if (modernOnlyRefusal(msg)) return this.#translate(msg as unknown as Record<string, unknown>);
+      this.#init = undefined;
+    }
+    this.#toClient(msg);
+  }
+
+  /** A message for the client: an answer goes to its request's stream, anything else where #routeOf says. */
+  #toClient(msg: unknown): void {
     if (isResponse(msg)) {
       this.#answer(msg);
       return;
     }
     this.#routeOf(msg).push(JSON.stringify(msg));
+  }
+
+  /**
+   * The child refused the client's initialize naming only modern revisions: the session goes on over a
+   * Connection that speaks modern to it, and the client gets a legacy session from here.
+   */
+  #translate(refusal: Record<string, unknown>): void {
+    const init = this.#init!;
+    this.#init = undefined;
+    this.#translating = (async () => {
+      const data = (refusal.error as { data?: { supported?: unknown } }).data;
+      const version = pickModernVersion(data?.supported);
+      const hostCapabilities = isObject(init.params.capabilities) ? init.params.capabilities : {};
+      try {
+        const connection = await connectOver(this.channel, {
+          protocolVersion: version,
+          capabilities: hostCapabilities,
+          ...(isObject(init.params.clientInfo) ? { clientInfo: init.params.clientInfo as { name: string; version: string } } : {}),
+        });
+        const session = new LegacyHostSession(connection, (msg) => this.#toClient(msg), hostCapabilities);
+        this.#translation = session;
+        this.#ctx.log(`${this.label}: the server speaks only ${version}: translating`);
+        this.#answer({ jsonrpc: '2.0', id: init.id, result: session.initializeResult(init.params.protocolVersion) } as { id: unknown });
+        return session;
+      } catch (err) {
+        this.#answer(rpcError(init.id, SERVER_ERROR, (err as Error).message));
+        return undefined;
+      }
+    })();
   }
 
   /** Where a message from the server that is not an answer goes. */
@@ -211,6 +268,7 @@ export class StreamableSession {
   #end(why: string): void {
     if (this.#endedDone) return;
     this.#endedDone = true;
+    this.#translation?.close();
     this.#ended = why;
     for (const pending of [...this.#pending.values()]) this.#answer(rpcError(pending.id, SERVER_ERROR, why));
     this.#get.finish();

@@ -1,4 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as StreamableHTTPClientTransport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import { type Connection, connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
@@ -35,6 +38,7 @@ describe('serve: modern (2026-07-28) requests', function () {
       expect((await client.listTools()).tools.map((t) => t.name).sort()).to.deep.equal([
         'deploy',
         'echo',
+        'grow',
         'haiku',
         'pester',
         'roots',
@@ -157,5 +161,26 @@ describe('serve: modern (2026-07-28) requests', function () {
     } finally {
       await client.close();
     }
+  });
+
+  it('lets a legacy host (the MCP SDK 1.x client) complete an elicitation-driven call on a modern-only stdio server', async () => {
+    ({ bridge, log } = await served(SDK2('modern')));
+    const host = new Client1({ name: 'legacy-host', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    const asked: string[] = [];
+    host.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message);
+      return { action: 'accept', content: { confirm: true } };
+    });
+    await host.connect(new StreamableHTTPClientTransport1(new URL(bridge.url!)));
+    try {
+      expect(host.getServerVersion()?.name).to.equal('sdk2-modern');
+      expect(await host.callTool({ name: 'deploy', arguments: { env: 'staging' } })).to.deep.include({
+        content: [{ type: 'text', text: 'deployed to staging (state deploy:staging:✓)' }],
+      });
+      expect(asked).to.deep.equal(['Deploy to staging?']);
+    } finally {
+      await host.close();
+    }
+    expect(log.some((l) => /session \w+: the server speaks only 2026-07-28: translating/.test(l))).to.equal(true);
   });
 });

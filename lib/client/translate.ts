@@ -1,13 +1,13 @@
 /*
- * bridge between eras: a legacy host (it sends `initialize`) in front of a modern-only remote server. The
+ * Between eras: a legacy host (it sends `initialize`) in front of a modern-only server, for `bridge` (a remote
+ * server) and `serve` (a stdio one). The
  * host's session is answered here, from the server's discover result; its requests go to the server the modern
  * way through a Connection; an `input_required` result becomes the legacy request the host knows
  * (`elicitation/create`, `sampling/createMessage`, `roots/list`), and the host's answer completes the call; the
  * server's notifications (progress, log messages) flow back as they are.
  */
-import { type Connection, RpcError } from '../client/connection.js';
-import { SUPPORTED_PROTOCOL_VERSIONS, LATEST_PROTOCOL_VERSION } from '../client/connection.js';
-import { ConnectionError } from '../client/errors.js';
+import { type Connection, LATEST_PROTOCOL_VERSION, RpcError, SUPPORTED_PROTOCOL_VERSIONS } from './connection.js';
+import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
 
 type Json = Record<string, unknown>;
