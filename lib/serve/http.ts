@@ -174,7 +174,7 @@ export class HttpFront {
     const modern = modernRequest(messages, req);
     if (modern !== undefined) {
       if (this.#modern.pending >= this.#ctx.maxPendingPerSession) refuse(429, `${this.#modern.pending} modern requests are in flight already`);
-      return this.#modern.handle(modern, res).catch((err: Error) => refuse(502, err.message));
+      return this.#modern.handle(modern, res, req.headers).catch((err: Error) => refuse(502, err.message));
     }
     const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize');
     const session = initialize === undefined ? this.#session(req) : await this.#open(req, messages);

@@ -11,11 +11,14 @@
  * answers the child and completes the call. The session is shared by every modern client: a server that keeps
  * per-client state across calls keeps it for all of them.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { LATEST_PROTOCOL_VERSION } from '../client/connection.js';
+import { type ParamHeader, scanParamHeaders } from '../client/param-headers.js';
 import {
+  decodeHeaderValue,
   isModernError,
+  MODERN_ERRORS,
   META_CLIENT_CAPABILITIES,
   META_CLIENT_INFO,
   META_LOG_LEVEL,
@@ -79,6 +82,8 @@ export class ModernHub {
   /** Answers the bridge waits for itself (the probe, initialize), by id. */
   readonly #own = new Map<string, (msg: Record<string, unknown>) => void>();
   readonly #suspended = new Map<string, Suspended>();
+  /** Each tool's x-mcp-header declarations, from the child's tool list (read once, and from every tools/list answer). */
+  #toolHeaders: Map<string, ParamHeader[]> | undefined;
 
   constructor(ctx: ServeContext) {
     this.#ctx = ctx;
@@ -95,8 +100,16 @@ export class ModernHub {
   }
 
   /** Forwards one modern request; its answer (and notifications) go out on `res`. */
-  async handle(msg: JsonRpcRequest, res: ServerResponse): Promise<void> {
+  async handle(msg: JsonRpcRequest, res: ServerResponse, headers: IncomingHttpHeaders = {}): Promise<void> {
     const child = await this.#started(msg);
+    // The child reads the body but not the headers: the Mcp-Param-* headers are checked against it here.
+    const mismatch = msg.method === 'tools/call' ? await this.#paramMismatch(child, msg, headers) : undefined;
+    if (mismatch !== undefined) {
+      res
+        .writeHead(400, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify(rpcError(msg.id, MODERN_ERRORS.headerMismatch, `Header mismatch: ${mismatch}`)));
+      return;
+    }
     const legacy = this.#legacy;
     if (legacy !== undefined && msg.method === 'server/discover') {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: discoverFrom(legacy) }));
@@ -221,6 +234,45 @@ export class ModernHub {
     return child;
   }
 
+  /** Notes each listed tool's x-mcp-header declarations (a tool whose annotations break the rules has none to check). */
+  #learnTools(result: Record<string, unknown>): void {
+    if (!Array.isArray(result.tools)) return;
+    this.#toolHeaders ??= new Map();
+    for (const tool of result.tools) {
+      if (!isObject(tool) || typeof tool.name !== 'string') continue;
+      const scanned = scanParamHeaders(tool.inputSchema);
+      if ('headers' in scanned && scanned.headers.length > 0) this.#toolHeaders.set(tool.name, scanned.headers);
+      else this.#toolHeaders.delete(tool.name);
+    }
+  }
+
+  /**
+   * Why a tools/call's Mcp-Param-* headers disagree with its body (the spec's HeaderMismatch), or undefined: a
+   * declared argument present in the body needs its header, equal once the Base64 form is decoded (numbers
+   * compared as numbers); a null or absent one needs none.
+   */
+  async #paramMismatch(child: StdioChannel, msg: JsonRpcRequest, headers: IncomingHttpHeaders): Promise<string | undefined> {
+    if (this.#toolHeaders === undefined) {
+      // The client's protocol metadata (a modern child checks it), without its progress token.
+      const { progressToken: _token, ...meta } = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : {};
+      const listed = await this.#ask(child, 'tools/list', this.#legacy === undefined ? { _meta: meta } : {}, 10_000);
+      if (isObject(listed?.result)) this.#learnTools(listed.result);
+    }
+    const params = isObject(msg.params) ? msg.params : {};
+    const declared = typeof params.name === 'string' ? this.#toolHeaders?.get(params.name) : undefined;
+    for (const { name, path } of declared ?? []) {
+      let value: unknown = params.arguments;
+      for (const key of path) value = isObject(value) ? value[key] : undefined;
+      if (value === undefined || value === null) continue;
+      const raw = headers[`mcp-param-${name.toLowerCase()}`];
+      if (typeof raw !== 'string') return `the body carries ${path.join('.')} but the Mcp-Param-${name} header is absent`;
+      const got = decodeHeaderValue(raw);
+      const same = typeof value === 'number' ? Number(got) === value : typeof value === 'boolean' ? got === String(value) : got === value;
+      if (!same) return `the Mcp-Param-${name} header does not match the body's ${path.join('.')}`;
+    }
+    return undefined;
+  }
+
   /** A request of the bridge's own to the child, and its answer (undefined after `timeoutMs`). */
   #ask(child: StdioChannel, method: string, params: unknown, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
     const id = `mcp-frame-${method}-${randomUUID()}`;
@@ -324,6 +376,7 @@ export class ModernHub {
   #answer(n: number, msg: Record<string, unknown>): void {
     const exchange = this.#exchanges.get(n);
     if (exchange === undefined || !this.#forget(n)) return;
+    if (exchange.method === 'tools/list' && isObject(msg.result)) this.#learnTools(msg.result);
     const result = this.#legacy !== undefined && isObject(msg.result) ? modernResult(exchange.method, msg.result) : msg.result;
     const out = { ...msg, ...(result === undefined ? {} : { result }), id: exchange.id };
     if (exchange.res.destroyed) return;

@@ -44,6 +44,21 @@ describe('mcp-frame bridge between eras', function () {
     }
   });
 
+  it('gives a legacy host that asks an older revision (2025-06-18) that revision back, from a modern-only server', async () => {
+    const server = await sdk2Http('modern');
+    try {
+      const c = await connect(bridge(server.url), { protocolVersion: '2025-06-18' });
+      expect([c.era, c.protocolVersion]).to.deep.equal(['legacy', '2025-06-18']);
+      expect((c.initializeResult?.serverInfo as { name?: string } | undefined)?.name).to.equal('sdk2-modern');
+      expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'old revision' } })).to.deep.include({
+        content: [{ type: 'text', text: 'old revision' }],
+      });
+      await c.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   it('passes a modern host through, with the 2026-07-28 headers', async () => {
     const server = await sdk2Http('modern');
     try {

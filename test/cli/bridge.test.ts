@@ -28,7 +28,7 @@ describe('mcp-frame bridge', function () {
       await client.connect(transport);
       expect(client.getServerVersion()).to.deep.include({ name: 'sdk-http' });
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'roots', 'steps']);
+      expect(tools.map((t) => t.name).sort()).to.deep.equal(['confirm', 'echo', 'roots', 'steps']);
       expect(await client.callTool({ name: 'echo', arguments: { text: 'through the bridge ✓' } })).to.deep.include({
         content: [{ type: 'text', text: 'through the bridge ✓' }],
       });

@@ -17,7 +17,7 @@ describe("connect over Streamable HTTP to the MCP SDK's server", () => {
     c = await connect({ type: 'http', url: server.url });
     expect(c.initializeResult).to.deep.include({ serverInfo: { name: 'sdk-http', version: '1.0.0' } });
     const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
-    expect(tools.map((t) => t.name).sort()).to.deep.equal(['echo', 'roots', 'steps']);
+    expect(tools.map((t) => t.name).sort()).to.deep.equal(['confirm', 'echo', 'roots', 'steps']);
     expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'ünï 😀' } })).to.deep.include({
       content: [{ type: 'text', text: 'ünï 😀' }],
     });

@@ -183,4 +183,35 @@ describe('serve: modern (2026-07-28) requests', function () {
     }
     expect(log.some((l) => /session \w+: the server speaks only 2026-07-28: translating/.test(l))).to.equal(true);
   });
+
+  it('checks the Mcp-Param-* headers of a tool call against its body, for a modern server that reads only the body', async () => {
+    ({ bridge, log } = await served(SDK2('modern')));
+    const call = (headers: Record<string, string>, args: Record<string, unknown>) =>
+      rawRequest(bridge.url!, {
+        method: 'POST',
+        headers: { ...MCP_HEADERS, 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': 'route', ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'route', arguments: args, _meta: META } }),
+      });
+    const args = { region: 'zürich', shard: 3, q: 'x' };
+    const base64 = `=?base64?${Buffer.from('zürich').toString('base64')}?=`;
+    const ok = await call({ 'mcp-param-region': base64, 'mcp-param-shard': '3' }, args);
+    expect(ok.status).to.equal(200);
+    expect(ok.headers['mcp-session-id']).to.equal(undefined);
+    for (const [headers, reason] of [
+      [{ 'mcp-param-shard': '3' }, /Mcp-Param-Region header is absent/],
+      [{ 'mcp-param-region': 'geneva', 'mcp-param-shard': '3' }, /Mcp-Param-Region header does not match/],
+      [{ 'mcp-param-region': base64, 'mcp-param-shard': '4' }, /Mcp-Param-Shard header does not match/],
+    ] as const) {
+      const refused = await call(headers, args);
+      expect(refused.status).to.equal(400);
+      expect(JSON.parse(refused.body).error).to.deep.include({ code: -32020 });
+      expect(JSON.parse(refused.body).error.message).to.match(reason);
+    }
+    // And mcp-frame's own client, which mirrors them, gets through.
+    const c = await connect({ type: 'http', url: bridge.url! });
+    open.push(c);
+    expect(await c.request('tools/call', { name: 'route', arguments: { region: 'eu', shard: 1, q: 'y' } })).to.deep.include({
+      content: [{ type: 'text', text: 'y in eu/1' }],
+    });
+  });
 });
