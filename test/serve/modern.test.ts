@@ -149,15 +149,23 @@ describe('serve: modern (2026-07-28) requests', function () {
     expect(asked).to.have.length(1);
   });
 
-  it('lets the MCP SDK 2.x client use a legacy stdio server through the bridge, as a modern one', async () => {
+  it('lets the MCP SDK 2.x client use a legacy stdio server through the bridge, as a modern one, elicitation included', async () => {
     ({ bridge, log } = await served(EVERYTHING));
-    const client = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    const client = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: {} } });
+    const asked: string[] = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push((request.params as { message: string }).message);
+      return { action: 'accept', content: FILLED_FORM };
+    });
     await client.connect(new StreamableHTTPClientTransport(new URL(bridge.url!)));
     try {
       expect((await client.listTools()).tools.map((t) => t.name)).to.include('echo');
       expect(await client.callTool({ name: 'echo', arguments: { message: 'modern in front ✓' } })).to.deep.include({
         content: [{ type: 'text', text: 'Echo: modern in front ✓' }],
       });
+      const elicited = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+      expect(JSON.stringify(elicited.content)).to.include('Ada');
+      expect(asked).to.have.length(1);
     } finally {
       await client.close();
     }
