@@ -1,6 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { DecodeEvent } from './decode.js';
+import { tempDir } from './temp.js';
+
+// The command line keeps sign-in tokens in the user's config folder by default: never a test run's tokens.
+process.env.MCP_FRAME_AUTH_DIR ??= tempDir('auth-home');
 
 /** The repository root, found from the compiled test file's place (dist/test/helpers). */
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
