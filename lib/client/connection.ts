@@ -221,6 +221,8 @@ export class Connection extends EventEmitter {
   #meta: ClientMeta | undefined;
   /** The `capabilities` option, over what the handlers declare. */
   #declared: Json = {};
+  /** The modern metadata with the capabilities, for the #meta it was made from. */
+  #metaCache: { base: ClientMeta | undefined; meta: ClientMeta } | undefined;
   /** The legacy revision to ask for in initialize, when a modern probe was answered with only legacy versions. */
   #legacyVersion: string | undefined;
   /** Modern era: the open subscriptions/listen streams, by the id of the request that opened each. */
@@ -379,7 +381,11 @@ export class Connection extends EventEmitter {
 
   /** The modern metadata with the capabilities as they are now (handlers may have been added), and the log level. */
   #metaNow(): ClientMeta {
-    return { ...this.#meta!, capabilities: this.#capabilities() };
+    // Made again only when the metadata or the handlers changed: every modern request carries it.
+    if (this.#metaCache === undefined || this.#metaCache.base !== this.#meta) {
+      this.#metaCache = { base: this.#meta, meta: { ...this.#meta!, capabilities: this.#capabilities() } };
+    }
+    return this.#metaCache.meta;
   }
 
   /** The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. */
@@ -458,6 +464,7 @@ export class Connection extends EventEmitter {
   /** Answers the server's requests for `method`; the handler's return value (or promise) is the result. */
   onRequest(method: string, handler: RequestHandler): this {
     this.#requestHandlers.set(method, handler);
+    this.#metaCache = undefined;
     return this;
   }
 
@@ -559,6 +566,7 @@ export class Connection extends EventEmitter {
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     options = { ...options, timeoutMs: options.timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now()) };
     this.#declared = options.capabilities ?? {};
+    this.#metaCache = undefined;
     const meta: Omit<ClientMeta, 'protocolVersion'> = {
       clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION },
       capabilities: this.#capabilities(),
