@@ -267,6 +267,24 @@ describe('connect() with auth: signing in and staying signed in', function () {
     expect(err.message).not.to.match(/at-[0-9a-f]{32}/);
   });
 
+  it('keeps the refresh token out of a refused refresh that echoes it', async () => {
+    await start({ echoRefresh: true });
+    const store = memoryAuthStore();
+    const events: AuthEvent[] = [];
+    const c = await signIn({ store, onEvent: (e) => events.push(e), authorize: headlessAuthorize });
+    const refresh = (await store.get(new URL(server.url).href))!.tokens!.refreshToken!;
+    server.revokeAccess();
+    server.revokeRefresh();
+    // The refresh fails (its text echoes the token), and a new sign-in follows; no text carries the token.
+    await call(c);
+    const failed = events.filter((e) => e.type === 'failed') as Array<{ message: string }>;
+    expect(failed.length).to.be.greaterThan(0);
+    for (const e of failed) {
+      expect(e.message).not.to.include(refresh);
+      expect(e.message).to.include('[REDACTED]');
+    }
+  });
+
   it('never sends the token elsewhere: a request is not followed to another origin', async () => {
     await start();
     const c = await signIn();

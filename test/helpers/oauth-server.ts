@@ -40,6 +40,8 @@ export interface OAuthFaults {
   echoToken?: boolean;
   /** The MCP endpoint answers every request with a 307 to this URL. */
   redirectTo?: string;
+  /** A refused refresh echoes the presented refresh token in its error_description. */
+  echoRefresh?: boolean;
   /** The authorization endpoint redirects with this error instead of a code. */
   deny?: string;
 }
@@ -248,7 +250,9 @@ export class OAuthServer {
       const presented = form.get('refresh_token') ?? '';
       const found = this.#refresh.get(presented);
       if (found === 'spent') this.counts.refreshReused++;
-      if (found === undefined || found === 'spent' || found.clientId !== clientId) return json(400, { error: 'invalid_grant' });
+      if (found === undefined || found === 'spent' || found.clientId !== clientId) {
+        return json(400, { error: 'invalid_grant', ...(this.faults.echoRefresh ? { error_description: `unknown refresh token ${presented}` } : {}) });
+      }
       // Rotation: the presented token is spent; a second use is a reuse.
       this.#refresh.set(presented, 'spent');
       scope = found.scope;

@@ -264,9 +264,19 @@ export class AuthSession {
     }
   }
 
+  /** The error to throw, its text without any token or secret of this session (a server may echo one), and said. */
   #fail(error: ConnectionError): ConnectionError {
-    this.#event({ type: 'failed', code: error.code, message: error.message });
-    return error;
+    const message = this.scrub(error.message);
+    const scrubbed =
+      message === error.message
+        ? error
+        : new ConnectionError(error.code, message, {
+            status: error.status,
+            challenge: error.challenge,
+            ...(error.cause === undefined ? {} : { cause: error.cause }),
+          });
+    this.#event({ type: 'failed', code: scrubbed.code, message: scrubbed.message });
+    return scrubbed;
   }
 
   /** A refresh_token grant; the rotated refresh token is saved before anything else can use it. */
