@@ -2,18 +2,19 @@ import { pipeline } from 'node:stream/promises';
 import { loadConfig, type RemoteServerConfig, serverNamed } from '../client/config.js';
 import { type Connection, connectOver } from '../client/connection.js';
 import { ConnectionError } from '../client/errors.js';
-import { HttpChannel } from '../client/http.js';
+import { HttpChannel, type ReconnectOptions } from '../client/http.js';
 import { META_PROTOCOL_VERSION, pickModernVersion } from '../client/modern.js';
 import { SseChannel } from '../client/sse.js';
 import { isObject } from '../jsonrpc.js';
 import { type FrameError, safeLine } from '../errors.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { CliError, EXIT, parseOptions } from './io.js';
+import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
 import { LegacyHostSession, modernOnlyRefusal } from '../client/translate.js';
 
 export const USAGE = `usage: mcp-frame bridge <server> [--config path]
        mcp-frame bridge --url <url> [--header 'Name: value']...
+a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
        --no-browser  --callback-port n  --auth-timeout ms`;
 
@@ -23,12 +24,38 @@ interface BridgeArgs {
   headers: Record<string, string>;
   entry: RemoteServerConfig;
   auth: AuthFlags;
+  reconnect: ReconnectOptions | false;
+}
+
+/**
+ * How the bridge resumes a dropped stream: with the defaults, a remote that is gone costs about two minutes
+ * of backoff (8 attempts, waits doubling from 1 s to 30 s) before the host's requests in flight fail.
+ */
+function reconnectOf(values: Record<string, unknown>): ReconnectOptions | false {
+  const attempts = values['reconnect-attempts'] as string | undefined;
+  const n = attempts === undefined ? 8 : Number(attempts);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new CliError(`--reconnect-attempts takes a whole number, got ${JSON.stringify(attempts)}\n${USAGE}`, EXIT.usage);
+  if (n === 0) return false;
+  return {
+    maxAttempts: n,
+    ...(values['reconnect-max-delay'] === undefined
+      ? {}
+      : { maxDelayMs: positiveInteger(values['reconnect-max-delay'] as string, '--reconnect-max-delay', USAGE)! }),
+  };
 }
 
 async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   const { values, positionals } = parseOptions(
     args,
-    { config: { type: 'string', default: '.mcp.json' }, url: { type: 'string' }, header: { type: 'string', multiple: true }, ...AUTH_FLAGS },
+    {
+      config: { type: 'string', default: '.mcp.json' },
+      url: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      'reconnect-attempts': { type: 'string' },
+      'reconnect-max-delay': { type: 'string' },
+      ...AUTH_FLAGS,
+    },
     USAGE,
   );
   const headers: Record<string, string> = {};
@@ -40,7 +67,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   if (values.url !== undefined) {
     if (positionals.length > 0) throw new CliError(USAGE, 2);
     const url = values.url as string;
-    return { name: new URL(url).host, url, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE) };
+    return { name: new URL(url).host, url, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
   }
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
@@ -51,7 +78,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   if (entry === undefined) throw new CliError(`no server "${name}" in ${String(values.config)}`, EXIT.config);
   if (entry.type !== 'http' && entry.type !== 'sse')
     throw new CliError(`server "${name}" is not a remote server (type "${entry.type ?? 'stdio'}")`, EXIT.config);
-  return { name, url: entry.url, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE) };
+  return { name, url: entry.url, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
 }
 
 /**
@@ -70,7 +97,7 @@ export async function bridgeCommand(argv: string[]): Promise<number> {
   const opts = await parseBridgeArgs(argv);
   const say = (line: string): void => void process.stderr.write(`mcp-frame bridge: ${safeLine(line)}\n`);
   const auth = cliAuth(opts.entry, opts.name, opts.auth, 'bridge', false);
-  const remote = { name: opts.name, headers: opts.headers, ...(auth === undefined ? {} : { auth }) };
+  const remote = { name: opts.name, headers: opts.headers, reconnect: opts.reconnect, ...(auth === undefined ? {} : { auth }) };
   const toHost = new FrameEncoder();
   const written = pipeline(toHost, process.stdout).catch(() => undefined);
   // A request the remote side can no longer answer gets an error response, so that the host does not hang.

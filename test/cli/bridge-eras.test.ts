@@ -8,6 +8,8 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connection.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { hostile, legacyHttp } from '../helpers/hostile-http.js';
+import { cli } from '../helpers/run.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
 import { sdk2Http } from '../helpers/sdk2.js';
 import { sseServer } from '../helpers/sse-server.js';
@@ -106,5 +108,44 @@ describe('mcp-frame bridge between eras', function () {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('mcp-frame bridge when the remote server is gone', function () {
+  this.timeout(30_000);
+
+  it('gives up within the attempts and the delay asked for (--reconnect-attempts, --reconnect-max-delay), answering the host with an error', async () => {
+    const server = await hostile(
+      legacyHttp((_req, res, body) => {
+        const msg = JSON.parse(body) as { id: number };
+        // An event with an id, then the stream drops, and the server with it: every resumption finds nobody.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`id: 1\nretry: 50\ndata: \n\n`);
+        setTimeout(() => {
+          res.destroy();
+          void server.close();
+        }, 20);
+        void msg;
+      }),
+    );
+    const args = [...bridge(server.url).args, '--reconnect-attempts', '2', '--reconnect-max-delay', '200'];
+    const c = await connect({ command: process.execPath, args });
+    try {
+      const started = Date.now();
+      const err = (await c.request('tools/call', { name: 'slow', arguments: {} }).then(
+        () => undefined,
+        (e: Error) => e,
+      )) as Error & { code?: number };
+      expect(err?.message).to.match(/gave up .* after 2 failed attempts/);
+      expect(Date.now() - started).to.be.lessThan(3000);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('refuses a --reconnect-attempts that is not a whole number', async () => {
+    const r = await cli(['bridge', '--url', 'http://127.0.0.1:9/mcp', '--reconnect-attempts', 'many']);
+    expect(r.code).to.equal(2);
+    expect(r.stderr).to.include('--reconnect-attempts takes a whole number');
   });
 });
