@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { loadConfig, type RemoteServerConfig, serverNamed } from '../client/config.js';
-import { type Connection, connectOver } from '../client/connection.js';
+import type { Connection } from '../client/connection.js';
 import { ConnectionError } from '../client/errors.js';
 import { HttpChannel, type ReconnectOptions } from '../client/http.js';
 import { META_PROTOCOL_VERSION, pickModernVersion } from '../client/modern.js';
@@ -9,11 +9,12 @@ import { isObject } from '../jsonrpc.js';
 import { type FrameError, safeLine } from '../errors.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
+import { headersOf } from './call.js';
 import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
-import { LegacyHostSession, modernOnlyRefusal } from '../client/translate.js';
+import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
 
 export const USAGE = `usage: mcp-frame bridge <server> [--config path]
-       mcp-frame bridge --url <url> [--header 'Name: value']...
+       mcp-frame bridge --url <url> [--header 'Name: value']... [--header-env Name=VAR]...
 a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
        --no-browser  --callback-port n  --auth-timeout ms`;
@@ -52,18 +53,14 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
       config: { type: 'string', default: '.mcp.json' },
       url: { type: 'string' },
       header: { type: 'string', multiple: true },
+      'header-env': { type: 'string', multiple: true },
       'reconnect-attempts': { type: 'string' },
       'reconnect-max-delay': { type: 'string' },
       ...AUTH_FLAGS,
     },
     USAGE,
   );
-  const headers: Record<string, string> = {};
-  for (const line of (values.header as unknown as string[] | undefined) ?? []) {
-    const colon = line.indexOf(':');
-    if (colon <= 0) throw new CliError(`--header takes 'Name: value', got ${JSON.stringify(line.slice(0, 40))}\n${USAGE}`, 2);
-    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
-  }
+  const headers = headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined, USAGE);
   if (values.url !== undefined) {
     if (positionals.length > 0) throw new CliError(USAGE, 2);
     const url = values.url as string;
@@ -164,27 +161,20 @@ export async function bridgeCommand(argv: string[]): Promise<number> {
     hostInit = undefined;
     const old = current;
     translated = (async () => {
-      const data = (refusal.error as { data?: { supported?: unknown } }).data;
-      const version = pickModernVersion(data?.supported);
-      const hostCapabilities = isObject(init.params.capabilities) ? init.params.capabilities : {};
+      let started: Awaited<ReturnType<typeof startLegacyHostSession>>;
       try {
-        connection = await connectOver(new HttpChannel(opts.url, remote), {
-          protocolVersion: version,
-          capabilities: hostCapabilities,
-          ...(isObject(init.params.clientInfo) ? { clientInfo: init.params.clientInfo as { name: string; version: string } } : {}),
-        });
+        started = await startLegacyHostSession(new HttpChannel(opts.url, remote), init, refusal, (msg) => toHost.write(msg));
       } catch (err) {
         fail(init.id, err as Error);
         return undefined;
       }
-      say(`the server speaks only ${version}: translating for a host of the initialize era`);
+      ({ session: translation, connection } = started);
+      say(`the server speaks only ${started.version}: translating for a host of the initialize era`);
       connection.on('end', () => {
         if (closing) return;
         gaveUp = true;
         process.stdin.destroy();
       });
-      translation = new LegacyHostSession(connection, (msg) => toHost.write(msg), hostCapabilities);
-      toHost.write({ jsonrpc: '2.0', id: init.id, result: translation.initializeResult(init.params.protocolVersion) });
       return translation;
     })();
     void old.close();

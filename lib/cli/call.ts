@@ -91,7 +91,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
   const remote =
     url === undefined
       ? {}
-      : { url, headers: headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined) };
+      : { url, headers: headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined, USAGE) };
   return {
     server,
     command,
@@ -124,15 +124,23 @@ function parseToolArgs(list: string[] | undefined, method: string | undefined, p
   return keyValues(list, '--arg', USAGE);
 }
 
-/** `--header 'Name: value'` and `--header-env Name=VAR` (the value from the environment, so that it is in no argv). */
-function headersOf(lines: string[] | undefined, fromEnv: string[] | undefined, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+/**
+ * `--header 'Name: value'` and `--header-env Name=VAR` (the value from the environment, so that it is in no argv),
+ * for `call --url` and `bridge`.
+ */
+export function headersOf(
+  lines: string[] | undefined,
+  fromEnv: string[] | undefined,
+  usage: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const line of lines ?? []) {
     const colon = line.indexOf(':');
-    if (colon <= 0) throw new CliError(`--header takes 'Name: value', got ${JSON.stringify(line.slice(0, 40))}\n${USAGE}`, EXIT.usage);
+    if (colon <= 0) throw new CliError(`--header takes 'Name: value', got ${JSON.stringify(line.slice(0, 40))}\n${usage}`, EXIT.usage);
     headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }
-  for (const [name, variable] of Object.entries(keyValues(fromEnv, '--header-env', USAGE))) {
+  for (const [name, variable] of Object.entries(keyValues(fromEnv, '--header-env', usage))) {
     const value = env[variable];
     if (value === undefined || value === '') throw new CliError(`--header-env ${name}=${variable}: variable ${variable} is not set`, EXIT.config);
     headers[name] = value;

@@ -6,7 +6,9 @@
  * (`elicitation/create`, `sampling/createMessage`, `roots/list`), and the host's answer completes the call; the
  * server's notifications (progress, log messages) flow back as they are.
  */
-import { type Connection, LATEST_PROTOCOL_VERSION, RpcError, SUPPORTED_PROTOCOL_VERSIONS } from './connection.js';
+import type { Channel } from './channel.js';
+import { type Connection, connectOver, LATEST_PROTOCOL_VERSION, RpcError, SUPPORTED_PROTOCOL_VERSIONS } from './connection.js';
+import { pickModernVersion } from './modern.js';
 import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
 
@@ -25,6 +27,31 @@ export function modernOnlyRefusal(msg: unknown): boolean {
   const data = msg.error.data;
   const supported = isObject(data) && Array.isArray(data.supported) ? data.supported : [];
   return supported.length > 0 && !supported.some((v) => SUPPORTED_PROTOCOL_VERSIONS.includes(String(v)));
+}
+
+/**
+ * After `refusal` (see modernOnlyRefusal) of the host's initialize: a Connection over `channel` that speaks the
+ * modern revision the server named, with the host's clientInfo and capabilities, and the host's session over
+ * it, whose answer to that initialize is sent through `toHost`. Rejects when the server cannot be reached the
+ * modern way either (the Connection is then closed).
+ */
+export async function startLegacyHostSession(
+  channel: Channel,
+  init: { id: unknown; params: Json },
+  refusal: Json,
+  toHost: (msg: Json) => void,
+): Promise<{ session: LegacyHostSession; connection: Connection; version: string | undefined }> {
+  const data = isObject(refusal.error) && isObject(refusal.error.data) ? refusal.error.data : {};
+  const version = pickModernVersion(data.supported);
+  const hostCapabilities = isObject(init.params.capabilities) ? init.params.capabilities : {};
+  const connection = await connectOver(channel, {
+    protocolVersion: version,
+    capabilities: hostCapabilities,
+    ...(isObject(init.params.clientInfo) ? { clientInfo: init.params.clientInfo as { name: string; version: string } } : {}),
+  });
+  const session = new LegacyHostSession(connection, toHost, hostCapabilities);
+  toHost({ jsonrpc: '2.0', id: init.id, result: session.initializeResult(init.params.protocolVersion) });
+  return { session, connection, version };
 }
 
 /** The legacy session a host sees, over a Connection to a modern server. */

@@ -6,10 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { connectOver } from '../client/connection.js';
-import { pickModernVersion } from '../client/modern.js';
 import type { StdioChannel } from '../client/stdio.js';
-import { LegacyHostSession, modernOnlyRefusal } from '../client/translate.js';
+import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
 import { isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
 import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
@@ -206,19 +204,10 @@ export class StreamableSession {
     const init = this.#init!;
     this.#init = undefined;
     this.#translating = (async () => {
-      const data = (refusal.error as { data?: { supported?: unknown } }).data;
-      const version = pickModernVersion(data?.supported);
-      const hostCapabilities = isObject(init.params.capabilities) ? init.params.capabilities : {};
       try {
-        const connection = await connectOver(this.channel, {
-          protocolVersion: version,
-          capabilities: hostCapabilities,
-          ...(isObject(init.params.clientInfo) ? { clientInfo: init.params.clientInfo as { name: string; version: string } } : {}),
-        });
-        const session = new LegacyHostSession(connection, (msg) => this.#toClient(msg), hostCapabilities);
+        const { session, version } = await startLegacyHostSession(this.channel, init, refusal, (msg) => this.#toClient(msg));
         this.#translation = session;
         this.#ctx.log(`${this.label}: the server speaks only ${version}: translating`);
-        this.#answer({ jsonrpc: '2.0', id: init.id, result: session.initializeResult(init.params.protocolVersion) } as { id: unknown });
         return session;
       } catch (err) {
         this.#answer(rpcError(init.id, SERVER_ERROR, (err as Error).message));

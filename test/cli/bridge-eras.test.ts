@@ -143,9 +143,13 @@ describe('mcp-frame bridge when the remote server is gone', function () {
     }
   });
 
-  it('refuses a --reconnect-attempts that is not a whole number', async () => {
+  it('refuses a --reconnect-attempts that is not a whole number, and a --header-env whose variable is unset', async () => {
     const r = await cli(['bridge', '--url', 'http://127.0.0.1:9/mcp', '--reconnect-attempts', 'many']);
     expect(r.code).to.equal(2);
     expect(r.stderr).to.include('--reconnect-attempts takes a whole number');
+    // Headers from the environment, as call --url takes them: an unset variable is a config error.
+    const unset = await cli(['bridge', '--url', 'http://127.0.0.1:9/mcp', '--header-env', 'Authorization=NOT_SET_FOR_BRIDGE']);
+    expect(unset.code).to.equal(3);
+    expect(unset.stderr).to.include('variable NOT_SET_FOR_BRIDGE is not set');
   });
 });
