@@ -167,6 +167,14 @@ function left(deadline: number, timeoutMs: number | undefined): number {
 const KNOWN_ERAS = new Map<string, ProtocolEra>();
 
 /**
+ * @internal Forgets every era verdict, as a new process would start: for tests, where one URL (a port used
+ * again) can name a server of another era than the one it named before.
+ */
+export function forgetEras(): void {
+  KNOWN_ERAS.clear();
+}
+
+/**
  * Whether a failed probe says "legacy server": any JSON-RPC error (a modern one was handled before), on HTTP a
  * 4xx, on stdio no answer in time. A process that died, a 5xx or HTTP silence is a failure, not a verdict.
  */
