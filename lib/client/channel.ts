@@ -44,10 +44,11 @@ export interface Channel extends EventEmitter {
    * channel: what the session puts in errors passes here.
    */
   scrub?(text: string): string;
-  /** Whether the channel is waiting for the user to sign in (a remote channel with `auth`). */
-  readonly signingIn?: boolean;
-  /** How long the channel has waited for the user to sign in, in all (ms). */
-  readonly signInWaitMs?: number;
+  /**
+   * A remote channel's sign-in (with `auth`): whether it waits for the user now, and how long it has in all (ms).
+   * Request timeouts and the handshake deadline leave that time out.
+   */
+  readonly signIn?: { readonly signingIn: boolean; readonly waitedMs: number } | undefined;
 }
 
 export interface StreamChannelOptions {

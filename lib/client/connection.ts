@@ -315,9 +315,10 @@ export class Connection extends EventEmitter {
     for (let round = 0; ; round++) {
       const result = await this.#modernCall(method, current, options);
       if (isObject(result) && result.resultType === 'complete') {
-        // Complete is what every legacy result is: callers see the same shape from both eras.
-        const { resultType: _complete, ...rest } = result;
-        return rest;
+        // Complete is what every legacy result is: callers see the same shape from both eras. The result was
+        // parsed for this request alone, so it is changed in place rather than copied.
+        delete result.resultType;
+        return result;
       }
       if (!isObject(result) || result.resultType !== 'input_required') return result;
       if (round >= MAX_INPUT_ROUNDS) {
@@ -447,7 +448,7 @@ export class Connection extends EventEmitter {
       if (delay !== undefined) {
         const expire = (): void => {
           // Waiting for the user to sign in is not the server's slowness: the timeout starts again after it.
-          if (this.#channel.signingIn === true) {
+          if (this.#channel.signIn?.signingIn === true) {
             timer = setTimeout(expire, delay);
             return;
           }
@@ -592,7 +593,7 @@ export class Connection extends EventEmitter {
     if (modern) return;
     try {
       // Time spent waiting for the user to sign in moves the deadline.
-      const signIn = this.#channel.signInWaitMs ?? 0;
+      const signIn = this.#channel.signIn?.waitedMs ?? 0;
       await this.#handshake({ ...options, timeoutMs: left(deadline + signIn, options.timeoutMs) }, this.#legacyVersion ?? LATEST_PROTOCOL_VERSION);
     } catch (err) {
       if (err instanceof RpcError) {

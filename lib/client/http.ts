@@ -14,6 +14,7 @@ import { decodeUtf8 } from '../framings/bytes.js';
 import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
 import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
+import type { AuthSession } from './auth/session.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { META_SUBSCRIPTION_ID, modernHeaders, type ProtocolEra } from './modern.js';
 import { type ParamHeader, paramHeaderValues, scanParamHeaders } from './param-headers.js';
@@ -154,14 +155,9 @@ export class HttpChannel extends EventEmitter implements Channel {
     return this.#remote.scrub(text);
   }
 
-  /** Whether the channel waits for the user to sign in. */
-  get signingIn(): boolean {
-    return this.#remote.auth?.signingIn === true;
-  }
-
-  /** How long the channel has waited for the user to sign in, in all. */
-  get signInWaitMs(): number {
-    return this.#remote.auth?.waitedMs ?? 0;
+  /** The sign-in, when `auth` was given: whether it waits for the user, and how long it has. */
+  get signIn(): AuthSession | undefined {
+    return this.#remote.auth;
   }
 
   /** The session id the server gave, if any. */
@@ -358,7 +354,7 @@ export class HttpChannel extends EventEmitter implements Channel {
 
   #receive(msg: unknown): void {
     // A notification of a listen stream opened again carries the id it was opened under: the session knows the first.
-    if (isObject(msg) && 'method' in msg && !('id' in msg) && isObject(msg.params) && isObject(msg.params._meta)) {
+    if (this.#aliases.size > 0 && isObject(msg) && 'method' in msg && !('id' in msg) && isObject(msg.params) && isObject(msg.params._meta)) {
       const alias = msg.params._meta[META_SUBSCRIPTION_ID];
       const first = alias === undefined ? undefined : this.#aliases.get(alias as Id);
       if (first !== undefined) {

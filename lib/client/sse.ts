@@ -10,6 +10,7 @@ import { debug, debugFrameError } from '../debug.js';
 import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import type { Channel } from './channel.js';
+import type { AuthSession } from './auth/session.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import {
   type HttpChannelOptions,
@@ -61,14 +62,9 @@ export class SseChannel extends EventEmitter implements Channel {
     return this.#remote.scrub(text);
   }
 
-  /** Whether the channel waits for the user to sign in. */
-  get signingIn(): boolean {
-    return this.#remote.auth?.signingIn === true;
-  }
-
-  /** How long the channel has waited for the user to sign in, in all. */
-  get signInWaitMs(): number {
-    return this.#remote.auth?.waitedMs ?? 0;
+  /** The sign-in, when `auth` was given: whether it waits for the user, and how long it has. */
+  get signIn(): AuthSession | undefined {
+    return this.#remote.auth;
   }
 
   /**

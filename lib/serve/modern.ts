@@ -366,10 +366,7 @@ export class ModernHub {
       inputRequests: { [key]: { method: ask.method, ...(ask.params === undefined ? {} : { params: ask.params }) } },
       requestState: state,
     };
-    const out = { jsonrpc: '2.0', id: exchange.id, result };
-    if (exchange.res.destroyed) return;
-    if (exchange.streaming) exchange.res.end(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
-    else exchange.res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(out));
+    this.#finish(exchange, { jsonrpc: '2.0', id: exchange.id, result }, 200);
   }
 
   /** The request's answer, with its own id back: as JSON, or as the last event of its stream. */
@@ -378,13 +375,14 @@ export class ModernHub {
     if (exchange === undefined || !this.#forget(n)) return;
     if (exchange.method === 'tools/list' && isObject(msg.result)) this.#learnTools(msg.result);
     const result = this.#legacy !== undefined && isObject(msg.result) ? modernResult(exchange.method, msg.result) : msg.result;
-    const out = { ...msg, ...(result === undefined ? {} : { result }), id: exchange.id };
+    this.#finish(exchange, { ...msg, ...(result === undefined ? {} : { result }), id: exchange.id }, statusOf(msg));
+  }
+
+  /** The last message of an exchange: the last event of its stream, or its JSON body with `status`. */
+  #finish(exchange: Exchange, out: Record<string, unknown>, status: number): void {
     if (exchange.res.destroyed) return;
-    if (exchange.streaming) {
-      exchange.res.end(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
-      return;
-    }
-    exchange.res.writeHead(statusOf(msg), { 'Content-Type': 'application/json' }).end(JSON.stringify(out));
+    if (exchange.streaming) exchange.res.end(`event: message\ndata: ${JSON.stringify(out)}\n\n`);
+    else exchange.res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(out));
   }
 
   /** The exchange's response as an event stream, opened on its first notification. */

@@ -381,9 +381,9 @@ export class AuthSession {
     else if (challenge?.params.scope !== undefined) add(challenge.params.scope);
     else if (found.resourceScopes !== undefined) add(found.resourceScopes.join(' '));
     if (stepUp) for (const s of this.#scopes) asked.add(s);
-    const listed = stringList(found.metadata?.scopes_supported);
-    const offline = this.#options.offlineAccess ?? listed?.includes('offline_access') === true;
-    if (offline && (this.#options.offlineAccess === true || listed?.includes('offline_access'))) asked.add('offline_access');
+    // offline_access: always when asked for, never when refused, else when the authorization server lists it.
+    const listed = stringList(found.metadata?.scopes_supported)?.includes('offline_access') === true;
+    if (this.#options.offlineAccess ?? listed) asked.add('offline_access');
     for (const s of asked) this.#scopes.add(s);
     return asked.size === 0 ? undefined : [...asked].join(' ');
   }
