@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { FrameDecoder, FrameEncoder, frameContentLength, frameSse } from '../lib/index.js';
 import { barChart, lineChart } from './chart.js';
 import { httpRoundTrips, httpTable } from './http.js';
+import { replicaRoundTrips, replicaTable } from './replicas.js';
 import { serveRoundTrips, serveTable } from './serve.js';
 import { stdioRoundTrips, stdioTable } from './stdio.js';
 import { chunk, imageResult, listingResult, mixedMessages, ndjsonBytes, smallMessages } from './data.js';
@@ -362,6 +363,13 @@ const served = await serveRoundTrips();
 section(
   'Through `mcp-frame serve`: server-everything over stdio behind the bridge, against its own Streamable HTTP mode; the same client (connect())',
   `One run of three, interleaved, medians. The bridge adds an HTTP hop in front of the child's pipes; the native mode is the MCP SDK's server transport.\n\n${serveTable(served)}`,
+);
+
+// Replicas sharing sessions through Redis -------------------------------------------------------------------
+const replicated = await replicaRoundTrips();
+section(
+  'Through three `serve --store` replicas on one Redis, each request to the next (two in three carried to the owner), against one `serve`; the same SDK client',
+  `One run of three, interleaved, medians; each serve a process of its own, server-everything behind. The added time per request is the cost of coordination: a Redis lookup of the owner, and the request and every event of its answer through Redis pub/sub.\n\n${replicaTable(replicated)}`,
 );
 
 // Memory -----------------------------------------------------------------------------------------------------

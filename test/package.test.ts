@@ -260,6 +260,36 @@ describe('the package', () => {
     expect(upward).to.deep.equal([]);
   });
 
+  it('loads the Redis client only for serve --store: no static import reaches it from any entry point or the bin', () => {
+    /** Every module a file's static imports reach (a dynamic import() is not followed). */
+    const reached = (start: string): Set<string> => {
+      const seen = new Set<string>();
+      const visit = (file: string): void => {
+        if (seen.has(file)) return;
+        seen.add(file);
+        if (!file.startsWith('/')) return;
+        const text = readFileSync(file, 'utf8');
+        for (const [, spec] of text.matchAll(/^(?:import|export)\s[^;]*?from\s*'([^']+)'|^import\s*'([^']+)'/gm)) {
+          if (spec === undefined) continue;
+          visit(spec.startsWith('.') ? join(dirname(file), spec) : spec);
+        }
+      };
+      visit(start);
+      return seen;
+    };
+    const store = reached(`${ROOT}dist/lib/serve/redis-store.js`);
+    expect(store.has('@redis/client')).to.equal(true);
+    for (const entry of ['index.js', 'client/index.js', 'serve/index.js', 'cli/main.js']) {
+      const modules = [...reached(`${ROOT}dist/lib/${entry}`)];
+      expect(modules.length, entry).to.be.greaterThan(3);
+      expect(
+        modules.filter((m) => m.includes('redis')),
+        entry,
+      ).to.deep.equal([]);
+    }
+    expect(readFileSync(`${ROOT}dist/lib/serve/serve.js`, 'utf8')).to.include("import('./redis-store.js')");
+  });
+
   it('fails the lint on a file that breaks its rules, and passes a clean one', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mcp-frame-lint-'));
     try {

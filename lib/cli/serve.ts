@@ -1,8 +1,6 @@
-import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
-import { delimiter, join, resolve } from 'node:path';
 import { isStdioServer } from '../client/config.js';
 import { safeLine } from '../errors.js';
+import { missingCommand } from '../serve/context.js';
 import { type ServeOptions, serve } from '../serve/serve.js';
 import { serverEntry } from './call.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
@@ -21,6 +19,10 @@ options:
   --session-idle-ms <n>    close a session idle this long (default 1800000)
   --max-message-bytes <n>  the largest request body (default 4194304)
   --replay-bytes <n>       bytes each stream holds for clients that resume (default 1048576)
+  --store <redis-url>      share sessions with every serve given the same store: replicas behind a
+                           balancer without affinity (redis://host:port[/db], rediss:// for TLS)
+  --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
+  --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   -e KEY=VALUE             environment for a server given with -- <command> (repeatable)
   --trace                  log every message, redacted`;
 
@@ -36,6 +38,9 @@ const OPTIONS = {
   'session-idle-ms': { type: 'string' },
   'max-message-bytes': { type: 'string' },
   'replay-bytes': { type: 'string' },
+  store: { type: 'string' },
+  'store-prefix': { type: 'string' },
+  'drain-ms': { type: 'string' },
   env: { type: 'string', short: 'e', multiple: true },
   config: { type: 'string' },
   input: { type: 'string', multiple: true },
@@ -60,6 +65,19 @@ function origins(list: string[] | undefined): string[] {
   return list ?? [];
 }
 
+/** The --store URL, checked: a Redis URL (its password, if any, never printed). */
+function storeUrl(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (parsed === undefined || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || parsed.hostname === '') {
+    throw new CliError(
+      `--store takes a Redis URL such as redis://127.0.0.1:6379, got ${JSON.stringify(url.replace(/\/\/[^@/]*@/, '//…@').slice(0, 60))}`,
+      EXIT.usage,
+    );
+  }
+  return url;
+}
+
 function serveOptions(values: Values): ServeOptions {
   const number = (name: string): number | undefined => positiveInteger(values[name] as string | undefined, `--${name}`, USAGE);
   const port = values.port === '0' ? 0 : number('port');
@@ -70,12 +88,20 @@ function serveOptions(values: Values): ServeOptions {
     allowHosts: (values['allow-host'] as string[] | undefined) ?? [],
     trace: values.trace === true,
   };
-  const set = { host: values.host, port, socket: values.socket, token: tokenOf(values['token-env'] as string | undefined) };
+  const set = {
+    host: values.host,
+    port,
+    socket: values.socket,
+    token: tokenOf(values['token-env'] as string | undefined),
+    store: storeUrl(values.store as string | undefined),
+    storePrefix: values['store-prefix'],
+  };
   const numbers = {
     maxSessions: 'max-sessions',
     sessionIdleMs: 'session-idle-ms',
     maxMessageBytes: 'max-message-bytes',
     replayBytes: 'replay-bytes',
+    drainMs: 'drain-ms',
   };
   for (const [key, value] of Object.entries(set)) if (value !== undefined) Object.assign(options, { [key]: value });
   for (const [key, flag] of Object.entries(numbers)) {
@@ -83,31 +109,15 @@ function serveOptions(values: Values): ServeOptions {
     if (value !== undefined) Object.assign(options, { [key]: value });
   }
   if (options.http === false && options.socket === undefined) throw new CliError(`--no-http needs --socket\n${USAGE}`, EXIT.usage);
+  if (options.http === false && options.store !== undefined)
+    throw new CliError(`--store shares HTTP sessions: it does not go with --no-http\n${USAGE}`, EXIT.usage);
   return options;
 }
 
 /**
  * `mcp-frame serve`: offers a stdio server over Streamable HTTP, the legacy SSE transport and a local socket
- * until SIGINT or SIGTERM, then closes every session's server and exits 0.
+ * until SIGINT, SIGTERM or SIGHUP, then closes every session's server and exits 0.
  */
-/**
- * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name
- * found in no folder of PATH. (On Windows, where PATHEXT decides, it is left to the first session.)
- */
-export async function missingCommand(command: string, path: string, cwd: string): Promise<string | undefined> {
-  if (process.platform === 'win32') return undefined;
-  const executable = (file: string): Promise<boolean> =>
-    access(file, constants.X_OK).then(
-      () => stat(file).then((s) => s.isFile()),
-      () => false,
-    );
-  if (command.includes('/')) return (await executable(resolve(cwd, command))) ? undefined : 'no executable file there';
-  for (const dir of path.split(delimiter)) {
-    if (dir !== '' && (await executable(join(resolve(cwd, dir), command)))) return undefined;
-  }
-  return 'command not found on PATH';
-}
-
 export async function serveCommand(argv: string[]): Promise<number> {
   const dash = argv.indexOf('--');
   const own = dash === -1 ? argv : argv.slice(0, dash);
@@ -139,8 +149,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const where = [bridge.url, bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`].filter(Boolean).join(' and ');
   process.stderr.write(`mcp-frame serve: listening on ${safeLine(where)}\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+    // SIGHUP (the terminal closed) too: without a handler it would end serve at once, its children unclosed.
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, resolve);
   });
   const sessions = bridge.sessions;
   await bridge.close();

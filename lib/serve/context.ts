@@ -1,6 +1,9 @@
 /*
  * What every served session shares: the server entry, the settings, the log, and how its child is started.
  */
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { delimiter, join, resolve } from 'node:path';
 import type { StdioServerConfig } from '../client/config.js';
 import { StdioChannel } from '../client/stdio.js';
 import { type FrameError, printableJson, redactMessage, safeLine } from '../errors.js';
@@ -21,6 +24,10 @@ export interface ServeContext {
   log(line: string): void;
   /** serve is closing: sessions and children ending now are its doing, not news for the log. */
   shuttingDown?: boolean;
+  /** This replica's id in the store, when serve shares sessions with others (--store). */
+  replica?: string;
+  /** Why the last child failed to start, until one starts (for /healthz). */
+  startFailure?: string | undefined;
 }
 
 /** A short, loggable form of a session id (the whole id would let a reader of the log use the session). */
@@ -51,3 +58,21 @@ export function rpcError(id: unknown, code: number, message: string): { jsonrpc:
 
 /** The JSON-RPC error code for a failure of the server behind the bridge. */
 export const SERVER_ERROR = -32000;
+
+/**
+ * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name
+ * found in no folder of PATH. (On Windows, where PATHEXT decides, it is left to the first session.)
+ */
+export async function missingCommand(command: string, path: string, cwd: string): Promise<string | undefined> {
+  if (process.platform === 'win32') return undefined;
+  const executable = (file: string): Promise<boolean> =>
+    access(file, constants.X_OK).then(
+      () => stat(file).then((s) => s.isFile()),
+      () => false,
+    );
+  if (command.includes('/')) return (await executable(resolve(cwd, command))) ? undefined : 'no executable file there';
+  for (const dir of path.split(delimiter)) {
+    if (dir !== '' && (await executable(join(resolve(cwd, dir), command)))) return undefined;
+  }
+  return 'command not found on PATH';
+}

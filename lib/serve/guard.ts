@@ -61,7 +61,7 @@ export class Guard {
     const host = (req.headers.host ?? '').toLowerCase();
     if (!this.#hosts.has(host)) return { status: 403, reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on` };
     const origin = req.headers.origin;
-    if (origin !== undefined && !this.#origins.has(origin.toLowerCase())) {
+    if (origin !== undefined && !this.originAllowed(origin)) {
       return { status: 403, reason: `Origin ${JSON.stringify(origin.slice(0, 60))} is not allowed (add it with --allow-origin)` };
     }
     if (this.#token !== undefined && !this.#tokenMatches(req.headers.authorization)) {
@@ -69,6 +69,11 @@ export class Guard {
       return { status: 401, reason, headers: { 'WWW-Authenticate': 'Bearer' } };
     }
     return undefined;
+  }
+
+  /** True when pages of `origin` may call the server (this server's own origin, or one allowed). */
+  originAllowed(origin: string): boolean {
+    return this.#origins.has(origin.toLowerCase());
   }
 
   /** Compares digests, in constant time, so that neither the token's length nor its prefix leaks. */

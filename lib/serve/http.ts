@@ -9,13 +9,14 @@ import { readCapped } from '../client/remote.js';
 import { headerMismatch, isModernVersion, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
 import { safeLine } from '../errors.js';
 import { decodeUtf8 } from '../framings/bytes.js';
-import { isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
+import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
-import { rpcError, SERVER_ERROR, type ServeContext } from './context.js';
+import { missingCommand, rpcError, SERVER_ERROR, type ServeContext } from './context.js';
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
 import { type Refusal, StreamableSession } from './session.js';
+import { incomingOf, type ReplicaStore, StoreUnavailable, type TunnelRequest, type TunnelResponse, tunnelRequest } from './store.js';
 
 /** The sessions of every transport, counted together against maxSessions. */
 export interface SessionTable {
@@ -26,6 +27,10 @@ export interface SessionTable {
   maxSessions: number;
   /** Registers a session's end (logged once). */
   ended(kind: 'streamable' | 'legacy', id: string, label: string, why: string): void;
+  /** Where replicas share sessions (serve --store), if they do. */
+  store: ReplicaStore | undefined;
+  /** A new session's id, once there is room for it (across the replicas, with a store), or why not. */
+  admit(): Promise<{ id: string } | { refused: string }>;
 }
 
 /** A refusal as sent: its headers, and the JSON-RPC error code of its body. */
@@ -124,6 +129,47 @@ function modernRequest(messages: unknown[], req: IncomingMessage): JsonRpcReques
   return msg;
 }
 
+/** The request headers a page may send (besides the simple ones): what MCP's transports use. */
+const CORS_REQUEST_HEADERS = ['content-type', 'authorization', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
+
+/** On every response to a page of an allowed origin: it may read the answer, and the session headers. */
+function corsHeaders(res: ServerResponse, origin: string): void {
+  res.setHeader('Access-Control-Allow-Origin', origin);
+  res.setHeader('Access-Control-Expose-Headers', 'Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, WWW-Authenticate');
+  res.setHeader('Vary', 'Origin');
+}
+
+/**
+ * A CORS preflight (the guard's Origin check passed when the allow headers are set): 204 with the methods and
+ * headers MCP needs, the Mcp-Param-* headers of the 2026-07-28 revision among them. No token is asked: a
+ * browser never sends one on a preflight.
+ */
+function preflight(req: IncomingMessage, res: ServerResponse, guard: Guard): void {
+  const origin = req.headers.origin!;
+  if (!guard.originAllowed(origin)) refuse(403, `Origin ${JSON.stringify(origin.slice(0, 60))} is not allowed (add it with --allow-origin)`);
+  const asked = String(req.headers['access-control-request-headers'] ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase())
+    .filter((h) => h !== '');
+  const headers = [...CORS_REQUEST_HEADERS, ...asked.filter((h) => /^mcp-param-[a-z0-9-]{1,64}$/.test(h))];
+  res
+    .writeHead(204, {
+      'Access-Control-Allow-Methods': 'GET, POST, DELETE, OPTIONS',
+      'Access-Control-Allow-Headers': [...new Set(headers)].join(', '),
+      'Access-Control-Max-Age': '600',
+    })
+    .end();
+}
+
+/** Why this replica cannot take sessions now (for /healthz), or undefined. */
+async function healthProblem(ctx: ServeContext, store: ReplicaStore | undefined): Promise<string | undefined> {
+  if (ctx.shuttingDown === true) return 'shutting down';
+  const missing = await missingCommand(ctx.entry.command, ctx.entry.env?.PATH ?? process.env.PATH ?? '', ctx.entry.cwd ?? process.cwd());
+  if (missing !== undefined) return `cannot start ${JSON.stringify(ctx.entry.command)}: ${missing}`;
+  if (ctx.startFailure !== undefined) return `the last server process failed to start: ${safeLine(ctx.startFailure)}`;
+  return store?.problem();
+}
+
 export class HttpFront {
   readonly #ctx: ServeContext;
   readonly #guard: Guard;
@@ -142,77 +188,132 @@ export class HttpFront {
     // A client that resets its connection makes the response emit 'error'; that must never end the process.
     res.on('error', () => undefined);
     req.on('error', () => undefined);
-    this.#route(req, res).catch((err: unknown) => {
-      const reply: Reply = err instanceof Refused ? err.reply : { status: 500, reason: safeLine((err as Error).message) };
+    this.#dispatch(req, res, false);
+  }
+
+  /** A request another replica carried here, for a session of this one: the guard passed there. */
+  forwarded(request: TunnelRequest, res: TunnelResponse): void {
+    this.#dispatch(incomingOf(request), res.asResponse, true);
+  }
+
+  #dispatch(req: IncomingMessage, res: ServerResponse, forwarded: boolean): void {
+    this.#route(req, res, forwarded).catch((err: unknown) => {
+      const reply: Reply =
+        err instanceof Refused
+          ? err.reply
+          : err instanceof StoreUnavailable
+            ? { status: 503, reason: err.message }
+            : { status: 500, reason: safeLine((err as Error).message) };
       this.#refuse(req, res, reply);
     });
   }
 
-  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const refusal = this.#guard.check(req);
-    if (refusal !== undefined) throw new Refused(refusal);
+  async #route(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://bridge').pathname;
-    if (path === '/mcp') return this.#mcp(req, res);
+    if (!forwarded) {
+      // For a balancer: no token, and no Host check (it probes the address, under whatever name).
+      if (path === '/healthz') return this.#health(req, res);
+      const origin = req.headers.origin;
+      if (origin !== undefined && this.#guard.originAllowed(origin)) corsHeaders(res, origin);
+      if (req.method === 'OPTIONS' && origin !== undefined && req.headers['access-control-request-method'] !== undefined) {
+        return preflight(req, res, this.#guard);
+      }
+      const refusal = this.#guard.check(req);
+      if (refusal !== undefined) throw new Refused(refusal);
+    }
+    if (path === '/mcp') return this.#mcp(req, res, forwarded);
     if (path === '/sse') return this.#legacyStream(req, res);
-    if (path === '/messages') return this.#legacyPost(req, res);
+    if (path === '/messages') return this.#legacyPost(req, res, forwarded);
     refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is /mcp; the legacy SSE one /sse)`);
   }
 
-  #mcp(req: IncomingMessage, res: ServerResponse): Promise<void> | void {
-    if (req.method === 'POST') return this.#post(req, res);
-    if (req.method === 'GET') return this.#get(req, res);
-    if (req.method === 'DELETE') return this.#delete(req, res);
+  #mcp(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> | void {
+    if (req.method === 'POST') return this.#post(req, res, forwarded);
+    if (req.method === 'GET') return this.#get(req, res, forwarded);
+    if (req.method === 'DELETE') return this.#delete(req, res, forwarded);
     refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /mcp`, { Allow: 'GET, POST, DELETE' });
   }
 
-  async #post(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #post(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     if (!accepts(req, 'application/json', 'text/event-stream')) refuse(406, 'Accept must list application/json and text/event-stream');
     requireJsonBody(req);
     checkProtocolVersion(req);
-    const messages = parseMessages(await readBody(req, this.#ctx.maxMessageBytes));
+    const body = await readBody(req, this.#ctx.maxMessageBytes);
+    const messages = parseMessages(body);
     // Modern requests carry no session: they go to the shared child, whatever session header they bear.
     const modern = modernRequest(messages, req);
     if (modern !== undefined) {
+      if (!forwarded && (await this.#carryRetry(modern, req, res, body))) return;
       if (this.#modern.pending >= this.#ctx.maxPendingPerSession) refuse(429, `${this.#modern.pending} modern requests are in flight already`);
       return this.#modern.handle(modern, res, req.headers).catch((err: Error) => refuse(502, err.message));
     }
     const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize');
-    const session = initialize === undefined ? this.#session(req) : await this.#open(req, messages);
+    const session = initialize === undefined ? await this.#session(req, res, forwarded, body) : await this.#open(req, messages);
+    if (session === undefined) return;
     const refusal = session.refusePost(messages);
     if (refusal !== undefined) throw new Refused(refusal);
     session.post(messages, res);
   }
 
-  #get(req: IncomingMessage, res: ServerResponse): void {
+  async #get(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
     checkProtocolVersion(req);
-    const session = this.#session(req);
+    const session = await this.#session(req, res, forwarded);
+    if (session === undefined) return;
     const lastEventId = req.headers['last-event-id'];
     const refusal = session.get(res, typeof lastEventId === 'string' ? lastEventId : undefined);
     if (refusal !== undefined) throw new Refused(refusal);
   }
 
-  async #delete(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const session = this.#session(req);
+  async #delete(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
+    const session = await this.#session(req, res, forwarded);
+    if (session === undefined) return;
     await session.close('the client ended the session');
     res.writeHead(200).end();
   }
 
-  /** The session a request names, or 400 (none named) or 404 (not one of ours, or ended). */
-  #session(req: IncomingMessage): StreamableSession {
+  /**
+   * The session a request names, or 400 (none named) or 404 (not one of ours, or ended). With a store, a
+   * session another replica owns gets the request carried there: undefined, the answer is on its way.
+   */
+  async #session(req: IncomingMessage, res: ServerResponse, forwarded: boolean, body = ''): Promise<StreamableSession | undefined> {
     const id = req.headers['mcp-session-id'];
     if (id === undefined) refuse(400, 'the Mcp-Session-Id header is required (start a session with initialize)');
     const session = this.#sessions.streamable.get(id as string);
-    if (session === undefined) refuse(404, 'unknown or ended session (start a new one with initialize)');
-    return session!;
+    if (session !== undefined) return session;
+    await this.#carry(id as string, req, res, forwarded, body);
+    return undefined;
+  }
+
+  /** Carries a request for session `id` to the replica that owns it; 404 when none does. */
+  async #carry(id: string, req: IncomingMessage, res: ServerResponse, forwarded: boolean, body: string): Promise<void> {
+    const store = this.#sessions.store;
+    const unknown = 'unknown or ended session (start a new one with initialize)';
+    if (store === undefined || forwarded) refuse(404, unknown);
+    const owner = await store!.ownerOf(id);
+    if (owner === undefined || owner === store!.replica) refuse(404, unknown);
+    if (!(await store!.forward(owner!, tunnelRequest(req, body), res))) refuse(404, unknown);
+  }
+
+  /**
+   * A modern retry whose requestState another replica made is carried there: only that replica holds the call
+   * its child is waiting to finish. True when carried; false to serve it here (no store, this replica's own
+   * state, or its maker is gone, when the call starts over).
+   */
+  async #carryRetry(msg: JsonRpcRequest, req: IncomingMessage, res: ServerResponse, body: string): Promise<boolean> {
+    const store = this.#sessions.store;
+    const state = isObject(msg.params) ? msg.params.requestState : undefined;
+    const maker = typeof state === 'string' ? /^([0-9a-f-]{36})\./.exec(state)?.[1] : undefined;
+    if (store === undefined || maker === undefined || maker === store.replica) return false;
+    return store.forward(maker, tunnelRequest(req, body), res);
   }
 
   /** A new session for an initialize request, its child started. */
   async #open(req: IncomingMessage, messages: unknown[]): Promise<StreamableSession> {
     if (req.headers['mcp-session-id'] !== undefined) refuse(400, 'initialize must not name a session');
     if (messages.length > 1) refuse(400, 'initialize must be sent alone');
-    this.#checkRoom();
-    const session = new StreamableSession(this.#ctx, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why));
+    const id = await this.#admit();
+    const session = new StreamableSession(this.#ctx, id, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why));
     await this.#started(this.#sessions.streamable, session, '');
     return session;
   }
@@ -224,36 +325,57 @@ export class HttpFront {
       await session.channel.started;
     } catch (err) {
       table.delete(session.id);
+      this.#sessions.store?.release(session.id);
+      this.#ctx.startFailure = (err as Error).message;
       refuse(502, (err as Error).message);
     }
+    this.#ctx.startFailure = undefined;
     this.#ctx.log(`${session.label} started${how} (server pid ${session.channel.pid})`);
   }
 
-  #checkRoom(): void {
-    if (this.#sessions.count() >= this.#sessions.maxSessions) refuse(503, `${this.#sessions.maxSessions} sessions are open already`);
+  /** A new session's id, once there is room for it; 503 otherwise. */
+  async #admit(): Promise<string> {
+    const room = await this.#sessions.admit();
+    if ('refused' in room) refuse(503, room.refused);
+    return (room as { id: string }).id;
   }
 
   async #legacyStream(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /sse`, { Allow: 'GET' });
     if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
-    this.#checkRoom();
-    const session = new LegacySession(this.#ctx, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why));
+    const id = await this.#admit();
+    const session = new LegacySession(this.#ctx, id, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why));
     await this.#started(this.#sessions.legacy, session, ' over the legacy SSE transport');
     session.attach(res);
   }
 
-  async #legacyPost(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #legacyPost(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     if (req.method !== 'POST') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /messages`, { Allow: 'POST' });
     const id = new URL(req.url ?? '/', 'http://bridge').searchParams.get('sessionId');
     if (id === null) refuse(400, 'the sessionId parameter is required');
     const session = this.#sessions.legacy.get(id!);
-    if (session === undefined) refuse(404, 'unknown or ended session');
+    if (session === undefined && (this.#sessions.store === undefined || forwarded)) refuse(404, 'unknown or ended session');
     requireJsonBody(req);
-    const messages = parseMessages(await readBody(req, this.#ctx.maxMessageBytes));
+    const body = await readBody(req, this.#ctx.maxMessageBytes);
+    const messages = parseMessages(body);
+    if (session === undefined) return this.#carry(id!, req, res, forwarded, body);
     const requests = messages.filter(isRequest).length;
-    if (session!.pending + requests > this.#ctx.maxPendingPerSession) refuse(429, `the session has ${session!.pending} requests in flight already`);
-    session!.post(messages);
+    if (session.pending + requests > this.#ctx.maxPendingPerSession) refuse(429, `the session has ${session.pending} requests in flight already`);
+    session.post(messages);
     res.writeHead(202).end('Accepted');
+  }
+
+  /** GET /healthz: 200 while this replica takes sessions, else 503 and why. */
+  async #health(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /healthz`, { Allow: 'GET, HEAD' });
+    const problem = await healthProblem(this.#ctx, this.#sessions.store);
+    const body = JSON.stringify(
+      problem === undefined ? { status: 'ok', sessions: this.#sessions.count() } : { status: 'unavailable', reason: problem },
+    );
+    res
+      .writeHead(problem === undefined ? 200 : 503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' })
+      .end(req.method === 'HEAD' ? undefined : body);
   }
 
   #refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {

@@ -3,7 +3,6 @@
  * server sends; the client POSTs to the endpoint the first event names. The stream is the session: when it
  * closes, the child is closed.
  */
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
 import { isRequest, isResponse } from '../jsonrpc.js';
@@ -11,7 +10,7 @@ import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild }
 import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 export class LegacySession {
-  readonly id = randomUUID();
+  readonly id: string;
   readonly label: string;
   readonly channel: StdioChannel;
   readonly #ctx: ServeContext;
@@ -20,8 +19,9 @@ export class LegacySession {
   /** Requests sent to the child and not answered yet, by id as sent: a child that dies owes each an error. */
   readonly #pending = new Map<string, unknown>();
 
-  constructor(ctx: ServeContext, onEnd: (session: LegacySession, why: string) => void) {
+  constructor(ctx: ServeContext, id: string, onEnd: (session: LegacySession, why: string) => void) {
     this.#ctx = ctx;
+    this.id = id;
     this.label = `session ${shortId(this.id)}`;
     this.channel = startChild(ctx, this.label);
     this.channel.on('message', (msg: unknown) => {

@@ -353,7 +353,8 @@ export class ModernHub {
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
     }
     const [n, exchange] = waiting[0]!;
-    const state = randomUUID();
+    // With replicas, the state names this one: a retry that another replica gets is carried here (see HttpFront).
+    const state = this.#ctx.replica === undefined ? randomUUID() : `${this.#ctx.replica}.${randomUUID()}`;
     const key = 'input';
     const timer = setTimeout(() => {
       if (!this.#suspended.delete(state)) return;

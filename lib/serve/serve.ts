@@ -2,6 +2,7 @@
  * `serve`: offers a stdio MCP server over Streamable HTTP (/mcp), the deprecated HTTP+SSE transport (/sse)
  * and a local socket, one child process per session, safe by default.
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
 import type { StdioServerConfig } from '../client/config.js';
@@ -12,6 +13,7 @@ import { Guard, isLoopback } from './guard.js';
 import { HttpFront, type SessionTable } from './http.js';
 import { ModernHub } from './modern.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
+import type { ReplicaStore } from './store.js';
 
 export interface ServeOptions {
   /** The address HTTP listens on. @defaultValue '127.0.0.1' */
@@ -54,6 +56,19 @@ export interface ServeOptions {
   trace?: boolean;
   /** Where log lines go. @defaultValue a line on stderr */
   log?: (line: string) => void;
+  /**
+   * A Redis URL (`redis://host:port[/db]`, `rediss://` for TLS): every serve given the same store (and prefix)
+   * is a replica of one service. A request for a session another replica owns is carried there and answered
+   * through this one; `maxSessions` counts across the replicas. The Redis client is loaded only then.
+   */
+  store?: string;
+  /** The prefix of the store's keys and channels: services sharing one Redis each take their own. @defaultValue 'mcp-frame' */
+  storePrefix?: string;
+  /**
+   * On close, how long /healthz answers 503 ("shutting down") while sessions go on being served, so that a
+   * balancer stops sending new clients first. @defaultValue 0
+   */
+  drainMs?: number;
 }
 
 export interface ServeHandle {
@@ -104,17 +119,32 @@ function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContex
   };
 }
 
-function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Set<StdioChannel>): SessionTable {
+function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Set<StdioChannel>, store: ReplicaStore | undefined): SessionTable {
   const table: SessionTable = {
     streamable: new Map(),
     legacy: new Map(),
     maxSessions,
+    store,
     count: () => table.streamable.size + table.legacy.size + socketChildren.size,
     ended(kind, id, label, why) {
+      store?.release(id);
       if (table[kind].delete(id) && ctx.shuttingDown !== true) ctx.log(`${label} ended: ${why}`);
+    },
+    async admit() {
+      const id = randomUUID();
+      if (store === undefined) return table.count() >= maxSessions ? { refused: `${maxSessions} sessions are open already` } : { id };
+      const open = await store.admit(id, maxSessions).catch((err: Error) => err.message);
+      if (typeof open === 'string') return { refused: open };
+      return open === undefined ? { id } : { refused: `${maxSessions} sessions are open already across the replicas` };
     },
   };
   return table;
+}
+
+/** The replicas' store, its client loaded only now (a plain serve never loads it). */
+async function openStore(url: string, prefix: string, ctx: ServeContext): Promise<ReplicaStore> {
+  const { redisStore } = await import('./redis-store.js');
+  return redisStore(url, prefix, ctx.log);
 }
 
 /** Closes sessions that have had no request and no open stream for `idleMs`; checked a few times per period. */
@@ -158,36 +188,47 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
   const ctx = contextOf(entry, options);
   const host = options.host ?? '127.0.0.1';
   const socketChildren = new Set<StdioChannel>();
-  const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren);
+  if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
+  const store = options.store === undefined ? undefined : await openStore(options.store, options.storePrefix ?? 'mcp-frame', ctx);
+  if (store !== undefined) ctx.replica = store.replica;
+  const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store);
   const httpServer = options.http === false ? undefined : http.createServer();
   const socketServer = options.socket === undefined ? undefined : net.createServer();
   const modern = new ModernHub(ctx);
   let port: number | undefined;
   if (httpServer !== undefined) {
-    port = await listenHttp(httpServer, host, options.port ?? 0);
+    port = await listenHttp(httpServer, host, options.port ?? 0).catch(async (err: unknown) => {
+      await store?.close();
+      throw err;
+    });
     const guard = new Guard({ host, port, allowHosts: options.allowHosts ?? [], allowOrigins: options.allowOrigins ?? [], token: options.token });
     const front = new HttpFront(ctx, guard, table, modern);
     httpServer.on('request', (req, res) => front.handle(req, res));
+    store?.onForwarded((request, res) => front.forwarded(request, res));
     if (!isLoopback(host) && options.token === undefined)
       ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
   }
   if (socketServer !== undefined) {
     let connections = 0;
     socketServer.on('connection', (socket) => {
-      if (table.count() >= table.maxSessions) {
-        ctx.log(`refused a socket connection: ${table.maxSessions} sessions are open already`);
-        socket.destroy();
-        return;
-      }
       const label = `socket connection ${++connections}`;
-      const child = serveConnection(socket, ctx, label);
-      socketChildren.add(child);
-      ctx.log(`${label} started (server pid ${child.pid})`);
-      child.on('close', () => {
-        socketChildren.delete(child);
-        ctx.log(`${label} ended`);
+      void table.admit().then((room) => {
+        if ('refused' in room) {
+          ctx.log(`refused a socket connection: ${room.refused}`);
+          socket.destroy();
+          return;
+        }
+        const child = serveConnection(socket, ctx, label);
+        socketChildren.add(child);
+        ctx.log(`${label} started (server pid ${child.pid})`);
+        child.on('close', () => {
+          socketChildren.delete(child);
+          store?.release(room.id);
+          ctx.log(`${label} ended`);
+        });
       });
     });
+
     await listenSocket(options.socket!, socketServer).catch(async (err: unknown) => {
       await new Promise((resolve) => httpServer?.close(resolve) ?? resolve(undefined));
       throw err;
@@ -197,6 +238,8 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
     ctx.shuttingDown = true;
+    const drainMs = options.drainMs ?? 0;
+    if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
     clearInterval(sweeper);
     const stopped = Promise.all([httpServer, socketServer].map((s) => s && new Promise((resolve) => s.close(resolve))));
     await Promise.all([
@@ -204,6 +247,7 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
       ...[...socketChildren].map((c) => c.close()),
       modern.close(),
     ]);
+    await store?.close();
     httpServer?.closeAllConnections();
     await stopped;
     if (options.socket !== undefined) removeSocket(options.socket);

@@ -4,7 +4,6 @@
  * refused), so answers are routed by id; a progress notification goes out on the stream of the request that
  * asked for it.
  */
-import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { StdioChannel } from '../client/stdio.js';
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
@@ -34,7 +33,7 @@ function progressTokenOf(msg: { params?: unknown }): string | undefined {
 }
 
 export class StreamableSession {
-  readonly id = randomUUID();
+  readonly id: string;
   readonly label: string;
   readonly channel: StdioChannel;
   /** Date.now() of the last request, or of the last response stream that closed. */
@@ -55,8 +54,9 @@ export class StreamableSession {
   #translating: Promise<LegacyHostSession | undefined> | undefined;
   #translation: LegacyHostSession | undefined;
 
-  constructor(ctx: ServeContext, onEnd: (session: StreamableSession, why: string) => void) {
+  constructor(ctx: ServeContext, id: string, onEnd: (session: StreamableSession, why: string) => void) {
     this.#ctx = ctx;
+    this.id = id;
     this.label = `session ${shortId(this.id)}`;
     this.channel = startChild(ctx, this.label);
     this.#get = this.#newStream(0);

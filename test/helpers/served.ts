@@ -1,6 +1,7 @@
 // serve() for tests: with its log kept, and sessions opened by hand.
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { expect } from 'chai';
+import type { StdioServerConfig } from '../../lib/client/config.js';
 import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/index.js';
 import { ROOT } from './fixtures.js';
 import { MCP_HEADERS, rawRequest } from './raw-http.js';
@@ -16,7 +17,7 @@ export const INIT = JSON.stringify({
 });
 
 /** serve() on 127.0.0.1, its log lines kept in `log` instead of printed. */
-export async function served(entry = STEPS, options: ServeOptions = {}): Promise<{ bridge: ServeHandle; log: string[] }> {
+export async function served(entry: StdioServerConfig = STEPS, options: ServeOptions = {}): Promise<{ bridge: ServeHandle; log: string[] }> {
   const log: string[] = [];
   const bridge = await serve(entry, { log: (line) => log.push(line), ...options });
   return { bridge, log };

@@ -1,0 +1,337 @@
+/*
+ * The replicas' store on Redis (loaded only for `serve --store redis://...`). Keys, under a prefix:
+ *   <p>:replicas           set of replica ids that have registered
+ *   <p>:alive:<replica>    exists while the replica beats (a short time to live, renewed every second)
+ *   <p>:owned:<replica>    set of the session ids the replica owns
+ *   <p>:session:<id>       the id of the replica that owns session <id>
+ * A replica that stops beating has its keys removed by the next replica that counts or looks up sessions, so
+ * a dead replica's sessions are 404 everywhere within ALIVE_MS. Each replica subscribes to <p>:to:<replica>:
+ * requests for its sessions come in there, and answers to the requests it carried out.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { createClient, type RedisClientType } from '@redis/client';
+import { safeLine } from '../errors.js';
+import { whenGone } from './event-stream.js';
+import { type ReplicaStore, StoreUnavailable, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
+
+/** How long a replica counts as alive after its last beat. A replica killed outright is gone after this. */
+export const ALIVE_MS = 5000;
+const BEAT_MS = 1000;
+/** How often a replica with requests out at other replicas checks that those are still alive. */
+const WATCH_MS = 1000;
+/** How long one store command may take before the request that needs it gets 503. */
+const COMMAND_MS = 3000;
+
+/** Admits a session unless `max` are open across the live replicas; removes the dead replicas' keys on the way. */
+const ADMIT = `
+local p, me, sid, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local open = 0
+for _, r in ipairs(redis.call('SMEMBERS', p .. ':replicas')) do
+  if redis.call('EXISTS', p .. ':alive:' .. r) == 1 then
+    open = open + redis.call('SCARD', p .. ':owned:' .. r)
+  else
+    for _, s in ipairs(redis.call('SMEMBERS', p .. ':owned:' .. r)) do redis.call('DEL', p .. ':session:' .. s) end
+    redis.call('DEL', p .. ':owned:' .. r)
+    redis.call('SREM', p .. ':replicas', r)
+  end
+end
+if open >= max then return open end
+redis.call('SET', p .. ':session:' .. sid, me)
+redis.call('SADD', p .. ':owned:' .. me, sid)
+return -1`;
+
+/** The live owner of a session, or false; a session whose owner is gone is removed. */
+const OWNER = `
+local p, sid = ARGV[1], ARGV[2]
+local owner = redis.call('GET', p .. ':session:' .. sid)
+if not owner then return false end
+if redis.call('EXISTS', p .. ':alive:' .. owner) == 1 then return owner end
+redis.call('DEL', p .. ':session:' .. sid)
+redis.call('SREM', p .. ':owned:' .. owner, sid)
+return false`;
+
+/** A message on a replica's channel: a carried request, the client leaving, or a part of an answer. */
+type Envelope =
+  | ({ k: 'request'; t: string; from: string } & TunnelRequest)
+  | { k: 'gone'; t: string; from: string }
+  | (TunnelFrame & { t: string; from: string });
+
+interface Carried {
+  owner: string;
+  res: ServerResponse;
+}
+
+/** `redis://user:secret@host:6379/0` as `redis://host:6379/0`: a store's password never reaches a log. */
+export function storeName(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return 'the store';
+  }
+}
+
+export class RedisStore implements ReplicaStore {
+  readonly name: string;
+  readonly replica = randomUUID();
+  readonly #prefix: string;
+  readonly #client: RedisClientType;
+  readonly #subscriber: RedisClientType;
+  readonly #log: (line: string) => void;
+  /** Sessions this replica owns, registered again if the store comes back empty (a restart without persistence). */
+  readonly #local = new Set<string>();
+  /** Requests this replica carried to an owner, by tunnel id. */
+  readonly #carried = new Map<string, Carried>();
+  /** Requests carried here, by `<replica>/<tunnel id>`. */
+  readonly #served = new Map<string, TunnelResponse>();
+  #handler: ((request: TunnelRequest, res: TunnelResponse) => void) | undefined;
+  #nextTunnel = 1;
+  #beat: NodeJS.Timeout | undefined;
+  #watch: NodeJS.Timeout | undefined;
+  #lastError: string | undefined;
+  #closed = false;
+
+  constructor(url: string, prefix: string, log: (line: string) => void) {
+    this.name = storeName(url);
+    this.#prefix = prefix;
+    this.#log = log;
+    const options = {
+      url,
+      // Commands fail at once while the store is unreachable, instead of queueing: a new session gets 503 now.
+      disableOfflineQueue: true,
+      socket: { connectTimeout: COMMAND_MS, reconnectStrategy: (attempt: number) => Math.min(100 * 2 ** attempt, 2000) },
+    };
+    this.#client = createClient(options) as RedisClientType;
+    this.#subscriber = createClient(options) as RedisClientType;
+    for (const client of [this.#client, this.#subscriber]) client.on('error', (err: Error) => this.#failed(err));
+    // Back after an outage: beat at once, and register this replica's sessions again in case the store lost them.
+    this.#client.on('ready', () => {
+      if (this.#lastError !== undefined) this.#log(`the session store ${this.name} answers again`);
+      this.#lastError = undefined;
+      void this.#heartbeat(true);
+    });
+  }
+
+  /** Connects both clients; resolves even when the store is down (it is retried), after saying so. */
+  async start(): Promise<void> {
+    await Promise.all([
+      this.#client.connect(),
+      this.#subscriber.connect().then(() => this.#subscriber.subscribe(this.#channel(this.replica), (text) => this.#received(text))),
+    ]).catch((err: Error) => this.#failed(err));
+    this.#beat = setInterval(() => void this.#heartbeat(false), BEAT_MS);
+    this.#beat.unref();
+  }
+
+  problem(): string | undefined {
+    if (this.#client.isReady && this.#subscriber.isReady) return undefined;
+    return `the session store ${this.name} is unreachable${this.#lastError === undefined ? '' : ` (${this.#lastError})`}`;
+  }
+
+  async admit(id: string, max: number): Promise<number | undefined> {
+    const open = await this.#command<number>(['EVAL', ADMIT, '0', this.#prefix, this.replica, id, String(max)]);
+    if (open >= 0) return open;
+    this.#local.add(id);
+    return undefined;
+  }
+
+  release(id: string): void {
+    if (!this.#local.delete(id)) return;
+    this.#command(['DEL', this.#key('session', id)])
+      .then(() => this.#command(['SREM', this.#key('owned', this.replica), id]))
+      .catch(() => undefined);
+  }
+
+  async ownerOf(id: string): Promise<string | undefined> {
+    const owner = await this.#command<string | null>(['EVAL', OWNER, '0', this.#prefix, id]);
+    return owner ?? undefined;
+  }
+
+  async forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
+    const t = String(this.#nextTunnel++);
+    this.#carried.set(t, { owner, res });
+    const receivers = await this.#publish(owner, { k: 'request', t, from: this.replica, ...request }).catch((err: unknown) => {
+      this.#carried.delete(t);
+      throw err;
+    });
+    if (receivers === 0) {
+      this.#carried.delete(t);
+      return false;
+    }
+    whenGone(res, () => {
+      if (this.#carried.delete(t)) void this.#publish(owner, { k: 'gone', t, from: this.replica }).catch(() => undefined);
+    });
+    this.#watchOwners();
+    return true;
+  }
+
+  onForwarded(handler: (request: TunnelRequest, res: TunnelResponse) => void): void {
+    this.#handler = handler;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#beat);
+    clearInterval(this.#watch);
+    for (const res of this.#served.values()) res.gone();
+    for (const { res } of this.#carried.values()) res.destroy();
+    const ids = [...this.#local];
+    this.#local.clear();
+    if (this.#client.isReady) {
+      const keys = [this.#key('alive', this.replica), this.#key('owned', this.replica), ...ids.map((id) => this.#key('session', id))];
+      await this.#command(['DEL', ...keys])
+        .then(() => this.#command(['SREM', this.#key('replicas'), this.replica]))
+        .catch(() => undefined);
+    }
+    await Promise.all([this.#client, this.#subscriber].map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+  }
+
+  #key(kind: string, id?: string): string {
+    return id === undefined ? `${this.#prefix}:${kind}` : `${this.#prefix}:${kind}:${id}`;
+  }
+
+  #channel(replica: string): string {
+    return this.#key('to', replica);
+  }
+
+  /** One command, bounded in time; any failure is StoreUnavailable naming the store. */
+  async #command<T>(args: string[]): Promise<T> {
+    if (!this.#client.isReady) throw new StoreUnavailable(this.problem() ?? `the session store ${this.name} is not connected`);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreUnavailable(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`)), COMMAND_MS);
+    });
+    try {
+      return await Promise.race([this.#client.sendCommand(args) as Promise<T>, late]);
+    } catch (err) {
+      if (err instanceof StoreUnavailable) throw err;
+      throw new StoreUnavailable(`the session store ${this.name} failed: ${safeLine((err as Error).message)}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #publish(replica: string, envelope: Envelope): Promise<number> {
+    return this.#command<number>(['PUBLISH', this.#channel(replica), JSON.stringify(envelope)]);
+  }
+
+  async #heartbeat(again: boolean): Promise<void> {
+    if (this.#closed || !this.#client.isReady) return;
+    try {
+      await this.#command(['SET', this.#key('alive', this.replica), '1', 'PX', String(ALIVE_MS)]);
+      await this.#command(['SADD', this.#key('replicas'), this.replica]);
+      if (again && this.#local.size > 0) {
+        for (const id of this.#local) await this.#command(['SET', this.#key('session', id), this.replica]);
+        await this.#command(['SADD', this.#key('owned', this.replica), ...this.#local]);
+      }
+    } catch {
+      // The next beat tries again; requests meanwhile get 503 from their own commands.
+    }
+  }
+
+  #failed(err: Error): void {
+    const text = safeLine(err.message || err.name).slice(0, 200);
+    if (this.#lastError === undefined && !this.#closed) this.#log(`the session store ${this.name} is unreachable: ${text}`);
+    this.#lastError = text;
+  }
+
+  #received(text: string): void {
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(text) as Envelope;
+    } catch {
+      return;
+    }
+    const key = `${envelope.from}/${envelope.t}`;
+    if (envelope.k === 'request') return this.#serve(key, envelope);
+    if (envelope.k === 'gone') {
+      this.#served.get(key)?.gone();
+      this.#served.delete(key);
+      return;
+    }
+    this.#answer(envelope);
+  }
+
+  /** A request carried here: handled as if it had come in directly, its answer sent back frame by frame. */
+  #serve(key: string, envelope: Extract<Envelope, { k: 'request' }>): void {
+    const { from, t, method, url, headers, body } = envelope;
+    const res = new TunnelResponse((frame) => {
+      if (frame.k === 'end' || frame.k === 'cut') this.#served.delete(key);
+      this.#publish(from, { ...frame, t, from: this.replica })
+        .then((receivers) => {
+          // The replica holding the client is gone: so is the client's connection.
+          if (receivers === 0) res.gone();
+        })
+        .catch(() => res.gone());
+    });
+    res.once('close', () => this.#served.delete(key));
+    this.#served.set(key, res);
+    this.#handler?.({ method, url, headers, body }, res);
+  }
+
+  /** Part of an answer to a request this replica carried out. */
+  #answer(frame: TunnelFrame & { t: string }): void {
+    const carried = this.#carried.get(frame.t);
+    if (carried === undefined) return;
+    const { res } = carried;
+    if (frame.k === 'head') {
+      res.writeHead(frame.status, frame.headers);
+      res.flushHeaders();
+    } else if (frame.k === 'data') {
+      if (!res.writableEnded && !res.destroyed) res.write(frame.text);
+    } else {
+      this.#carried.delete(frame.t);
+      if (frame.k === 'end') res.end();
+      else res.destroy();
+    }
+  }
+
+  /** While requests are out at other replicas, checks every second that their owners are alive. */
+  #watchOwners(): void {
+    if (this.#watch !== undefined) return;
+    this.#watch = setInterval(() => void this.#checkOwners(), WATCH_MS);
+    this.#watch.unref();
+  }
+
+  async #checkOwners(): Promise<void> {
+    if (this.#carried.size === 0) {
+      clearInterval(this.#watch);
+      this.#watch = undefined;
+      return;
+    }
+    const owners = new Set([...this.#carried.values()].map((c) => c.owner));
+    for (const owner of owners) {
+      const alive = await this.#command<number>(['EXISTS', this.#key('alive', owner)]).catch(() => 1);
+      if (alive === 1) continue;
+      for (const [t, carried] of this.#carried) {
+        if (carried.owner !== owner) continue;
+        this.#carried.delete(t);
+        ownerGone(carried.res);
+      }
+    }
+  }
+}
+
+/** The answer to a request whose owner died before finishing it: 404 if nothing was sent yet, else the end. */
+function ownerGone(res: ServerResponse): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: null,
+    error: { code: -32000, message: 'the replica that held the session has stopped (start a new session with initialize)' },
+  });
+  res.writeHead(404, { 'Content-Type': 'application/json' }).end(body);
+}
+
+/** The store for `serve --store <url>`, connected (or retrying in the background if the store is down). */
+export async function redisStore(url: string, prefix: string, log: (line: string) => void): Promise<RedisStore> {
+  const store = new RedisStore(url, prefix, log);
+  await store.start();
+  return store;
+}

@@ -1,0 +1,160 @@
+/*
+ * What replicas of one `serve` share through a store (see redis-store.ts): which replica owns each session,
+ * how many sessions are open across them, and a tunnel that carries a request for a session owned elsewhere
+ * to its owner and the owner's response (JSON, or an event stream as it is written) back.
+ *
+ * The request and response types are the parts of node:http's that the tunnel carries; nothing here imports
+ * a store's client, so a plain `serve` never loads one.
+ */
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+
+/** A request carried to the replica that owns its session. The body is read already (a POST's). */
+export interface TunnelRequest {
+  method: string;
+  /** Path and query. */
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * The headers a tunnel carries: those the session handling reads (and the modern revision's, checked against
+ * the body). The bearer token and cookies stay behind.
+ */
+const CARRIED = new Set(['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'mcp-method', 'mcp-name']);
+const carried = (name: string): boolean => CARRIED.has(name) || name.startsWith('mcp-param-');
+
+/** A request as the tunnel carries it. */
+export function tunnelRequest(req: IncomingMessage, body = ''): TunnelRequest {
+  const headers: IncomingHttpHeaders = {};
+  for (const [name, value] of Object.entries(req.headers)) if (carried(name)) headers[name] = value;
+  return { method: req.method ?? 'GET', url: req.url ?? '/', headers, body };
+}
+
+/** A carried request as the HTTP handling reads one: a readable body with the request line and headers. */
+export function incomingOf(request: TunnelRequest): IncomingMessage {
+  return Object.assign(Readable.from([Buffer.from(request.body)]), {
+    method: request.method,
+    url: request.url,
+    headers: request.headers,
+  }) as unknown as IncomingMessage;
+}
+
+/** One part of a response on its way back through a tunnel. */
+export type TunnelFrame =
+  | { k: 'head'; status: number; headers: OutgoingHttpHeaders }
+  | { k: 'data'; text: string }
+  | { k: 'end' }
+  /** The owner cut the response (as a refusal after the headers went out does). */
+  | { k: 'cut' };
+
+/**
+ * The response an owner writes for a carried request: the parts of ServerResponse the session handling uses.
+ * Each write becomes a frame sent back to the replica that holds the client's connection; `gone()` is the
+ * client leaving, which ends the owner's side as a closed connection does.
+ */
+export class TunnelResponse extends EventEmitter {
+  statusCode = 200;
+  headersSent = false;
+  writableEnded = false;
+  destroyed = false;
+  /** A tunnel takes every write at once: the other replica's connection to its client holds the backlog. */
+  readonly writableNeedDrain = false;
+  readonly req = undefined;
+  readonly #headers: OutgoingHttpHeaders = {};
+  readonly #send: (frame: TunnelFrame) => void;
+
+  constructor(send: (frame: TunnelFrame) => void) {
+    super();
+    this.#send = send;
+  }
+
+  setHeader(name: string, value: number | string | string[]): this {
+    this.#headers[name.toLowerCase()] = value;
+    return this;
+  }
+
+  writeHead(status: number, headers: OutgoingHttpHeaders = {}): this {
+    if (this.headersSent) return this;
+    this.headersSent = true;
+    this.statusCode = status;
+    this.#send({ k: 'head', status, headers: { ...this.#headers, ...headers } });
+    return this;
+  }
+
+  flushHeaders(): void {
+    this.writeHead(this.statusCode);
+  }
+
+  write(text: string): boolean {
+    if (this.writableEnded || this.destroyed) return true;
+    this.flushHeaders();
+    this.#send({ k: 'data', text });
+    return true;
+  }
+
+  end(text?: string): this {
+    if (this.writableEnded || this.destroyed) return this;
+    if (text !== undefined) this.write(text);
+    this.flushHeaders();
+    this.writableEnded = true;
+    this.#send({ k: 'end' });
+    this.emit('finish');
+    this.emit('close');
+    return this;
+  }
+
+  destroy(): this {
+    if (this.writableEnded || this.destroyed) return this;
+    this.#send({ k: 'cut' });
+    this.gone();
+    return this;
+  }
+
+  /** The client's side went away (or the tunnel did): the response closes without being written further. */
+  gone(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.emit('close');
+  }
+
+  /** As the session handling takes it. */
+  get asResponse(): ServerResponse {
+    return this as unknown as ServerResponse;
+  }
+}
+
+/** The store cannot be reached (or answered with an error): a request that needs it gets 503. */
+export class StoreUnavailable extends Error {
+  override name = 'StoreUnavailable';
+}
+
+/** What the replicas of one service share. One per serve(); see redis-store.ts. */
+export interface ReplicaStore {
+  /** The store's address for messages, without credentials. */
+  readonly name: string;
+  /** This replica's id in the store (random; never sent to clients). */
+  readonly replica: string;
+  /** Why the store cannot be used now, or undefined while it answers. */
+  problem(): string | undefined;
+  /**
+   * Registers session `id` as this replica's when fewer than `max` sessions are open across the replicas.
+   * Resolves undefined when admitted, or with the number open. StoreUnavailable when the store cannot answer.
+   */
+  admit(id: string, max: number): Promise<number | undefined>;
+  /** The session ended: it is no longer this replica's, and no longer counts. */
+  release(id: string): void;
+  /** The live replica that owns session `id`, or undefined (unknown, ended, or its owner is gone). */
+  ownerOf(id: string): Promise<string | undefined>;
+  /**
+   * Carries `request` to `owner` and writes its answer to `res` as it comes. False when the owner is not there
+   * to take it. A response whose owner disappears is ended within a few seconds, never left hanging.
+   */
+  forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean>;
+  /** Handles requests other replicas carry here. */
+  onForwarded(handler: (request: TunnelRequest, res: TunnelResponse) => void): void;
+  /** Stops heartbeats, says in the store at once that this replica and its sessions are gone, disconnects. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,277 @@
+import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
+import { expect } from 'chai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { connect } from '../../lib/client/connection.js';
+import { FILLED_FORM } from '../helpers/elicitation.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { gone } from '../helpers/processes.js';
+import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
+import { type RedisServer, requireRedis, startRedis } from '../helpers/redis.js';
+import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
+import { teardown } from '../helpers/teardown.js';
+
+const EVERYTHING = [process.execPath, `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
+
+interface Replica extends ServeProcess {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** `mcp-frame serve --store <redis>` in a process of its own, server-everything behind it. */
+async function replica(store: string, args: string[] = []): Promise<Replica> {
+  const proc = await serveProcess(['--port', '0', '--store', store, ...args, '--', ...EVERYTHING]);
+  const url = /listening on (http:\/\/\S+\/mcp)/.exec(proc.stderr())![1]!;
+  return {
+    ...proc,
+    url,
+    close: async () => {
+      if (proc.proc.exitCode === null && proc.proc.signalCode === null) proc.proc.kill('SIGTERM');
+      await proc.exited;
+    },
+  };
+}
+
+const post = (url: string, session: string | undefined, body: unknown) =>
+  rawRequest(url, {
+    method: 'POST',
+    headers: { ...MCP_HEADERS, ...(session === undefined ? {} : { 'mcp-session-id': session }) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+/** initialize on `url`, then initialized on `then` (another replica): the session's id. */
+async function session(url: string, then = url): Promise<string> {
+  const init = await post(url, undefined, INIT);
+  expect(init.status, init.body).to.equal(200);
+  const id = init.headers['mcp-session-id'] as string;
+  expect((await post(then, id, { jsonrpc: '2.0', method: 'notifications/initialized' })).status).to.equal(202);
+  return id;
+}
+
+const echo = (id: number, message: string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { message } } });
+
+async function within<T>(ms: number, what: string, attempt: () => Promise<T | undefined>): Promise<T> {
+  for (const end = Date.now() + ms; ; ) {
+    const result = await attempt();
+    if (result !== undefined) return result;
+    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('serve --store: replicas that share sessions through Redis (a balancer without affinity)', function () {
+  this.timeout(60_000);
+  let redis: RedisServer;
+  const open = teardown();
+  before(async function () {
+    if (!requireRedis(this)) return;
+    redis = await startRedis();
+  });
+  after(() => redis?.close());
+  afterEach(() => open.run());
+
+  const replicas = (n: number, args: string[] = []): Promise<Replica[]> =>
+    Promise.all(Array.from({ length: n }, () => replica(redis.url, args).then((r) => open.add(r))));
+
+  it('the SDK client rotating over three replicas: handshake, tools, progress, sampling answered through another replica, DELETE everywhere', async () => {
+    const three = await replicas(3);
+    const sent = [0, 0, 0];
+    let next = 0;
+    // A balancer without affinity: each request goes to the next replica.
+    const rotating = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const i = next++ % 3;
+      sent[i]!++;
+      const url = new URL(input instanceof Request ? input.url : input);
+      return fetch(new URL(url.pathname + url.search, three[i]!.url), init);
+    };
+    const client = new Client({ name: 'rotating', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    let sampled = 0;
+    client.setRequestHandler(CreateMessageRequestSchema, async () => {
+      sampled++;
+      return { model: 'test-model', role: 'assistant', content: { type: 'text', text: 'sampled ünï 👋' } };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(three[0]!.url), { fetch: rotating });
+    await client.connect(transport);
+    const tools = (await client.listTools()).tools.map((t) => t.name);
+    expect(tools).to.include.members(['echo', 'trigger-long-running-operation', 'trigger-sampling-request']);
+    for (let i = 0; i < 6; i++) {
+      expect(await client.callTool({ name: 'echo', arguments: { message: `ünï ${i}` } })).to.deep.include({
+        content: [{ type: 'text', text: `Echo: ünï ${i}` }],
+      });
+    }
+    const progress: number[] = [];
+    await client.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 0.6, steps: 3 } }, undefined, {
+      onprogress: (p) => progress.push(p.progress),
+    });
+    expect(progress).to.deep.equal([1, 2, 3]);
+    const sampling = (await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hello', maxTokens: 10 } })) as {
+      content: Array<{ text: string }>;
+    };
+    expect(sampled).to.equal(1);
+    expect(JSON.stringify(sampling.content)).to.include('sampled ünï 👋');
+    // Every replica carried requests, and one of them owns the session's only child.
+    expect(
+      sent.every((n) => n >= 4),
+      String(sent),
+    ).to.equal(true);
+    const owners = three.filter((r) => /session [0-9a-f]{8} started/.test(r.stderr()));
+    expect(owners).to.have.length(1);
+    const [pid] = pidsOf(owners[0]!.stderr().split('\n'));
+    const id = transport.sessionId!;
+    await transport.terminateSession();
+    await client.close();
+    expect(await gone(pid!, 5000)).to.equal(true);
+    for (const r of three) expect((await post(r.url, id, echo(9, 'after'))).status).to.equal(404);
+  });
+
+  it('resumes a stream cut on one replica from a third, with Last-Event-ID: every event once, then the live rest', async () => {
+    const [a, b, c] = await replicas(3);
+    const id = await session(a!.url, b!.url);
+    const call = {
+      jsonrpc: '2.0',
+      id: 5,
+      method: 'tools/call',
+      params: { name: 'trigger-long-running-operation', arguments: { duration: 1.2, steps: 4 }, _meta: { progressToken: 'tok' } },
+    };
+    const first = await openStream(b!.url, { method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': id }, body: JSON.stringify(call) });
+    expect(first.status).to.equal(200);
+    await first.until(2);
+    first.drop();
+    const last = first.events.at(-1)!.id!;
+    const rest = await openStream(c!.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': id, 'last-event-id': last } });
+    expect(rest.status).to.equal(200);
+    await rest.ended;
+    const events = [...first.events.slice(1), ...rest.events];
+    const messages = events.map((e) => JSON.parse(e.data) as { method?: string; id?: number; params?: { progress?: number } });
+    expect(messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params!.progress)).to.deep.equal([1, 2, 3, 4]);
+    expect(messages.filter((m) => m.id === 5)).to.have.length(1);
+    expect(messages.at(-1)).to.deep.include({ id: 5 });
+    const ids = events.map((e) => e.id);
+    expect(new Set(ids).size).to.equal(ids.length);
+  });
+
+  it('an owner killed with SIGKILL: its sessions are 404 on the others within 10 s, a request in flight ends, other sessions go on', async () => {
+    const [a, b, c] = await replicas(3);
+    const doomed = await session(a!.url, b!.url);
+    const kept = await session(b!.url, c!.url);
+    const long = {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/call',
+      params: { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 2 } },
+    };
+    const inFlight = await openStream(c!.url, { method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': doomed }, body: JSON.stringify(long) });
+    expect(inFlight.status).to.equal(200);
+    const killed = Date.now();
+    a!.proc.kill('SIGKILL');
+    await a!.exited;
+    await inFlight.ended;
+    expect(Date.now() - killed).to.be.below(10_000);
+    for (const r of [b!, c!]) {
+      await within(10_000 - (Date.now() - killed), 'a 404 for the dead replica’s session', async () => {
+        const answer = await post(r.url, doomed, echo(4, 'x'));
+        return answer.status === 404 ? answer : undefined;
+      });
+    }
+    const alive = await post(c!.url, kept, echo(5, 'still here'));
+    expect(alive.status).to.equal(200);
+    expect(alive.body).to.include('Echo: still here');
+  });
+
+  it('an owner stopped with SIGTERM says so at once: its sessions are 404 on the others straight away', async () => {
+    const [a, b] = await replicas(2);
+    const id = await session(a!.url, b!.url);
+    a!.proc.kill('SIGTERM');
+    expect(await a!.exited).to.equal(0);
+    const answer = await post(b!.url, id, echo(2, 'x'));
+    expect(answer.status).to.equal(404);
+  });
+
+  it('counts --max-sessions across the replicas, and makes room when a session ends on another', async () => {
+    const [a, b, c] = await replicas(3, ['--max-sessions', '2']);
+    const first = await session(a!.url);
+    await session(b!.url);
+    const refused = await post(c!.url, undefined, INIT);
+    expect(refused.status).to.equal(503);
+    expect(refused.body).to.include('2 sessions are open already across the replicas');
+    expect((await rawRequest(c!.url, { method: 'DELETE', headers: { 'mcp-session-id': first } })).status).to.equal(200);
+    await session(c!.url);
+  });
+
+  it('Redis stopped: new sessions get 503 naming the store, /healthz too, nothing crashes; all comes back with Redis', async () => {
+    const [a, b] = await replicas(2);
+    const id = await session(a!.url, b!.url);
+    const health = (r: Replica) => rawRequest(r.url.replace('/mcp', '/healthz'));
+    expect((await health(b!)).status).to.equal(200);
+    await redis.stop();
+    const refused = await within(5000, 'a 503 while Redis is down', async () => {
+      const answer = await post(b!.url, undefined, INIT);
+      return answer.status === 503 ? answer : undefined;
+    });
+    expect(refused.body).to.include(`the session store redis://127.0.0.1:${redis.port}`);
+    const down = await health(b!);
+    expect(down.status).to.equal(503);
+    expect(down.body).to.include('session store');
+    // The owner still answers its own session.
+    expect((await post(a!.url, id, echo(2, 'local'))).body).to.include('Echo: local');
+    await redis.start();
+    await within(10_000, '/healthz 200 once Redis is back', async () => ((await health(b!)).status === 200 ? true : undefined));
+    // The owner registers its session again in the empty store: the other replica reaches it.
+    const through = await within(10_000, 'the session reached through the other replica', async () => {
+      const answer = await post(b!.url, id, echo(3, 'again'));
+      return answer.status === 200 ? answer : undefined;
+    });
+    expect(through.body).to.include('Echo: again');
+    await session(b!.url, a!.url);
+    expect(a!.proc.exitCode).to.equal(null);
+    expect(b!.proc.exitCode).to.equal(null);
+  });
+
+  it('modern-era requests go to whichever replica gets them; an input_required retry is carried to the replica that asked (SDK 2.x, rotating)', async () => {
+    const [a, b] = await replicas(2);
+    // Rotating, except that a retry (it carries requestState) goes to the replica the call did not: the one that
+    // did not ask.
+    let next = 0;
+    const calls: number[] = [];
+    const rotating = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const body = typeof init?.body === 'string' ? init.body : '';
+      let i = next++ % 2;
+      if (body.includes('"requestState"')) i = 1 - calls[0]!;
+      if (body.includes('"tools/call"')) calls.push(i);
+      const url = new URL(input instanceof Request ? input.url : input);
+      return fetch(new URL(url.pathname + url.search, [a!, b!][i]!.url), init);
+    };
+    const client = new Client2(
+      { name: 'sdk2-rotating', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: {} } },
+    );
+    const asked: string[] = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      asked.push((request.params as { message: string }).message);
+      return { action: 'accept', content: FILLED_FORM };
+    });
+    await client.connect(new Transport2(new URL(a!.url), { fetch: rotating }));
+    try {
+      const elicited = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+      expect(JSON.stringify(elicited.content)).to.include('Ada');
+      expect(asked).to.have.length(1);
+      expect(calls).to.have.length(2);
+      expect(calls[1]).to.not.equal(calls[0]);
+    } finally {
+      await client.close();
+    }
+    // The first modern client (its capabilities) shaped each replica's child: elicitation tools are there for it.
+    for (const r of [a!, b!]) {
+      const c = await connect({ type: 'http', url: r.url });
+      try {
+        expect(c.protocolVersion).to.equal('2026-07-28');
+        expect(await c.request('tools/call', { name: 'echo', arguments: { message: 'modern' } })).to.deep.include({
+          content: [{ type: 'text', text: 'Echo: modern' }],
+        });
+      } finally {
+        await c.close();
+      }
+    }
+  });
+});
