@@ -22,6 +22,8 @@ const BEAT_MS = 1000;
 const WATCH_MS = 1000;
 /** How long one store command may take before the request that needs it gets 503. */
 const COMMAND_MS = 3000;
+/** Session owners remembered by the replica that carries requests to them (the oldest forgotten first). */
+const OWNERS_KEPT = 10_000;
 
 /** Admits a session unless `max` are open across the live replicas; removes the dead replicas' keys on the way. */
 const ADMIT = `
@@ -55,7 +57,8 @@ return false`;
 type Envelope =
   | ({ k: 'request'; t: string; from: string } & TunnelRequest)
   | { k: 'gone'; t: string; from: string }
-  | (TunnelFrame & { t: string; from: string });
+  /** Parts of an answer, those written in one turn of the event loop together. */
+  | { k: 'answer'; t: string; from: string; frames: TunnelFrame[] };
 
 interface Carried {
   owner: string;
@@ -87,6 +90,12 @@ export class RedisStore implements ReplicaStore {
   readonly #carried = new Map<string, Carried>();
   /** Requests carried here, by `<replica>/<tunnel id>`. */
   readonly #served = new Map<string, TunnelResponse>();
+  /**
+   * The owners of sessions this replica carried requests for. A remembered owner needs no lookup: the owner
+   * itself answers 404 for a session it no longer has, and one that is gone is found at once (no one receives
+   * the request) or by the liveness watch.
+   */
+  readonly #owners = new Map<string, string>();
   #handler: ((request: TunnelRequest, res: TunnelResponse) => void) | undefined;
   #nextTunnel = 1;
   #beat: NodeJS.Timeout | undefined;
@@ -145,8 +154,13 @@ export class RedisStore implements ReplicaStore {
   }
 
   async ownerOf(id: string): Promise<string | undefined> {
+    const known = this.#owners.get(id);
+    if (known !== undefined) return known;
     const owner = await this.#command<string | null>(['EVAL', OWNER, '0', this.#prefix, id]);
-    return owner ?? undefined;
+    if (owner === null) return undefined;
+    if (this.#owners.size >= OWNERS_KEPT) this.#owners.delete(this.#owners.keys().next().value!);
+    this.#owners.set(id, owner);
+    return owner;
   }
 
   async forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
@@ -158,6 +172,7 @@ export class RedisStore implements ReplicaStore {
     });
     if (receivers === 0) {
       this.#carried.delete(t);
+      this.#forgetOwner(owner);
       return false;
     }
     whenGone(res, () => {
@@ -187,6 +202,11 @@ export class RedisStore implements ReplicaStore {
         .catch(() => undefined);
     }
     await Promise.all([this.#client, this.#subscriber].map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+  }
+
+  /** A replica found gone: no session is sent to it again without a fresh lookup. */
+  #forgetOwner(owner: string): void {
+    for (const [id, known] of this.#owners) if (known === owner) this.#owners.delete(id);
   }
 
   #key(kind: string, id?: string): string {
@@ -252,29 +272,36 @@ export class RedisStore implements ReplicaStore {
       this.#served.delete(key);
       return;
     }
-    this.#answer(envelope);
+    for (const frame of envelope.frames) this.#answer(envelope.t, frame);
   }
 
   /** A request carried here: handled as if it had come in directly, its answer sent back frame by frame. */
   #serve(key: string, envelope: Extract<Envelope, { k: 'request' }>): void {
     const { from, t, method, url, headers, body } = envelope;
-    const res = new TunnelResponse((frame) => {
-      if (frame.k === 'end' || frame.k === 'cut') this.#served.delete(key);
-      this.#publish(from, { ...frame, t, from: this.replica })
+    // What is written in one turn of the event loop goes out as one message (an answer's head, body and end).
+    let frames: TunnelFrame[] = [];
+    const flush = (): void => {
+      const batch = frames;
+      frames = [];
+      this.#publish(from, { k: 'answer', t, from: this.replica, frames: batch })
         .then((receivers) => {
           // The replica holding the client is gone: so is the client's connection.
           if (receivers === 0) res.gone();
         })
         .catch(() => res.gone());
+    };
+    const res = new TunnelResponse((frame) => {
+      if (frame.k === 'end' || frame.k === 'cut') this.#served.delete(key);
+      if (frames.push(frame) === 1) setImmediate(flush);
     });
     res.once('close', () => this.#served.delete(key));
     this.#served.set(key, res);
     this.#handler?.({ method, url, headers, body }, res);
   }
 
-  /** Part of an answer to a request this replica carried out. */
-  #answer(frame: TunnelFrame & { t: string }): void {
-    const carried = this.#carried.get(frame.t);
+  /** Part of an answer to a request this replica carried out (tunnel `t`). */
+  #answer(t: string, frame: TunnelFrame): void {
+    const carried = this.#carried.get(t);
     if (carried === undefined) return;
     const { res } = carried;
     if (frame.k === 'head') {
@@ -283,7 +310,7 @@ export class RedisStore implements ReplicaStore {
     } else if (frame.k === 'data') {
       if (!res.writableEnded && !res.destroyed) res.write(frame.text);
     } else {
-      this.#carried.delete(frame.t);
+      this.#carried.delete(t);
       if (frame.k === 'end') res.end();
       else res.destroy();
     }
@@ -306,6 +333,7 @@ export class RedisStore implements ReplicaStore {
     for (const owner of owners) {
       const alive = await this.#command<number>(['EXISTS', this.#key('alive', owner)]).catch(() => 1);
       if (alive === 1) continue;
+      this.#forgetOwner(owner);
       for (const [t, carried] of this.#carried) {
         if (carried.owner !== owner) continue;
         this.#carried.delete(t);

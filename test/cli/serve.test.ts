@@ -5,7 +5,7 @@ import { cli } from '../helpers/run.js';
 import { serveProcess } from '../helpers/served.js';
 
 describe('mcp-frame serve', () => {
-  it('refuses bad usage before it listens: no server, an unset token variable, a bad origin', async () => {
+  it('refuses bad usage before it listens: no server, an unset token variable, a bad origin, a store that is not Redis', async () => {
     const none = await cli(['serve']);
     expect(none.code).to.equal(2);
     expect(none.stderr).to.include('usage: mcp-frame serve');
@@ -14,6 +14,14 @@ describe('mcp-frame serve', () => {
     expect(token.stderr).to.include('the variable MCP_FRAME_UNSET_TOKEN is not set');
     const origin = await cli(['serve', '--allow-origin', 'not an origin', '--', process.execPath, 'dist/examples/server.js']);
     expect(origin.code).to.equal(2);
+    // A store that is not a Redis URL; its password is not echoed.
+    const store = await cli(['serve', '--store', 'http://user:hunter2@cache:6379', '--', process.execPath, 'dist/examples/server.js']);
+    expect(store.code).to.equal(2);
+    expect(store.stderr).to.include('--store takes a Redis URL such as redis://127.0.0.1:6379');
+    expect(store.stderr).to.not.include('hunter2');
+    const socketOnly = await cli(['serve', '--no-http', '--socket', '/tmp/x.sock', '--store', 'redis://127.0.0.1:6379', '--', process.execPath, 'x']);
+    expect(socketOnly.code).to.equal(2);
+    expect(socketOnly.stderr).to.include('--store shares HTTP sessions');
     const help = await cli(['serve', '--help']);
     expect(help.code).to.equal(0);
     expect(help.stdout).to.include('--token-env <VAR>');

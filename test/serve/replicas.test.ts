@@ -1,6 +1,7 @@
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
 import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connect } from '../../lib/client/connection.js';
@@ -123,6 +124,28 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     await client.close();
     expect(await gone(pid!, 5000)).to.equal(true);
     for (const r of three) expect((await post(r.url, id, echo(9, 'after'))).status).to.equal(404);
+  });
+
+  it('the deprecated HTTP+SSE transport: the stream on one replica, every POST to /messages on the next (SDK client)', async () => {
+    const three = await replicas(3);
+    let next = 0;
+    const rotating = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = new URL(input instanceof Request ? input.url : input);
+      return fetch(new URL(url.pathname + url.search, three[next++ % 3]!.url), init);
+    };
+    const client = new Client({ name: 'legacy-rotating', version: '1.0.0' });
+    await client.connect(new SSEClientTransport(new URL(three[0]!.url.replace('/mcp', '/sse')), { fetch: rotating }));
+    try {
+      for (let i = 0; i < 4; i++) {
+        expect(await client.callTool({ name: 'echo', arguments: { message: `sse ${i}` } })).to.deep.include({
+          content: [{ type: 'text', text: `Echo: sse ${i}` }],
+        });
+      }
+    } finally {
+      await client.close();
+    }
+    expect(next).to.be.at.least(6);
+    expect(three.filter((r) => /started over the legacy SSE transport/.test(r.stderr()))).to.have.length(1);
   });
 
   it('resumes a stream cut on one replica from a third, with Last-Event-ID: every event once, then the live rest', async () => {
