@@ -3,7 +3,7 @@
  * every event gets an id unique in the session, recent events are held within a byte budget, and a client
  * that drops the response and comes back with Last-Event-ID gets what followed, then the live stream.
  */
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
 export interface EventStreamOptions {
   /** Bytes of recent events held for a client that resumes. */
@@ -47,20 +47,25 @@ export function writeEvent(res: ServerResponse, text: string): boolean {
 /**
  * Calls `fn` once, when the response closes or the connection it belongs to does: a pipelined response queued
  * behind another never emits 'close' itself when the client goes. The connection's listener is removed with
- * the response, so that a kept-alive connection does not gather one per request.
+ * the response, so that a kept-alive connection does not gather one per request. Returns a function that removes
+ * them without calling `fn` (for a wait that ended otherwise).
  */
-export function whenGone(res: ServerResponse, fn: () => void): void {
+export function whenGone(res: ServerResponse, fn: () => void): () => void {
   const socket = res.req?.socket;
   let done = false;
-  const gone = (): void => {
-    if (done) return;
+  const forget = (): void => {
     done = true;
     res.off('close', gone);
     socket?.off('close', gone);
+  };
+  const gone = (): void => {
+    if (done) return;
+    forget();
     fn();
   };
   res.once('close', gone);
   socket?.once('close', gone);
+  return forget;
 }
 
 /** Writes a `: keepalive` comment every `ms` while `res` is open; stops when it ends or closes. */
@@ -89,13 +94,22 @@ export function holdUntilDrained(res: ServerResponse, hold: () => () => void): v
     if (released) return;
     released = true;
     res.off('drain', done);
+    // A long stream holds and drains many times: each hold's listeners go with it.
+    forget();
     holding.delete(res);
     release();
   };
   res.on('drain', done);
-  whenGone(res, done);
+  const forget = whenGone(res, done);
 }
 const holding = new WeakSet<ServerResponse>();
+
+/**
+ * How long a POST's stream waits for its first event before its headers go out on their own. An answer that comes
+ * sooner (the usual tool call) is written with the headers in one write, with a Content-Length: the client reads
+ * one response instead of a chunked stream, and no event waits longer for it.
+ */
+export const FIRST_EVENT_WAIT_MS = 50;
 
 /** An event id `<stream>-<seq>`, split; undefined when the text is not one. */
 export function parseEventId(text: string): { stream: number; seq: number } | undefined {
@@ -117,6 +131,8 @@ export class EventStream {
   #res: ServerResponse | undefined;
   #primed = false;
   #complete = false;
+  /** A response taken by attachWhenFirstEvent and not written to yet: its headers, and the timer that starts it. */
+  #deferred: { headers: OutgoingHttpHeaders; timer: NodeJS.Timeout; starting: boolean } | undefined;
 
   readonly #hooks: EventStreamHooks;
 
@@ -177,11 +193,56 @@ export class EventStream {
     if (this.#complete) res.end();
   }
 
+  /**
+   * Makes `res` (nothing written yet) carry this new stream, writing nothing until its first event: an event that
+   * finishes the stream in the same turn of the event loop (a request's answer) goes out with the headers in one
+   * response with a Content-Length; otherwise the stream starts as attach() starts it, at the first event or after
+   * FIRST_EVENT_WAIT_MS, whichever is first.
+   */
+  attachWhenFirstEvent(res: ServerResponse, headers: OutgoingHttpHeaders): void {
+    this.#res = res;
+    const timer = setTimeout(() => this.#start(), FIRST_EVENT_WAIT_MS);
+    this.#deferred = { headers, timer, starting: false };
+    whenGone(res, () => {
+      clearTimeout(timer);
+      if (this.#res !== res) return;
+      this.#res = undefined;
+      this.#deferred = undefined;
+    });
+  }
+
+  /** A deferred response starts streaming: headers, then what attach() writes. */
+  #start(): void {
+    const deferred = this.#deferred;
+    if (deferred === undefined) return;
+    this.#deferred = undefined;
+    clearTimeout(deferred.timer);
+    const res = this.#res!;
+    res.writeHead(200, deferred.headers);
+    this.attach(res);
+  }
+
+  /** A deferred response whose stream is complete: everything in one write, with a Content-Length. */
+  #endAtOnce(): void {
+    const deferred = this.#deferred!;
+    this.#deferred = undefined;
+    clearTimeout(deferred.timer);
+    const res = this.#res!;
+    this.#primed = true;
+    let body = `id: ${this.number}-0\nretry: ${this.#options.retryMs}\ndata:\n\n`;
+    for (const event of this.#held) body += event.text;
+    this.#written = this.#seq;
+    res.writeHead(200, { ...deferred.headers, 'Content-Length': Buffer.byteLength(body) }).end(body);
+    if (this.#hooks.hold !== undefined) holdUntilDrained(res, this.#hooks.hold);
+  }
+
   /** Sends a message (its JSON text) as the next event, and holds it for a client that resumes. */
   push(json: string): void {
     const seq = ++this.#seq;
     const text = `id: ${this.number}-${seq}\nevent: message\ndata: ${json}\n\n`;
     const event: Held = { seq, text, bytes: Buffer.byteLength(text) };
+    // Held events past the budget are dropped below: a response not started yet must have them first.
+    if (this.#deferred !== undefined && this.#heldBytes + event.bytes > this.#options.replayBytes) this.#start();
     this.#held.push(event);
     this.#heldBytes += event.bytes;
     while (this.#heldBytes > this.#options.replayBytes && this.#held.length > 1) {
@@ -189,17 +250,29 @@ export class EventStream {
       this.#heldBytes -= dropped.bytes;
       this.#droppedThrough = dropped.seq;
     }
+    const deferred = this.#deferred;
+    if (deferred !== undefined) {
+      // Held until the end of this turn: a finish() before then sends it all in one write.
+      if (!deferred.starting) {
+        deferred.starting = true;
+        setImmediate(() => this.#start());
+      }
+      return;
+    }
     if (this.#res !== undefined) this.#write(event);
   }
 
   /** No more events will come: the response (now or once resumed) ends after the last one. */
   finish(): void {
     this.#complete = true;
+    if (this.#deferred !== undefined) return this.#endAtOnce();
+    this.#start();
     this.#res?.end();
   }
 
   /** Ends the response, if one is open, without finishing the stream. */
   detach(): void {
+    this.#start();
     this.#res?.end();
     this.#res = undefined;
   }

@@ -124,14 +124,21 @@ export class RedisStore implements ReplicaStore {
     });
   }
 
-  /** Connects both clients; resolves even when the store is down (it is retried), after saying so. */
+  /**
+   * Connects both clients. Resolves once they are connected, or after COMMAND_MS when the store does not answer:
+   * serve starts either way, the clients go on trying, and until they connect new sessions get 503 (and
+   * /healthz says why).
+   */
   async start(): Promise<void> {
-    await Promise.all([
+    const connected = Promise.all([
       this.#client.connect(),
       this.#subscriber.connect().then(() => this.#subscriber.subscribe(this.#channel(this.replica), (text) => this.#received(text))),
     ]).catch((err: Error) => this.#failed(err));
     this.#beat = setInterval(() => void this.#heartbeat(false), BEAT_MS);
     this.#beat.unref();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([connected, new Promise((resolve) => (timer = setTimeout(resolve, COMMAND_MS)))]);
+    clearTimeout(timer);
   }
 
   problem(): string | undefined {
@@ -201,7 +208,10 @@ export class RedisStore implements ReplicaStore {
         .then(() => this.#command(['SREM', this.#key('replicas'), this.replica]))
         .catch(() => undefined);
     }
-    await Promise.all([this.#client, this.#subscriber].map((c) => (c.isOpen ? c.close().catch(() => c.destroy()) : undefined)));
+    // A client still trying to connect is destroyed: closing it would wait for the store.
+    for (const c of [this.#client, this.#subscriber]) {
+      if (c.isOpen) await (c.isReady ? c.close().catch(() => c.destroy()) : c.destroy());
+    }
   }
 
   /** A replica found gone: no session is sent to it again without a fresh lookup. */

@@ -111,8 +111,7 @@ export class StreamableSession {
         this.#pending.set(idKey(request.id), { id: request.id, stream, progressToken });
         if (progressToken !== undefined) this.#progress.set(progressToken, stream);
       }
-      res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
-      stream.attach(res);
+      stream.attachWhenFirstEvent(res, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
       whenGone(res, () => (this.lastActive = Date.now()));
     } else {
       res.writeHead(202, { 'Mcp-Session-Id': this.id }).end();

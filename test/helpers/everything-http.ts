@@ -2,8 +2,8 @@
 // PORT and prints the one it was given, so a free port on 127.0.0.1 is found first; clients are pointed at
 // 127.0.0.1 only.
 import { type ChildProcess, spawn } from 'node:child_process';
-import net from 'node:net';
 import { ROOT } from './fixtures.js';
+import { freePort } from './ports.js';
 
 export interface Everything {
   url: string;
@@ -14,10 +14,7 @@ const READY = { streamableHttp: 'listening on port', sse: 'running on port' } as
 const PATH = { streamableHttp: '/mcp', sse: '/sse' } as const;
 
 export async function startEverything(mode: 'streamableHttp' | 'sse'): Promise<Everything> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as net.AddressInfo).port;
-  await new Promise((resolve) => probe.close(resolve));
+  const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, mode], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -3,6 +3,7 @@
 // (.ci/run installs it), where its absence fails the run.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
+import { freePort } from './ports.js';
 
 export interface RedisServer {
   port: number;
@@ -31,14 +32,6 @@ export function requireRedis(ctx: Mocha.Context): boolean {
   process.stdout.write(`      (skipped: redis-server is not on PATH; install it with apt-get install -y redis-server)\n`);
   ctx.skip();
   return false;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Resolves once the server answers PING on `port`. */

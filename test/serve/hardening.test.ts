@@ -102,6 +102,10 @@ describe('serve: clients that try to kill, freeze or read it', () => {
 
   it("stops reading a session's server while its client does not read, and delivers everything once it does", async () => {
     ({ bridge, log } = await served(STEPS));
+    // Each hold while the client does not read, and each drain, must leave no listener behind on the response.
+    const leaks: string[] = [];
+    const onWarning = (w: Error): void => void (w.name === 'MaxListenersExceededWarning' && leaks.push(w.message));
+    process.on('warning', onWarning);
     const session = await rawSession(bridge.url!);
     const count = 1000;
     const rssBefore = process.memoryUsage().rss;
@@ -116,6 +120,8 @@ describe('serve: clients that try to kill, freeze or read it', () => {
     expect(delivered).to.equal(count);
     expect(tail).to.include(`${count} sent`);
     await stillServes();
+    process.off('warning', onWarning);
+    expect(leaks).to.deep.equal([]);
   });
 
   it('refuses a body that is not UTF-8 with 400 and a parse error, where a replacement character would merge keys', async () => {

@@ -251,6 +251,21 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     expect(b!.proc.exitCode).to.equal(null);
   });
 
+  it('a replica started while Redis is down listens, says 503 on /healthz, and takes sessions once Redis answers', async () => {
+    await redis.stop();
+    const started = Date.now();
+    const [a] = await replicas(1);
+    expect(Date.now() - started).to.be.below(10_000);
+    const healthz = a!.url.replace('/mcp', '/healthz');
+    const down = await rawRequest(healthz);
+    expect(down.status).to.equal(503);
+    expect(JSON.parse(down.body).reason).to.include(`the session store redis://127.0.0.1:${redis.port} is unreachable`);
+    expect((await post(a!.url, undefined, INIT)).status).to.equal(503);
+    await redis.start();
+    await within(10_000, '/healthz 200 once Redis answers', async () => ((await rawRequest(healthz)).status === 200 ? true : undefined));
+    await session(a!.url);
+  });
+
   it('modern-era requests go to whichever replica gets them; an input_required retry is carried to the replica that asked (SDK 2.x, rotating)', async () => {
     const [a, b] = await replicas(2);
     // Rotating, except that a retry (it carries requestState) goes to the replica the call did not: the one that

@@ -85,6 +85,40 @@ describe('serve: streams that drop and resume', () => {
     expect(new Set(ids).size).to.equal(ids.length);
   });
 
+  it('sends an answer that comes at once with its headers in one response (Content-Length, priming event, answer)', async () => {
+    ({ bridge } = await served());
+    const session = await rawSession(bridge.url!);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'echo', arguments: { text: 'at once ✓' } } });
+    const answer = await rawRequest(bridge.url!, { method: 'POST', headers, body });
+    expect(answer.status).to.equal(200);
+    expect(answer.headers['content-type']).to.equal('text/event-stream');
+    expect(answer.headers['transfer-encoding']).to.equal(undefined);
+    expect(Number(answer.headers['content-length'])).to.equal(Buffer.byteLength(answer.body));
+    const events = answer.body.split('\n\n').filter((e) => e !== '');
+    expect(events).to.have.length(2);
+    expect(events[0]).to.match(/^id: \d+-0\nretry: 1000\ndata:$/);
+    expect(events[1]).to.match(/^id: \d+-1\nevent: message\ndata: /);
+    expect(JSON.parse(events[1]!.split('data: ')[1]!)).to.deep.include({ id: 4, result: { content: [{ type: 'text', text: 'at once ✓' }] } });
+  });
+
+  it('starts the stream of a request that is slow to answer at once, without waiting for its first event', async () => {
+    ({ bridge } = await served());
+    const session = await rawSession(bridge.url!);
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    const started = Date.now();
+    const slow = await openStream(bridge.url!, { method: 'POST', headers, body: call(5, { n: 1, ms: 600 }) });
+    expect(slow.status).to.equal(200);
+    await slow.until(1);
+    // The priming event, long before the tool's first message (600 ms).
+    expect(Date.now() - started).to.be.below(400);
+    expect(slow.events[0]).to.deep.include({ data: '' });
+    expect(slow.headers['transfer-encoding']).to.equal('chunked');
+    await slow.ended;
+    const messages = slow.events.slice(1).map((e) => JSON.parse(e.data) as { id?: number; method?: string });
+    expect(messages.map((m) => m.method ?? m.id)).to.deep.equal(['notifications/message', 5]);
+  });
+
   it('says clearly when the events after an id are no longer held, or the id was never sent', async () => {
     ({ bridge } = await served(STEPS, { replayBytes: 300 }));
     const session = await rawSession(bridge.url!);

@@ -1,0 +1,10 @@
+// A free TCP port on 127.0.0.1, for a peer that must be told its port before it listens.
+import net from 'node:net';
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
