@@ -410,7 +410,7 @@ section(
 const replicated = await replicaRoundTrips();
 section(
   'Through three `serve --store` replicas on one Redis, each request to the next (two in three carried to the owner), against one `serve`; the same SDK client',
-  `One run of three, interleaved, medians; each serve a process of its own, server-everything behind. The added time per request is the cost of coordination: a Redis lookup of the owner, and the request and every event of its answer through Redis pub/sub.\n\n${replicaTable(replicated)}`,
+  `Three runs, interleaved, medians; each serve a process of its own, server-everything behind. The added time per request is the cost of coordination: a Redis lookup of the owner (once per session), and the request and every event of its answer through Redis pub/sub.\n\n${replicaTable(replicated)}`,
 );
 
 // Memory -----------------------------------------------------------------------------------------------------

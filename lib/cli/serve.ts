@@ -1,6 +1,6 @@
 import { isStdioServer } from '../client/config.js';
 import { safeLine } from '../errors.js';
-import { missingCommand } from '../serve/context.js';
+import { commandProblem } from '../serve/context.js';
 import { type ServeOptions, serve } from '../serve/serve.js';
 import { serverEntry } from './call.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
@@ -141,7 +141,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (!isStdioServer(entry))
     throw new CliError(`server "${positionals[0]}" is not a stdio server: serve offers stdio servers over HTTP`, EXIT.config);
   // Every session starts the command: one that cannot start would make every request a 502. Say so now.
-  const missing = await missingCommand(entry.command, entry.env?.PATH ?? process.env.PATH ?? '', entry.cwd ?? process.cwd());
+  const missing = await commandProblem(entry);
   if (missing !== undefined) throw new CliError(`cannot start ${JSON.stringify(entry.command)}: ${missing}`, EXIT.config);
   const bridge = await serve(entry, { ...options, name: positionals[0] ?? entry.command }).catch((err: Error) => {
     throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);

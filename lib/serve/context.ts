@@ -76,3 +76,8 @@ export async function missingCommand(command: string, path: string, cwd: string)
   }
   return 'command not found on PATH';
 }
+
+/** Why the server entry's command cannot be started (see missingCommand), with its own PATH and folder. */
+export function commandProblem(entry: StdioServerConfig): Promise<string | undefined> {
+  return missingCommand(entry.command, entry.env?.PATH ?? process.env.PATH ?? '', entry.cwd ?? process.cwd());
+}

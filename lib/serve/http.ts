@@ -11,7 +11,7 @@ import { safeLine } from '../errors.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
-import { missingCommand, rpcError, SERVER_ERROR, type ServeContext } from './context.js';
+import { commandProblem, rpcError, SERVER_ERROR, type ServeContext } from './context.js';
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
@@ -164,7 +164,7 @@ function preflight(req: IncomingMessage, res: ServerResponse, guard: Guard): voi
 /** Why this replica cannot take sessions now (for /healthz), or undefined. */
 async function healthProblem(ctx: ServeContext, store: ReplicaStore | undefined): Promise<string | undefined> {
   if (ctx.shuttingDown === true) return 'shutting down';
-  const missing = await missingCommand(ctx.entry.command, ctx.entry.env?.PATH ?? process.env.PATH ?? '', ctx.entry.cwd ?? process.cwd());
+  const missing = await commandProblem(ctx.entry);
   if (missing !== undefined) return `cannot start ${JSON.stringify(ctx.entry.command)}: ${missing}`;
   if (ctx.startFailure !== undefined) return `the last server process failed to start: ${safeLine(ctx.startFailure)}`;
   return store?.problem();

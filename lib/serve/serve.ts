@@ -212,9 +212,12 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
     let connections = 0;
     socketServer.on('connection', (socket) => {
       const label = `socket connection ${++connections}`;
+      // A peer that resets while its admission is decided must not end the process.
+      socket.on('error', () => undefined);
       void table.admit().then((room) => {
-        if ('refused' in room) {
-          ctx.log(`refused a socket connection: ${room.refused}`);
+        if ('refused' in room || socket.destroyed) {
+          if ('refused' in room) ctx.log(`refused a socket connection: ${room.refused}`);
+          else store?.release(room.id);
           socket.destroy();
           return;
         }
