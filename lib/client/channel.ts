@@ -99,8 +99,6 @@ export class StreamChannel extends EventEmitter implements Channel {
   #queuedAnswers = 0;
   #queuedAnswerBytes = 0;
   #waitingForDrain = false;
-  /** The output is corked until the event loop's next check phase (see #cork). */
-  #corked = false;
   #paused = false;
   /** Holds on the input taken by holdInput() and not released yet. */
   #holds = 0;
@@ -147,7 +145,6 @@ export class StreamChannel extends EventEmitter implements Channel {
     }
     if (this.listenerCount('wire') > 0) this.emit('wire', 'send', text);
     if (this.#queue.length === 0 && !this.#waitingForDrain) {
-      this.#cork();
       if (this.#output.write(text)) return Promise.resolve();
       this.#waitForDrain();
       return new Promise((resolve, reject) => this.#queue.unshift({ text: '', bytes: 0, answer: false, resolve, reject }));
@@ -225,21 +222,6 @@ export class StreamChannel extends EventEmitter implements Channel {
     this.#ended = new ConnectionError('ENDED', `"${this.name}" closed its output`);
     this.#failQueue(this.#ended);
     this.emit('end');
-  }
-
-  /**
-   * Frames sent in one turn of the event loop go out in one write: many requests arriving together (a serve
-   * child's clients, concurrent calls) wake the peer once, not once each. The output is uncorked in the same
-   * turn's check phase (setImmediate), so a lone request waits for no timer.
-   */
-  #cork(): void {
-    if (this.#corked) return;
-    this.#corked = true;
-    this.#output.cork();
-    setImmediate(() => {
-      this.#corked = false;
-      this.#output.uncork();
-    });
   }
 
   #waitForDrain(): void {
