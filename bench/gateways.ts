@@ -73,6 +73,7 @@ type Call = () => Promise<unknown>;
 /** A gateway under test: its process (whose CPU and memory count), and a client on it once it answers. */
 interface Subject {
   name: string;
+  client: Client | undefined;
   proc: ChildProcess | undefined;
   call: Call;
   startedAt: number;
@@ -103,6 +104,7 @@ async function sdkOn(name: string, transport: () => Transport, proc: ChildProces
       const firstList = performance.now() - startedAt;
       return {
         name,
+        client,
         proc,
         startedAt,
         firstList,
@@ -160,6 +162,7 @@ async function floor(): Promise<Subject> {
   const firstList = performance.now() - startedAt;
   return {
     name: 'floor: node:http piped to an echoing child, bare client',
+    client: undefined,
     proc: undefined,
     startedAt,
     firstList,
@@ -335,20 +338,10 @@ async function whenRemoteGone(name: string, command: (url: string) => string[]):
   const remote = everythingHttp(port);
   const url = `http://127.0.0.1:${port}/mcp`;
   const home = mkdtempSync(join(tmpdir(), 'mcp-frame-bench-'));
-  const env = { ...(process.env as Record<string, string>), MCP_FRAME_AUTH_DIR: home, MCP_REMOTE_CONFIG_DIR: home };
-  let client: Client | undefined;
+  let bridge: Subject | undefined;
   try {
-    for (const end = Date.now() + 30_000; client === undefined; ) {
-      const attempt = new Client({ name: 'bench', version: '1.0.0' });
-      try {
-        await attempt.connect(new StdioClientTransport({ command: NODE, args: command(url), env, stderr: 'ignore' }));
-        client = attempt;
-      } catch (err) {
-        await attempt.close().catch(() => undefined);
-        if (Date.now() > end) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    }
+    bridge = await bridgeOn(name, command(url), { MCP_FRAME_AUTH_DIR: home, MCP_REMOTE_CONFIG_DIR: home });
+    const client = bridge.client!;
     const call = client
       .callTool({ name: 'trigger-long-running-operation', arguments: { duration: 60, steps: 60 } }, undefined, { timeout: GONE_CAP_MS * 3 })
       .then(
@@ -362,7 +355,7 @@ async function whenRemoteGone(name: string, command: (url: string) => string[]):
     const ended = await Promise.race([call, cap]);
     return { name, ms: ended === undefined ? undefined : ended - killed };
   } finally {
-    await client?.close().catch(() => undefined);
+    await bridge?.close().catch(() => undefined);
     await stop(remote);
     rmSync(home, { recursive: true, force: true });
   }

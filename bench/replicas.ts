@@ -3,12 +3,12 @@
 // the owner), against one `serve` without a store; the same SDK 1.x client (a session of the initialize era,
 // the kind replicas share), sequential and concurrent tools/call, runs interleaved. Every serve is a process
 // of its own. npm run bench runs it; `node dist/bench/replicas.js` runs it alone.
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ROOT } from '../test/helpers/fixtures.js';
 import { haveRedis, startRedis } from '../test/helpers/redis.js';
+import { serveProcess } from '../test/helpers/served.js';
 import { CALLS, type Call, interleaved } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
 
@@ -31,22 +31,10 @@ interface Served {
   stop(): Promise<unknown>;
 }
 
-async function serveProcess(args: string[]): Promise<Served> {
-  const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'serve', '--port', '0', ...args, '--', ...EVERYTHING], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    proc.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-      const match = /listening on (http:\/\/\S+\/mcp)/.exec(stderr);
-      if (match !== null) resolve(match[1]!);
-    });
-    proc.once('exit', () => reject(new Error(`serve exited: ${stderr}`)));
-  });
-  const exited = new Promise((resolve) => proc.once('exit', resolve));
+async function served(args: string[]): Promise<Served> {
+  const { proc, exited, url } = await serveProcess(['--port', '0', ...args, '--', ...EVERYTHING]);
   return {
-    url,
+    url: url!,
     stop: () => {
       proc.kill('SIGTERM');
       return exited;
@@ -71,8 +59,8 @@ export async function replicaRoundTrips(): Promise<ReplicaRows | string> {
   const redis = await startRedis();
   const servers: Served[] = [];
   try {
-    for (let i = 0; i < 3; i++) servers.push(await serveProcess(['--store', redis.url]));
-    const single = await serveProcess([]);
+    for (let i = 0; i < 3; i++) servers.push(await served(['--store', redis.url]));
+    const single = await served([]);
     servers.push(single);
     const through = await sdkClient(servers.slice(0, 3).map((s) => s.url));
     const alone = await sdkClient([single.url]);

@@ -183,8 +183,7 @@ export class EventStream {
       this.#primed = true;
       // The priming id names the point before the events this response is about to carry (those queued before
       // the first GET among them), so that a client resuming from it misses none of them.
-      const before = Math.max(afterSeq, this.#droppedThrough);
-      writeEvent(res, `id: ${this.number}-${before}\nretry: ${this.#options.retryMs}\ndata:\n\n`);
+      writeEvent(res, this.#priming(Math.max(afterSeq, this.#droppedThrough)));
     }
     for (const event of this.#held) if (event.seq > afterSeq) this.#write(event);
     // The headers go out now, even with no event to send: a client must not wait for one to see its stream.
@@ -211,28 +210,38 @@ export class EventStream {
     });
   }
 
-  /** A deferred response starts streaming: headers, then what attach() writes. */
-  #start(): void {
+  /** The priming event: an id naming the point before the events that follow it, and the client's retry. */
+  #priming(before: number): string {
+    return `id: ${this.number}-${before}\nretry: ${this.#options.retryMs}\ndata:\n\n`;
+  }
+
+  /** The headers of the response waiting for its first event, taken (its timer stopped); undefined if none waits. */
+  #undefer(): OutgoingHttpHeaders | undefined {
     const deferred = this.#deferred;
-    if (deferred === undefined) return;
+    if (deferred === undefined) return undefined;
     this.#deferred = undefined;
     clearTimeout(deferred.timer);
+    return deferred.headers;
+  }
+
+  /** A deferred response starts streaming: headers, then what attach() writes. */
+  #start(): void {
+    const headers = this.#undefer();
+    if (headers === undefined) return;
     const res = this.#res!;
-    res.writeHead(200, deferred.headers);
+    res.writeHead(200, headers);
     this.attach(res);
   }
 
   /** A deferred response whose stream is complete: everything in one write, with a Content-Length. */
   #endAtOnce(): void {
-    const deferred = this.#deferred!;
-    this.#deferred = undefined;
-    clearTimeout(deferred.timer);
+    const headers = this.#undefer()!;
     const res = this.#res!;
     this.#primed = true;
-    let body = `id: ${this.number}-0\nretry: ${this.#options.retryMs}\ndata:\n\n`;
+    let body = this.#priming(0);
     for (const event of this.#held) body += event.text;
     this.#written = this.#seq;
-    res.writeHead(200, { ...deferred.headers, 'Content-Length': Buffer.byteLength(body) }).end(body);
+    res.writeHead(200, { ...headers, 'Content-Length': Buffer.byteLength(body) }).end(body);
     if (this.#hooks.hold !== undefined) holdUntilDrained(res, this.#hooks.hold);
   }
 
@@ -266,7 +275,6 @@ export class EventStream {
   finish(): void {
     this.#complete = true;
     if (this.#deferred !== undefined) return this.#endAtOnce();
-    this.#start();
     this.#res?.end();
   }
 

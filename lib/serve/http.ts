@@ -302,9 +302,10 @@ export class HttpFront {
    */
   async #carryRetry(msg: JsonRpcRequest, req: IncomingMessage, res: ServerResponse, body: string): Promise<boolean> {
     const store = this.#sessions.store;
+    if (store === undefined) return false;
     const state = isObject(msg.params) ? msg.params.requestState : undefined;
     const maker = typeof state === 'string' ? /^([0-9a-f-]{36})\./.exec(state)?.[1] : undefined;
-    if (store === undefined || maker === undefined || maker === store.replica) return false;
+    if (maker === undefined || maker === store.replica) return false;
     return store.forward(maker, tunnelRequest(req, body), res);
   }
 

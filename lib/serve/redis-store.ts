@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { createClient, type RedisClientType } from '@redis/client';
 import { safeLine } from '../errors.js';
+import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
 import { type ReplicaStore, StoreUnavailable, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
 
@@ -227,7 +228,10 @@ export class RedisStore implements ReplicaStore {
     return this.#key('to', replica);
   }
 
-  /** One command, bounded in time; any failure is StoreUnavailable naming the store. */
+  /**
+   * One command, bounded in time; any failure is StoreUnavailable naming the store. The bound is a timer of our
+   * own: the client's `timeout` option does not end a command already written to a store that stopped answering.
+   */
   async #command<T>(args: string[]): Promise<T> {
     if (!this.#client.isReady) throw new StoreUnavailable(this.problem() ?? `the session store ${this.name} is not connected`);
     let timer: NodeJS.Timeout | undefined;
@@ -359,11 +363,7 @@ function ownerGone(res: ServerResponse): void {
     res.end();
     return;
   }
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id: null,
-    error: { code: -32000, message: 'the replica that held the session has stopped (start a new session with initialize)' },
-  });
+  const body = JSON.stringify(rpcError(null, SERVER_ERROR, 'the replica that held the session has stopped (start a new session with initialize)'));
   res.writeHead(404, { 'Content-Type': 'application/json' }).end(body);
 }
 

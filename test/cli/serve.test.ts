@@ -29,10 +29,12 @@ describe('mcp-frame serve', () => {
 
   it('serves a config entry over HTTP with a token from the environment, and exits 0 on SIGINT', async function () {
     this.timeout(20_000);
-    const { proc, stderr, exited } = await serveProcess(['demo', '--token-env', 'SERVE_TOKEN'], { ...process.env, SERVE_TOKEN: 'tok-1234567890' });
-    const url = /listening on (\S+)/.exec(stderr())![1]!;
+    const { proc, stderr, exited, url } = await serveProcess(['demo', '--token-env', 'SERVE_TOKEN'], {
+      ...process.env,
+      SERVE_TOKEN: 'tok-1234567890',
+    });
     expect(stderr()).to.include('mcp-frame serve: using .mcp.json');
-    const c = await connect({ type: 'http', url, headers: { Authorization: 'Bearer tok-1234567890' } });
+    const c = await connect({ type: 'http', url: url!, headers: { Authorization: 'Bearer tok-1234567890' } });
     expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'served ✓' } })).to.deep.include({
       content: [{ type: 'text', text: 'served ✓' }],
     });

@@ -45,6 +45,8 @@ export interface ServeProcess {
   /** Its stderr so far. */
   stderr(): string;
   exited: Promise<number | null>;
+  /** The Streamable HTTP endpoint it printed, when it serves HTTP. */
+  url: string | undefined;
 }
 
 /** Runs `mcp-frame serve <args>` and resolves once it says where it listens. */
@@ -58,5 +60,5 @@ export async function serveProcess(args: string[], env: NodeJS.ProcessEnv = proc
     check();
     void exited.then(() => reject(new Error(`mcp-frame serve exited: ${stderr}`)));
   });
-  return { proc, stderr: () => stderr, exited };
+  return { proc, stderr: () => stderr, exited, url: /listening on (http:\/\/\S+\/mcp)/.exec(stderr)?.[1] };
 }

@@ -102,8 +102,7 @@ describe('serve: what a balancer and a browser page need', () => {
   it('mcp-frame serve closes in order on SIGHUP: a child that ignores the end of stdin and SIGTERM is still ended', async function () {
     this.timeout(20_000);
     const served = await serveProcess(['--port', '0', '--', process.execPath, STUBBORN]);
-    const url = /listening on (http:\/\/\S+\/mcp)/.exec(served.stderr())![1]!;
-    await rawSession(url);
+    await rawSession(served.url!);
     const pid = Number(/server pid (\d+)/.exec(served.stderr())![1]);
     served.proc.kill('SIGHUP');
     expect(await served.exited).to.equal(0);

@@ -23,10 +23,9 @@ interface Replica extends ServeProcess {
 /** `mcp-frame serve --store <redis>` in a process of its own, server-everything behind it. */
 async function replica(store: string, args: string[] = []): Promise<Replica> {
   const proc = await serveProcess(['--port', '0', '--store', store, ...args, '--', ...EVERYTHING]);
-  const url = /listening on (http:\/\/\S+\/mcp)/.exec(proc.stderr())![1]!;
   return {
     ...proc,
-    url,
+    url: proc.url!,
     close: async () => {
       if (proc.proc.exitCode === null && proc.proc.signalCode === null) proc.proc.kill('SIGTERM');
       await proc.exited;
