@@ -1,5 +1,5 @@
 // One memory measurement in a fresh process, so that peaks do not carry over between decoders or clients.
-// Usage: node --expose-gc memory.js <decoder> one-message <file> | <decoder> slow-consumer <seconds>
+// Usage: node --expose-gc memory.js <decoder> one-message <file> [memory] | <decoder> slow-consumer <seconds>
 //        | <client> round-trip <MiB>   (client: connect() | SDK Client | bare client; the example server's blob)
 // Prints {"peakOverBaseline": bytes, ...} as JSON.
 import { createReadStream, readFileSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { FrameDecoder } from '../lib/index.js';
 import { ndjsonBytes, smallMessages } from './data.js';
 import { bare, ours, type Peer, SERVERS, sdk } from './stdio.js';
 
-const [decoder = 'FrameDecoder', mode = 'one-message', arg = ''] = process.argv.slice(2);
+const [decoder = 'FrameDecoder', mode = 'one-message', arg = '', feed = 'file'] = process.argv.slice(2);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');
 
@@ -34,6 +34,11 @@ function peak(): number {
   const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
   if (!hwm) throw new Error('no VmHWM in /proc/self/status: the memory benchmark needs Linux');
   return Number(hwm[1]) * 1024;
+}
+
+/** `whole` in views of `size` bytes, none of them a copy. */
+function* views(whole: Buffer, size: number): Generator<Buffer> {
+  for (let at = 0; at < whole.length; at += size) yield whole.subarray(at, at + size);
 }
 
 if (mode === 'round-trip') {
@@ -60,18 +65,23 @@ if (mode === 'round-trip') {
   await peer.close();
   process.stdout.write(`${JSON.stringify(outcome)}\n`);
 } else if (mode === 'one-message') {
+  // With `memory`, the file is read before the baseline and fed as 64 KiB views of it: the source's chunks are
+  // then not garbage waiting for a collection, and what is measured is the decoder's own memory.
+  const fromMemory = feed === 'memory' ? readFileSync(arg) : undefined;
   const base = baseline();
   let messages = 0;
   let keep: unknown;
   if (decoder === 'floor') {
-    const whole = readFileSync(arg);
+    const whole = fromMemory ?? readFileSync(arg);
     keep = JSON.parse(whole.toString('utf8'));
     messages = 1;
   } else {
     const make = makers[decoder];
     if (!make) throw new Error(`unknown decoder ${decoder}`);
     await pipeline(
-      createReadStream(arg, { highWaterMark: 64 * 1024 }),
+      fromMemory === undefined
+        ? createReadStream(arg, { highWaterMark: 64 * 1024 })
+        : Readable.from(views(fromMemory, 64 * 1024), { objectMode: false }),
       make(),
       new Writable({
         objectMode: true,

@@ -16,6 +16,11 @@ export interface StdioRow {
   sdk: number | string;
   /** The same case through a bare client (no framing library, no checks): the pipe and the server alone. */
   bare: number | string;
+  /**
+   * CPU time of the client's process per call, in µs (median of the runs), for the cases of many calls: what the
+   * client itself spends, which the server's speed does not hide. Undefined where the case is one call.
+   */
+  cpu?: { ours: number; sdk: number; bare: number };
 }
 
 const CALLS = 10_000;
@@ -86,10 +91,13 @@ export async function bare(server: { command: string; args: readonly string[] })
   };
 }
 
-async function time(run: () => Promise<unknown>): Promise<number> {
+/** Wall ms of `run`, and the CPU µs this process spent in it (the servers are child processes: not counted). */
+async function time(run: () => Promise<unknown>): Promise<{ ms: number; cpuUs: number }> {
+  const cpu = process.cpuUsage();
   const start = performance.now();
   await run();
-  return performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - start, cpuUs: used.user + used.system };
 }
 
 /** Median ms of each case, both clients, interleaved. */
@@ -121,14 +129,18 @@ async function runAll(): Promise<StdioRow[]> {
     try {
       for (const [name, run] of cases) {
         const t = { ours: [] as number[], sdk: [] as number[], bare: [] as number[] };
+        const cpu = { ours: [] as number[], sdk: [] as number[], bare: [] as number[] };
         // A client that cannot do a case at all (the SDK's stdio reader caps a message at 10 MB) is reported.
         const failed: Partial<Record<'ours' | 'sdk' | 'bare', string>> = {};
         for (let i = 0; i <= RUNS; i++) {
           for (const who of i % 2 ? (['bare', 'sdk', 'ours'] as const) : (['ours', 'sdk', 'bare'] as const)) {
             if (failed[who] !== undefined) continue;
             try {
-              const ms = await time(() => run(peers[who]));
-              if (i > 0) t[who].push(ms);
+              const { ms, cpuUs } = await time(() => run(peers[who]));
+              if (i > 0) {
+                t[who].push(ms);
+                cpu[who].push(cpuUs / CALLS);
+              }
             } catch (err) {
               failed[who] = `failed: ${(err as Error).message.slice(0, 60)}`;
             }
@@ -139,6 +151,9 @@ async function runAll(): Promise<StdioRow[]> {
           ours: failed.ours ?? median(t.ours),
           sdk: failed.sdk ?? median(t.sdk),
           bare: failed.bare ?? median(t.bare),
+          ...(name.startsWith(CALLS.toLocaleString('en')) && Object.keys(failed).length === 0
+            ? { cpu: { ours: median(cpu.ours), sdk: median(cpu.sdk), bare: median(cpu.bare) } }
+            : {}),
         });
       }
     } finally {
@@ -156,10 +171,11 @@ export function stdioTable({ rows, warnings }: { rows: StdioRow[]; warnings: Map
   // A ratio, not a difference: connect() can beat the bare client, on a large result because it parses it from
   // its bytes where the bare client decodes the whole text first, elsewhere within a median of three's noise.
   const bareRatio = (r: StdioRow): string => (typeof r.ours === 'number' && typeof r.bare === 'number' ? `${(r.ours / r.bare).toFixed(2)}x` : '–');
-  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} | ${ms(r.bare)} | ${bareRatio(r)} |`);
+  const cpu = (r: StdioRow): string => (r.cpu === undefined ? '–' : `${r.cpu.ours.toFixed(1)} / ${r.cpu.sdk.toFixed(1)} / ${r.cpu.bare.toFixed(1)}`);
+  const lines = rows.map((r) => `| ${r.label} | ${ms(r.ours)} | ${ms(r.sdk)} | ${ratio(r)} | ${ms(r.bare)} | ${bareRatio(r)} | ${cpu(r)} |`);
   const table = [
-    '| case | connect() ms | SDK Client ms | connect() vs SDK | bare client ms (the pipe and the server) | connect() vs bare |',
-    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    '| case | connect() ms | SDK Client ms | connect() vs SDK | bare client ms (the pipe and the server) | connect() vs bare | client CPU µs per call: connect() / SDK / bare |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...lines,
   ].join('\n');
   return `${table}${warningNote(warnings, "the SDK client's, at 10,000 concurrent requests")}`;

@@ -7,18 +7,20 @@ const RECYCLED = 16 * 1024 * 1024;
 /** How far a resizable buffer grows ahead of the bytes it holds: one resize per 256 KiB rather than per chunk. */
 const STEP = 256 * 1024;
 /**
- * Past this size a growing buffer quadruples instead of doubling: a frame of tens of MiB is then copied 1+4 MiB
- * over on its way to 16 MiB rather than 1+2+4+8, and makes fewer allocations outside the engine's heap, which
- * start a full collection once they add up (one 32 MiB message in 16 KiB chunks: 0.7x-0.8x of the time with
- * doubling). Pages never written are not resident, so the larger steps cost no memory.
+ * Past this size a growing buffer goes straight to RECYCLED bytes instead of doubling. Each outgrown buffer stays
+ * resident until a collection, and the source's chunks with it: growing 1, 4, 16 MiB (quadrupling, as before)
+ * left 5 MiB of outgrown buffers behind a 6 MiB message (a peak of 3.3N-3.7N for messages of 4-12 MiB fed from
+ * memory), where one step leaves at most 1 MiB (2.2N-2.7N). Pages never written are not resident, so the large
+ * step costs no memory, and the allocator hands a buffer of that size back to the next frame. Fewer copies also
+ * mean fewer allocations outside the engine's heap, which start a full collection once they add up.
  */
-const QUADRUPLE = 1024 * 1024;
+const ONE_STEP = 1024 * 1024;
 
 /**
  * The bytes of one unfinished frame, copied in as they arrive and read out once, when the frame ends. Each byte
  * is copied a bounded number of times whatever the chunking, and each chunk can be collected at once.
  *
- * Up to 16 MiB the buffer doubles (quadruples past 1 MiB). The allocator hands buffers of that size back to
+ * Up to 1 MiB the buffer doubles; past that it goes to 16 MiB in one step. The allocator hands buffers of that size back to
  * the next frame from memory it has used before; reserving the largest allowed size at once instead put every
  * frame in fresh pages, and decoding 1-16 MiB messages took about 1.5x as long (bench/RESULTS.md). A frame past
  * 16 MiB moves to one resizable ArrayBuffer that grows in place (no copy, no outgrown halves left for the
@@ -60,7 +62,7 @@ export class ByteAccumulator {
       if (this.#large !== undefined) this.#resize(Math.min(need + STEP, Math.max(need, this.#cap)));
       else {
         const held = this.#buf?.length ?? 0;
-        const grown = held >= QUADRUPLE ? 4 * held : 2 * held;
+        const grown = held >= ONE_STEP ? RECYCLED : 2 * held;
         this.#grow(Math.min(need <= SMALL ? SMALL : Math.max(need, grown), Math.max(need, this.#cap)), need);
       }
     }

@@ -240,13 +240,16 @@ export class SseDecoder implements FrameDecoderCore {
     let ok = true;
     // The next colon at or after the current line's start; text.length when there is none.
     let colon = -1;
-    for (let i = 0; i < text.length && ok; this.#lineNo++) {
+    for (let i = 0; i < text.length && ok; ) {
       // The shape nearly every MCP event has, `event: message` (or nothing) and one data line, read at once.
       if (!this.#eventStarted && !this.#dropping) {
-        const next = this.#quickEvent(text, i, sink);
-        if (next !== -1) {
-          ok = next >= 0;
-          i = Math.abs(next);
+        const next = this.#quickEvents(text, i, sink);
+        if (next < 0) {
+          ok = false;
+          break;
+        }
+        if (next !== i) {
+          i = next;
           continue;
         }
       }
@@ -261,6 +264,7 @@ export class SseDecoder implements FrameDecoderCore {
         ok = this.#field(text, i, Math.min(colon, eol), eol, sink);
       }
       i = eol + 1;
+      this.#lineNo++;
     }
     if (ok) {
       // Nothing of the region may be needed once it is gone: the positions still pending are worked out now.
@@ -274,24 +278,39 @@ export class SseDecoder implements FrameDecoderCore {
   }
 
   /**
-   * At a line start with no event open: an event of `event: message` (optional) and one `data: ` line, then
-   * its blank line, is dispatched whole. Returns -1 when the lines there have another shape (the line by line
-   * reading follows), else the index after the event's blank line (negated when the sink said stop).
+   * At a line start with no event open: the events there of the shape nearly every MCP event has, `event:
+   * message` (optional) and one `data: ` line, then its blank line, are each dispatched whole, in one loop.
+   * Returns the index after the last one read (`i` when the lines there have another shape: the line by line
+   * reading follows), negated and less one when the sink said stop.
    */
-  #quickEvent(text: string, i: number, sink: DecodeSink): number {
-    const typed = text.startsWith(QUICK_TYPED, i);
-    const value = typed ? i + QUICK_TYPED.length : text.startsWith('data: ', i) ? i + 6 : -1;
-    if (value === -1) return -1;
-    const eol = text.indexOf('\n', value);
-    if (eol + 1 >= text.length || text.charCodeAt(eol + 1) !== 0x0a) return -1;
-    // Within the limit even at 3 bytes a character; else the line by line reading measures it.
-    if (this.#limit.over(3 * (eol - value))) return -1;
-    const index = this.#eventIndex++;
-    const line = this.#lineNo;
-    this.#lineNo += typed ? 2 : 1;
-    this.#lastEventId = this.#idBuffer;
-    const ok = this.#deliver(text.slice(value, eol), index, line, 0, i, sink);
-    return ok ? eol + 2 : -(eol + 2);
+  #quickEvents(text: string, i: number, sink: DecodeSink): number {
+    const length = text.length;
+    // Within the limit even at 3 bytes a character; a longer line is measured by the line by line reading.
+    const maxUnits = Math.floor(this.#limit.max / 3);
+    for (;;) {
+      const first = text.charCodeAt(i);
+      let value: number;
+      if (first === 0x65 && text.startsWith(QUICK_TYPED, i)) value = i + QUICK_TYPED.length;
+      else if (first === 0x64 && text.startsWith('data: ', i)) value = i + 6;
+      else return i;
+      const eol = text.indexOf('\n', value);
+      if (eol === -1 || eol + 1 >= length || text.charCodeAt(eol + 1) !== 0x0a || eol - value > maxUnits) return i;
+      const index = this.#eventIndex++;
+      const line = this.#lineNo;
+      // The event's lines and its blank line.
+      this.#lineNo = line + (value - i === 6 ? 2 : 3);
+      this.#lastEventId = this.#idBuffer;
+      const next = eol + 2;
+      if (eol > value) {
+        // #deliver's work, written out for the usual message: a call less for each event.
+        const data = text.slice(value, eol);
+        const msg = tryParse(data);
+        if (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth)) this.#handOn(msg, data, index, line, 0, i, sink);
+        else if (!this.#refuse(msg, data, index, line, 0, i, sink)) return -next - 1;
+      }
+      if (next >= length) return next;
+      i = next;
+    }
   }
 
   /** One field line of the region, `text[start, eol)`, its name ending at `nameEnd`. */
@@ -646,15 +665,26 @@ export class SseDecoder implements FrameDecoderCore {
     const msg = parsed === undefined ? tryParse(data) : parsed.msg;
     // One parsed from its bytes was checked then (#heldData).
     const fine = parsed !== undefined || (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth));
-    const problem = fine ? undefined : problemOf(msg, data, this.#maxDepth);
-    if (problem === undefined) {
-      this.#lastIndex = index;
-      this.#lastLine = line;
-      this.#lastOffset = offset;
-      this.#lastPosChar = lazyChar;
-      sink.message(msg, data);
-      return true;
-    }
+    return fine ? this.#handOn(msg, data, index, line, offset, lazyChar, sink) : this.#refuse(msg, data, index, line, offset, lazyChar, sink);
+  }
+
+  /** A message, to the sink; its event's position kept for lastPosition(). */
+  #handOn(msg: unknown, data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): true {
+    this.#lastIndex = index;
+    this.#lastLine = line;
+    this.#lastOffset = offset;
+    this.#lastPosChar = lazyChar;
+    sink.message(msg, data);
+    return true;
+  }
+
+  /**
+   * Event data that the quick checks did not pass (`msg`, what tryParse made of it, may be NOT_JSON or null): a
+   * long text is a message once its depth is checked; anything else is reported.
+   */
+  #refuse(msg: unknown, data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): boolean {
+    const problem = problemOf(msg, data, this.#maxDepth);
+    if (problem === undefined) return this.#handOn(msg, data, index, line, offset, lazyChar, sink);
     if (lazyChar !== -1) offset = this.#byteAt(lazyChar);
     const what = problem.code === 'INVALID_JSON' ? `event data ${problem.reason}` : problem.reason;
     return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(data)));

@@ -42,17 +42,17 @@ describe('ByteAccumulator', () => {
     expect((acc.bytes().buffer as ArrayBuffer).resizable).to.equal(false);
   });
 
-  it('doubles its buffer up to 1 MiB and quadruples it past that, up to 16 MiB', () => {
+  it('doubles its buffer up to 1 MiB and goes to 16 MiB in one step past that, leaving no 4 MiB buffer behind', () => {
     const acc = new ByteAccumulator(64 * MiB);
     const capacity = (): number => acc.bytes().buffer.byteLength;
     const chunk = Buffer.alloc(16 * 1024, 0x64);
     for (let i = 0; i < 64; i++) acc.append(chunk);
     expect(capacity()).to.equal(MiB);
     acc.append(chunk);
-    expect(capacity()).to.equal(4 * MiB);
-    while (acc.length < 4 * MiB) acc.append(chunk);
-    acc.append(chunk);
     expect(capacity()).to.equal(16 * MiB);
+    while (acc.length < 16 * MiB) acc.append(chunk);
+    expect(capacity()).to.equal(16 * MiB);
+    expect((acc.bytes().buffer as ArrayBuffer).resizable).to.equal(false);
     expect(acc.bytes().every((b) => b === 0x64)).to.equal(true);
   });
 
