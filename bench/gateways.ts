@@ -54,7 +54,7 @@ export interface GatewayResults {
 
 const SEQUENTIAL = 300;
 const CONCURRENT = 300;
-const ROUNDS = 3;
+const ROUNDS = 5;
 
 /** utime + stime of a process, in ms (Linux /proc). */
 function cpuMs(pid: number): number {
