@@ -20,11 +20,11 @@ const ONE_STEP = 1024 * 1024;
  * The bytes of one unfinished frame, copied in as they arrive and read out once, when the frame ends. Each byte
  * is copied a bounded number of times whatever the chunking, and each chunk can be collected at once.
  *
- * Up to 1 MiB the buffer doubles; past that it goes to 16 MiB in one step. The allocator hands buffers of that size back to
- * the next frame from memory it has used before; reserving the largest allowed size at once instead put every
- * frame in fresh pages, and decoding 1-16 MiB messages took about 1.5x as long (bench/RESULTS.md). A frame past
- * 16 MiB moves to one resizable ArrayBuffer that grows in place (no copy, no outgrown halves left for the
- * collector) and whose pages are given back to the system by `clear()`, at once rather than at some later
+ * Up to 1 MiB the buffer doubles; past that it goes to 16 MiB in one step. The allocator hands buffers of that
+ * size back to the next frame from memory it has used before; reserving the largest allowed size at once instead
+ * put every frame in fresh pages, and decoding 1-16 MiB messages took about 1.5x as long (bench/RESULTS.md). A
+ * frame past 16 MiB moves to one resizable ArrayBuffer that grows in place (no copy, no outgrown halves left for
+ * the collector) and whose pages are given back to the system by `clear()`, at once rather than at some later
  * collection: one N-byte message then peaks at 2.5N, against 3.6N, at the price of fresh pages for each such
  * frame (the bench's copy floor with fresh pages measures that price). Keeping a list of the chunks and joining
  * it at the end held every byte twice at the peak (4.2N RSS for one N-byte message). A frame whose bulk is long

@@ -306,7 +306,7 @@ export class SseDecoder implements FrameDecoderCore {
         const data = text.slice(value, eol);
         const msg = tryParse(data);
         if (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth)) this.#handOn(msg, data, index, line, 0, i, sink);
-        else if (!this.#refuse(msg, data, index, line, 0, i, sink)) return -next - 1;
+        else if (!this.#checkFurther(msg, data, index, line, 0, i, sink)) return -next - 1;
       }
       if (next >= length) return next;
       i = next;
@@ -665,7 +665,7 @@ export class SseDecoder implements FrameDecoderCore {
     const msg = parsed === undefined ? tryParse(data) : parsed.msg;
     // One parsed from its bytes was checked then (#heldData).
     const fine = parsed !== undefined || (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(data, this.#maxDepth));
-    return fine ? this.#handOn(msg, data, index, line, offset, lazyChar, sink) : this.#refuse(msg, data, index, line, offset, lazyChar, sink);
+    return fine ? this.#handOn(msg, data, index, line, offset, lazyChar, sink) : this.#checkFurther(msg, data, index, line, offset, lazyChar, sink);
   }
 
   /** A message, to the sink; its event's position kept for lastPosition(). */
@@ -682,7 +682,7 @@ export class SseDecoder implements FrameDecoderCore {
    * Event data that the quick checks did not pass (`msg`, what tryParse made of it, may be NOT_JSON or null): a
    * long text is a message once its depth is checked; anything else is reported.
    */
-  #refuse(msg: unknown, data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): boolean {
+  #checkFurther(msg: unknown, data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): boolean {
     const problem = problemOf(msg, data, this.#maxDepth);
     if (problem === undefined) return this.#handOn(msg, data, index, line, offset, lazyChar, sink);
     if (lazyChar !== -1) offset = this.#byteAt(lazyChar);
