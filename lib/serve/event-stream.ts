@@ -132,7 +132,7 @@ export class EventStream {
   #primed = false;
   #complete = false;
   /** A response taken by attachWhenFirstEvent and not written to yet: its headers, and the timer that starts it. */
-  #deferred: { headers: OutgoingHttpHeaders; timer: NodeJS.Timeout; starting: boolean } | undefined;
+  #deferred: { headers: OutgoingHttpHeaders; timer: NodeJS.Timeout; forget: () => void; starting: boolean } | undefined;
 
   readonly #hooks: EventStreamHooks;
 
@@ -201,13 +201,14 @@ export class EventStream {
   attachWhenFirstEvent(res: ServerResponse, headers: OutgoingHttpHeaders): void {
     this.#res = res;
     const timer = setTimeout(() => this.#start(), FIRST_EVENT_WAIT_MS);
-    this.#deferred = { headers, timer, starting: false };
-    whenGone(res, () => {
+    // Until the response starts: once it does, attach() watches it (or it has ended).
+    const forget = whenGone(res, () => {
       clearTimeout(timer);
       if (this.#res !== res) return;
       this.#res = undefined;
       this.#deferred = undefined;
     });
+    this.#deferred = { headers, timer, forget, starting: false };
   }
 
   /** The priming event: an id naming the point before the events that follow it, and the client's retry. */
@@ -215,12 +216,16 @@ export class EventStream {
     return `id: ${this.number}-${before}\nretry: ${this.#options.retryMs}\ndata:\n\n`;
   }
 
-  /** The headers of the response waiting for its first event, taken (its timer stopped); undefined if none waits. */
+  /**
+   * The headers of the response waiting for its first event, taken (its timer stopped, its close listeners
+   * removed); undefined if none waits.
+   */
   #undefer(): OutgoingHttpHeaders | undefined {
     const deferred = this.#deferred;
     if (deferred === undefined) return undefined;
     this.#deferred = undefined;
     clearTimeout(deferred.timer);
+    deferred.forget();
     return deferred.headers;
   }
 
@@ -237,6 +242,8 @@ export class EventStream {
   #endAtOnce(): void {
     const headers = this.#undefer()!;
     const res = this.#res!;
+    // Done with at once: the stream no longer counts as attached (an idle session can be closed, a stream opened).
+    this.#res = undefined;
     this.#primed = true;
     let body = this.#priming(0);
     for (const event of this.#held) body += event.text;
@@ -276,13 +283,6 @@ export class EventStream {
     this.#complete = true;
     if (this.#deferred !== undefined) return this.#endAtOnce();
     this.#res?.end();
-  }
-
-  /** Ends the response, if one is open, without finishing the stream. */
-  detach(): void {
-    this.#start();
-    this.#res?.end();
-    this.#res = undefined;
   }
 
   #write(event: Held): void {
