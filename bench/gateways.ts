@@ -22,6 +22,7 @@ import { ROOT } from '../test/helpers/fixtures.js';
 import { median } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
 import { freePort } from '../test/helpers/ports.js';
+import { procStat } from '../test/helpers/processes.js';
 
 const NODE = process.execPath;
 const EVERYTHING = `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
@@ -58,7 +59,8 @@ const ROUNDS = 5;
 
 /** utime + stime of a process, in ms (Linux /proc). */
 function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const fields = procStat(pid);
+  if (fields === undefined) throw new Error(`no /proc/${pid}/stat: the gateway bench needs Linux and a live process`);
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 

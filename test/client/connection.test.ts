@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, type Connection, RpcError } from '../../lib/client/connection.js';
@@ -10,6 +10,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { rejection as rejectionOf } from '../helpers/rejection.js';
 import { unprintable } from '../helpers/unprintable.js';
 import { tempDir } from '../helpers/temp.js';
+import { procStat } from '../helpers/processes.js';
 
 const rejection = (promise: Promise<unknown>): Promise<ConnectionError> => rejectionOf<ConnectionError>(promise);
 
@@ -26,11 +27,8 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
+  const state = procStat(pid)?.[0];
+  return state !== undefined && state !== 'Z';
 }
 
 function waitFor<T>(emitter: Connection, event: string, test: (value: T) => boolean = () => true): Promise<T> {

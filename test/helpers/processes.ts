@@ -20,16 +20,21 @@ export async function gone(pid: number, ms = 2000): Promise<boolean> {
 }
 
 /**
- * Linux: the process has exited and waits to be reaped (state Z in /proc) by another parent than this process.
- * False where that cannot be read.
+ * Linux: the fields of /proc/<pid>/stat after the command name (state first, then the parent's pid; utime and
+ * stime at 11 and 12), or undefined where the process or /proc is not there. The name is in parentheses and may
+ * itself hold ") ", so the fields start after the last one.
  */
-function isOrphanZombie(pid: number): boolean {
+export function procStat(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // State and parent follow the command name, which is in parentheses and may itself hold ") ".
-    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return state === 'Z' && Number(ppid) !== process.pid;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+/** Linux: the process has exited and waits to be reaped (state Z) by another parent than this process. */
+function isOrphanZombie(pid: number): boolean {
+  const [state, ppid] = procStat(pid) ?? [];
+  return state === 'Z' && Number(ppid) !== process.pid;
 }
