@@ -5,7 +5,7 @@
 // bridge`, mcp-remote and supergateway's stdio output, against the SDK's HTTP client talking to it directly.
 // One MCP SDK client per gateway, rounds interleaved, medians: ms per call sequential and concurrent, CPU per
 // call of the gateway process (not its server's), its peak RSS, and the time from starting it to the first
-// tools/list answer. npm run bench runs it; `node dist/bench/gateways.js` runs it alone.
+// tools/list answer. npm run bench runs it; `node --expose-gc dist/bench/gateways.js` runs it alone.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -205,8 +205,15 @@ async function bridgeOn(name: string, command: string[], env: Record<string, str
   return { ...subject, proc: pid === undefined ? undefined : ({ pid, exitCode: null, signalCode: null } as ChildProcess) };
 }
 
-/** ms per call for `n` calls, one after another or all at once. */
+const gc = (globalThis as { gc?: () => void }).gc;
+
+/**
+ * ms per call for `n` calls, one after another or all at once. Each timing starts from a collection when the bench
+ * may ask for one (--expose-gc): every subject's SDK client lives in this process, and a collection of one
+ * client's garbage (or of the sections before) was otherwise charged to whichever subject ran next.
+ */
 async function timed(call: Call, n: number, concurrent: boolean): Promise<number> {
+  gc?.();
   const t = performance.now();
   if (concurrent) await Promise.all(Array.from({ length: n }, () => call()));
   else for (let i = 0; i < n; i++) await call();
@@ -422,7 +429,7 @@ function table(rows: GatewayRow[], reference: string): string {
 export function gatewayTables(results: GatewayResults): string {
   const { sequential, concurrent, rounds } = results.calls;
   return [
-    `Medians of ${rounds} interleaved rounds of ${sequential} sequential and ${concurrent} concurrent \`tools/call\` (echo), after a warm-up; every row but the floor is the MCP SDK 1.x client. CPU and peak RSS are the gateway process's own (Linux /proc), not its server's; "first tools/list" counts from starting the gateway.`,
+    `Medians of ${rounds} interleaved rounds of ${sequential} sequential and ${concurrent} concurrent \`tools/call\` (echo), after a warm-up; every row but the floor is the MCP SDK 1.x client. CPU and peak RSS are the gateway process's own (Linux /proc), not its server's; "first tools/list" counts from starting the gateway. Each timing starts from a collection in the client process.`,
     '',
     '**A stdio server offered over HTTP** (server-everything over stdio behind each gateway):',
     '',
