@@ -23,6 +23,7 @@ import { median } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
 import { freePort } from '../test/helpers/ports.js';
 import { procStat } from '../test/helpers/processes.js';
+import { gc } from './gc.js';
 
 const NODE = process.execPath;
 const EVERYTHING = `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`;
@@ -204,8 +205,6 @@ async function bridgeOn(name: string, command: string[], env: Record<string, str
   const pid = transport!.pid ?? undefined;
   return { ...subject, proc: pid === undefined ? undefined : ({ pid, exitCode: null, signalCode: null } as ChildProcess) };
 }
-
-const gc = (globalThis as { gc?: () => void }).gc;
 
 /**
  * ms per call for `n` calls, one after another or all at once. Each timing starts from a collection when the bench

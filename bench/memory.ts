@@ -10,9 +10,9 @@ import split2 from 'split2';
 import { FrameDecoder } from '../lib/index.js';
 import { ndjsonBytes, smallMessages } from './data.js';
 import { bare, ours, type Peer, SERVERS, sdk } from './stdio.js';
+import { gc } from './gc.js';
 
 const [decoder = 'FrameDecoder', mode = 'one-message', arg = '', feed = 'file'] = process.argv.slice(2);
-const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');
 
 const makers: Record<string, () => Transform> = {

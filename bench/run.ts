@@ -30,6 +30,7 @@ import {
   type DecoderPeer,
   type EncoderPeer,
 } from './peers.js';
+import { gc } from './gc.js';
 
 const quick = process.argv.includes('--quick');
 const RUNS = 7;
@@ -39,7 +40,6 @@ const MiB = 1024 * 1024;
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 const srcDir = fileURLToPath(new URL('../../bench/', import.meta.url));
 
-const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc (npm run bench does)');
 
 interface Timing {

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { connect } from '../lib/client/index.js';
 import { median } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
+import { gc } from './gc.js';
 
 export interface StdioRow {
   label: string;
@@ -90,8 +91,6 @@ export async function bare(server: { command: string; args: readonly string[] })
     },
   };
 }
-
-const gc = (globalThis as { gc?: () => void }).gc;
 
 /**
  * Wall ms of `run`, and the CPU µs this process spent in it (the servers are child processes: not counted). Each
