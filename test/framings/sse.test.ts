@@ -178,6 +178,47 @@ describe('sse framing', () => {
       expect(decode(byteByByte(bytes))).to.deep.equal(events);
     });
 
+    it('reads a chunk of many regions as the byte path does: cut after events, inside an event, and in a long line', () => {
+      const msg = (id: number, text: string) => ({ jsonrpc: '2.0', id, result: { text } });
+      let text = '';
+      // Events of the usual shape, then an event whose data is 100 short lines (more than 32 KiB without a blank line), then
+      // a bad event, then an event of one 40 KiB line, and more events of the usual shape after each.
+      for (let i = 0; i < 120; i++) text += frameSse(msg(i, `東京 ${'ü'.repeat(i * 3)}`));
+      // The lines are joined with LF, which is JSON whitespace between the array's elements.
+      const parts = Array.from({ length: 100 }, (_, k) => `"${'データ'.repeat(40)} ${k}"${k < 99 ? ',' : ''}`);
+      const lines = ['{"jsonrpc":"2.0","id":1000,"result":{"parts":[', ...parts, ']}}'];
+      text += `event: message\n${lines.map((line) => `data: ${line}\n`).join('')}\n`;
+      for (let i = 0; i < 60; i++) text += frameSse(msg(2000 + i, `é ${'x'.repeat(i * 7)}`));
+      text += 'data: {"broken": 東京\n\n';
+      text += frameSse(msg(3000, 'ö'.repeat(20_000)));
+      for (let i = 0; i < 200; i++) text += frameSse(msg(4000 + i, `😀 ${'y'.repeat(i)}`));
+      const bytes = Buffer.from(text);
+      expect(bytes.length).to.be.greaterThan(4 * 32 * 1024);
+
+      const withPositions = (chunks: Buffer[]): unknown[] => {
+        const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
+        const out: unknown[] = [];
+        const sink: DecodeSink = {
+          message: (m) => void out.push({ id: (m as { id: number }).id, at: core.lastPosition() }),
+          invalid: (e) => {
+            out.push({ invalid: e.code, index: e.index, line: e.line, offset: e.offset });
+            return true;
+          },
+        };
+        for (const c of chunks) core.write(c, sink);
+        core.end(sink);
+        return out;
+      };
+      const whole = withPositions([bytes]);
+      expect(whole).to.have.length(120 + 1 + 60 + 1 + 1 + 200);
+      expect(whole[120]).to.deep.include({ id: 1000 });
+      expect(Buffer.byteLength(lines.join('\n'))).to.be.greaterThan(32 * 1024);
+      expect(whole[181]).to.deep.include({ invalid: 'INVALID_JSON', index: 182 });
+      expect(whole[182]).to.deep.include({ id: 3000 });
+      expect(withPositions(byteByByte(bytes))).to.deep.equal(whole);
+      for (let seed = 1; seed <= 3; seed++) expect(withPositions(randomChunks(bytes, rng(seed), 100_000)), `seed ${seed}`).to.deep.equal(whole);
+    });
+
     it('gives the position of each message to validation, as the byte path does', () => {
       const body = { jsonrpc: '2.0', id: 1, result: { text: 'ünï'.repeat(500) } };
       const bytes = Buffer.from(`${frameSse(body)}${frameSse({ not: 'json-rpc', text: 'é'.repeat(600) })}`);
