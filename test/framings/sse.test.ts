@@ -181,8 +181,8 @@ describe('sse framing', () => {
     it('reads a chunk of many regions as the byte path does: cut after events, inside an event, and in a long line', () => {
       const msg = (id: number, text: string) => ({ jsonrpc: '2.0', id, result: { text } });
       let text = '';
-      // Events of the usual shape, then an event whose data is 100 short lines (more than 32 KiB without a blank line), then
-      // a bad event, then an event of one 40 KiB line, and more events of the usual shape after each.
+      // Events of the usual shape, then an event whose data is 100 short lines (more than 32 KiB without a blank
+      // line), then a bad event, then an event of one 40 KiB line, and more events of the usual shape after each.
       for (let i = 0; i < 120; i++) text += frameSse(msg(i, `東京 ${'ü'.repeat(i * 3)}`));
       // The lines are joined with LF, which is JSON whitespace between the array's elements.
       const parts = Array.from({ length: 100 }, (_, k) => `"${'データ'.repeat(40)} ${k}"${k < 99 ? ',' : ''}`);
