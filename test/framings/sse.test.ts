@@ -24,6 +24,25 @@ function withEventsourceParser(chunks: Buffer[]): DecodeEvent[] {
   return out;
 }
 
+/**
+ * Each message's id and the position the decoder gives for it (lastPosition), and each bad frame's code and position,
+ * in order, as the core alone reports them for `chunks`.
+ */
+function positions(chunks: Buffer[]): Array<{ id?: unknown; at?: unknown; invalid?: string; index?: number; line?: number; offset?: number }> {
+  const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
+  const out: ReturnType<typeof positions> = [];
+  const sink: DecodeSink = {
+    message: (m) => void out.push({ id: (m as { id?: unknown }).id, at: core.lastPosition() }),
+    invalid: (e) => {
+      out.push({ invalid: e.code, index: e.index, line: e.line, offset: e.offset });
+      return true;
+    },
+  };
+  for (const c of chunks) core.write(c, sink);
+  core.end(sink);
+  return out;
+}
+
 describe('sse framing', () => {
   it('writes event: message and one data line of compact JSON, with an id line when asked', () => {
     const msg = { jsonrpc: '2.0', id: 1, result: { text: 'a\nb\r\nc' } };
@@ -195,45 +214,25 @@ describe('sse framing', () => {
       const bytes = Buffer.from(text);
       expect(bytes.length).to.be.greaterThan(4 * 32 * 1024);
 
-      const withPositions = (chunks: Buffer[]): unknown[] => {
-        const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
-        const out: unknown[] = [];
-        const sink: DecodeSink = {
-          message: (m) => void out.push({ id: (m as { id: number }).id, at: core.lastPosition() }),
-          invalid: (e) => {
-            out.push({ invalid: e.code, index: e.index, line: e.line, offset: e.offset });
-            return true;
-          },
-        };
-        for (const c of chunks) core.write(c, sink);
-        core.end(sink);
-        return out;
-      };
-      const whole = withPositions([bytes]);
+      const whole = positions([bytes]);
       expect(whole).to.have.length(120 + 1 + 60 + 1 + 1 + 200);
       expect(whole[120]).to.deep.include({ id: 1000 });
       expect(Buffer.byteLength(lines.join('\n'))).to.be.greaterThan(32 * 1024);
       expect(whole[181]).to.deep.include({ invalid: 'INVALID_JSON', index: 182 });
       expect(whole[182]).to.deep.include({ id: 3000 });
-      expect(withPositions(byteByByte(bytes))).to.deep.equal(whole);
-      for (let seed = 1; seed <= 3; seed++) expect(withPositions(randomChunks(bytes, rng(seed), 100_000)), `seed ${seed}`).to.deep.equal(whole);
+      expect(positions(byteByByte(bytes))).to.deep.equal(whole);
+      for (let seed = 1; seed <= 3; seed++) expect(positions(randomChunks(bytes, rng(seed), 100_000)), `seed ${seed}`).to.deep.equal(whole);
     });
 
     it('gives the position of each message to validation, as the byte path does', () => {
       const body = { jsonrpc: '2.0', id: 1, result: { text: 'ünï'.repeat(500) } };
       const bytes = Buffer.from(`${frameSse(body)}${frameSse({ not: 'json-rpc', text: 'é'.repeat(600) })}`);
-      const positions = (chunks: Buffer[]): unknown[] => {
-        const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
-        const out: unknown[] = [];
-        const sink: DecodeSink = { message: () => void out.push(core.lastPosition()), invalid: () => true };
-        for (const c of chunks) core.write(c, sink);
-        return out;
-      };
-      expect(positions([bytes])).to.deep.equal([
+      const at = (chunks: Buffer[]): unknown[] => positions(chunks).map((entry) => entry.at);
+      expect(at([bytes])).to.deep.equal([
         { index: 1, line: 1, offset: 0 },
         { index: 2, line: 4, offset: Buffer.byteLength(frameSse(body)) },
       ]);
-      expect(positions(byteByByte(bytes))).to.deep.equal(positions([bytes]));
+      expect(at(byteByByte(bytes))).to.deep.equal(at([bytes]));
     });
 
     it('takes invalid UTF-8 in a large chunk line by line, reporting only the bad event', () => {
