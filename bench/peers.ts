@@ -2,10 +2,10 @@
 import { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { createParser } from 'eventsource-parser';
 import * as ndjson from 'ndjson';
+import { transcode } from 'node:buffer';
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
 import split2 from 'split2';
 import * as rpc from 'vscode-jsonrpc/node';
-import { decodeUtf8 } from '../lib/framings/bytes.js';
 import { SseDecoder } from '../lib/framings/sse.js';
 import { FrameDecoder, FrameEncoder } from '../lib/index.js';
 
@@ -283,13 +283,13 @@ export const sseSmallPeers: DecoderPeer[] = [
     },
   },
   {
-    // The same loop on text decoded as the codec decodes it (its own function): each chunk's complete lines
-    // transcoded to UTF-16 at once, and the line that spans two chunks on its own.
+    // The same loop on text decoded as the codec decodes it: each chunk's complete lines transcoded to UTF-16 at
+    // once, and the line that spans two chunks on its own.
     name: SSE_PEER.bareTranscode,
     run: (chunks) => {
       let n = 0;
       let carry = Buffer.alloc(0);
-      const decode = (bytes: Buffer): string => decodeUtf8(bytes, 0, bytes.length)!;
+      const decode = (bytes: Buffer): string => transcode(bytes, 'utf8', 'utf16le').toString('utf16le');
       for (const c of chunks) {
         const first = c.indexOf(10) + 1;
         const last = c.lastIndexOf(10) + 1;

@@ -3,7 +3,6 @@
  * Each framing file keeps only what differs between framings.
  */
 import { isAscii, isUtf8, transcode } from 'node:buffer';
-import type { MessagePort } from 'node:worker_threads';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 
 export const LF = 0x0a;
@@ -25,8 +24,7 @@ export function asBuffer(chunk: Uint8Array): Buffer {
  * copies, tiny ranges cost less than the call, and past 1 MiB the UTF-16 copy doubles what a range holds.
  * toString replaces bad bytes with U+FFFD, so only a text holding U+FFFD has its bytes checked: in the usual
  * one-byte (ASCII) string the search answers at once. Where transcode throws, or a Node built without ICU has
- * none, the range takes the toString way, so that the answer is always the one toString and isUtf8 give. Once
- * read, transcode's buffer is freed at once (see release).
+ * none, the range takes the toString way, so that the answer is always the one toString and isUtf8 give.
  */
 export function decodeUtf8(buf: Buffer, start: number, end: number): string | undefined {
   const size = end - start;
@@ -34,10 +32,7 @@ export function decodeUtf8(buf: Buffer, start: number, end: number): string | un
     const range = buf.subarray(start, end);
     if (!isAscii(range)) {
       try {
-        const utf16 = transcode(range, 'utf8', 'utf16le');
-        const text = utf16.toString('utf16le');
-        release(utf16);
-        return text;
+        return transcode(range, 'utf8', 'utf16le').toString('utf16le');
       } catch {
         // Not UTF-8: the toString way below finds that and says so.
       }
@@ -45,38 +40,6 @@ export function decodeUtf8(buf: Buffer, start: number, end: number): string | un
   }
   const text = buf.toString('utf8', start, end);
   return text.includes('\uFFFD') && !isUtf8(buf.subarray(start, end)) ? undefined : text;
-}
-
-/** Where release() sends buffers: a port closed at once, made at the first call; null where that failed. */
-let drain: MessagePort | null | undefined;
-
-/**
- * Frees `buf`'s memory now instead of at a collection, when `buf` alone holds it (transcode's output, once read):
- * it is detached by transferring it to a closed port, which Node does as the HTML spec asks even though the message
- * is never delivered, and nothing then holds the memory. Left to the collector, transcode's buffers of one stretch
- * are freed together, and glibc hands that much memory back to the system and faults it in again at the next
- * decode: on the bench's 28.8 MiB of small SSE messages, transcode took 55-88 ms with 3,300 page faults a run that
- * way and 14-20 ms with none this way, and each region's decode cost less even at 1 KiB (1.6 µs against 3.7). The
- * port costs about 3 ms once, at the first call (Node loads its messaging then). Where a runtime does not free the
- * memory at once, or cannot make the port, the buffer waits for the collector as before.
- */
-export function release(buf: Buffer): void {
-  // A slice of a larger buffer (a pool's) is never transferred: other views use that memory.
-  const memory = buf.buffer;
-  if (!(memory instanceof ArrayBuffer) || buf.byteOffset !== 0 || memory.byteLength !== buf.length) return;
-  if (drain === undefined) {
-    try {
-      drain = new MessageChannel().port1;
-      drain.close();
-    } catch {
-      drain = null;
-    }
-  }
-  try {
-    drain?.postMessage(null, [memory]);
-  } catch {
-    // Not transferable here: the collector frees it.
-  }
 }
 
 /** `buf[start, end)` starts with the UTF-8 byte order mark. */
