@@ -99,8 +99,11 @@ describe('decodeUtf8', () => {
 });
 
 describe('decoding and V8', () => {
-  /** Runs `body` in a child that reports V8 protector invalidations; returns what it printed. */
-  function withProtectorTrace(body: string): string {
+  /**
+   * Runs `body` in a child that reports V8 protector invalidations; returns what it printed, or undefined where
+   * this Node has no such flag.
+   */
+  function withProtectorTrace(body: string): string | undefined {
     const script = `
       import { FrameDecoder, frameContentLength, frameSse } from '${ROOT}dist/lib/index.js';
       ${body}
@@ -109,15 +112,17 @@ describe('decoding and V8', () => {
       encoding: 'utf8',
       timeout: 20_000,
     });
+    if (run.status !== 0 && /bad option/.test(run.stderr)) return undefined;
     expect(run.status, run.stderr).to.equal(0);
     expect(run.stdout).to.include('ran');
     return run.stdout + run.stderr;
   }
 
-  it('never detaches an ArrayBuffer, which would slow every typed-array loop in the process', () => {
+  it('never detaches an ArrayBuffer, which would slow every typed-array loop in the process', function () {
     // Detaching one (a transfer, to free transcode's output early) invalidates V8's ArrayBufferDetaching
     // protector for the life of the process: in Node 20 a plain loop over a Uint8Array then took 1.6x as long.
     const detached = withProtectorTrace(`const { port1 } = new MessageChannel(); port1.close(); port1.postMessage(null, [new ArrayBuffer(8)]);`);
+    if (detached === undefined) this.skip();
     expect(detached, 'the trace shows a detach').to.include('ArrayBufferDetaching');
     const decoded = withProtectorTrace(`
       const msg = { jsonrpc: '2.0', id: 1, result: { text: 'größe café データ 😀 '.repeat(400) } };
