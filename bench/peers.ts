@@ -250,6 +250,21 @@ class EventSourceParserStream extends Transform {
  * format's other rules (no CR, no other fields, no limits, no positions). Its carry is joined to the next chunk
  * as text, which is quadratic on a line longer than a chunk: small messages only.
  */
+/**
+ * The codec's sink, one for every run. A sink made per run, with a closure that counts, gave the codec's call
+ * `sink.message()` a new target each time: V8 built that target into the decoder's optimized code, threw the code
+ * away when the closure died, and FrameDecoder, which runs the same code, paid for building it again in every
+ * timing (bench/analysis.md, "Issue 29's ninth pass").
+ */
+const counting = {
+  n: 0,
+  textUnused: true,
+  message(): void {
+    counting.n++;
+  },
+  invalid: (): boolean => true,
+};
+
 export const sseSmallPeers: DecoderPeer[] = [
   ...sseDecoders,
   {
@@ -259,12 +274,11 @@ export const sseSmallPeers: DecoderPeer[] = [
   {
     name: SSE_PEER.codec,
     run: (chunks) => {
-      let n = 0;
+      counting.n = 0;
       const decoder = new SseDecoder({ maxMessageBytes: 1 << 30 });
-      const sink = { message: () => void n++, invalid: () => true, textUnused: true };
-      for (const c of chunks) decoder.write(c, sink);
-      decoder.end(sink);
-      return n;
+      for (const c of chunks) decoder.write(c, counting);
+      decoder.end(counting);
+      return counting.n;
     },
   },
   {

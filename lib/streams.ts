@@ -3,6 +3,7 @@ import { FrameError, preview } from './errors.js';
 import { debugFrameError } from './debug.js';
 import type { DecodeSink, EncoderSettings, FramedEvent, FrameDecoderCore, FrameEncoderCore } from './framings/codec.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES, framingByName, type FramingName } from './framings/index.js';
+import { keepShape } from './framings/shapes.js';
 import { frameProblem, jsonRpcProblem } from './jsonrpc.js';
 
 /** How bytes become messages; the same options for every framing. */
@@ -333,6 +334,7 @@ export class FrameDecoder extends DecodingTransform {
       readableHighWaterMark: options.readableHighWaterMark ?? 16,
       writableHighWaterMark: options.writableHighWaterMark ?? 64 * 1024,
     });
+    keepShape(FrameDecoder, () => new FrameDecoder());
   }
 
   protected deliver(msg: unknown): void {
@@ -375,6 +377,7 @@ export class FrameConverter extends DecodingTransform {
   constructor(options: FrameConverterOptions) {
     super(options, {});
     this.#encoder = framingByName(options.to).createEncoder(options.eventId === undefined ? {} : { eventId: options.eventId });
+    keepShape(FrameConverter, () => new FrameConverter({ framing: options.framing, to: options.to }));
   }
 
   protected deliver(msg: unknown): void {

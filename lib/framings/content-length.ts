@@ -3,6 +3,7 @@ import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, parseLarge } from './large.js';
+import { keepShape } from './shapes.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** A header block longer than this is INVALID_HEADER. */
@@ -126,6 +127,7 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, 0);
     this.#body = new ByteAccumulator(this.#limit.holdCap);
+    keepShape(ContentLengthDecoder, () => new ContentLengthDecoder({ maxMessageBytes, maxDepth }));
   }
 
   get partialBytes(): number {

@@ -4,6 +4,7 @@ import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, decodeUtf8, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, parseLarge } from './large.js';
+import { keepShape } from './shapes.js';
 import { DEFAULT_MAX_DEPTH, type FrameProblem, isJsonBlank, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** Framing bytes a line holds beside its message: a BOM (3) on the first line and the CR of a CRLF (1). */
@@ -72,6 +73,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, LINE_SLACK);
     this.#held = new ByteAccumulator(this.#limit.holdCap);
+    keepShape(NdjsonDecoder, () => new NdjsonDecoder({ maxMessageBytes, maxDepth }));
   }
 
   get partialBytes(): number {

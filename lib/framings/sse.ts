@@ -3,6 +3,7 @@ import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, type LargeParse, parseLarge } from './large.js';
+import { keepShape } from './shapes.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
 /** `buf[start, end)` holds exactly the ASCII `word`, compared as bytes. */
@@ -175,6 +176,7 @@ export class SseDecoder implements FrameDecoderCore {
     this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, FIELD_SLACK);
     this.#line = new ByteAccumulator(this.#limit.holdCap);
+    keepShape(SseDecoder, () => new SseDecoder({ maxMessageBytes, maxDepth }));
   }
 
   /**
