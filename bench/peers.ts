@@ -243,14 +243,6 @@ class EventSourceParserStream extends Transform {
 }
 
 /**
- * Three more on small SSE messages, to show where the time goes. eventsource-parser in a stream (above), to
- * set beside FrameDecoder. The codec alone: SseDecoder fed the chunks with a sink that counts, no stream around
- * it, as eventsource-parser is measured. And the bound: a bare loop that does only what any decoder of these
- * bytes must, a streaming TextDecoder over each chunk and a JSON.parse of each `data: ` line, with none of the
- * format's other rules (no CR, no other fields, no limits, no positions). Its carry is joined to the next chunk
- * as text, which is quadratic on a line longer than a chunk: small messages only.
- */
-/**
  * The codec's sink, one for every run. A sink made per run, with a closure that counts, gave the codec's call
  * `sink.message()` a new target each time: V8 built that target into the decoder's optimized code, threw the code
  * away when the closure died, and FrameDecoder, which runs the same code, paid for building it again in every
@@ -265,6 +257,14 @@ const counting = {
   invalid: (): boolean => true,
 };
 
+/**
+ * Three more on small SSE messages, to show where the time goes. eventsource-parser in a stream (above), to
+ * set beside FrameDecoder. The codec alone: SseDecoder fed the chunks with a sink that counts, no stream around
+ * it, as eventsource-parser is measured. And the bound: a bare loop that does only what any decoder of these
+ * bytes must, a streaming TextDecoder over each chunk and a JSON.parse of each `data: ` line, with none of the
+ * format's other rules (no CR, no other fields, no limits, no positions). Its carry is joined to the next chunk
+ * as text, which is quadratic on a line longer than a chunk: small messages only.
+ */
 export const sseSmallPeers: DecoderPeer[] = [
   ...sseDecoders,
   {

@@ -4,7 +4,7 @@
  * V8 throws away the optimized code that depends on an object shape (a map) once no object of that shape has
  * lived through two full collections (its --retain-maps-for-n-gc), and the code then runs in the interpreter until
  * it is hot again. An instance's shape is reachable only from live instances, so when a host's decoders come and
- * go (one per HTTP response, per connection, per session) every quiet spell with two full collections in it costs
+ * go (one per HTTP response, one per socket client) every quiet spell with two full collections in it costs
  * the next decoder its optimized code. One idle instance keeps the shapes, and the code, alive. Measured on the
  * bench's small SSE messages, where a full collection runs before each timing and six other peers run between two
  * FrameDecoder runs: see bench/analysis.md ("Issue 29's ninth pass"). FrameEncoder has none: its code also depends
