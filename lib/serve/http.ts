@@ -269,6 +269,8 @@ export class HttpFront {
     const session = await this.#session(req, res, forwarded);
     if (session === undefined) return;
     await session.close('the client ended the session');
+    // Its room counts as free on every replica by the time the client hears it is gone.
+    await this.#sessions.store?.release(session.id);
     res.writeHead(200).end();
   }
 
@@ -326,7 +328,7 @@ export class HttpFront {
       await session.channel.started;
     } catch (err) {
       table.delete(session.id);
-      this.#sessions.store?.release(session.id);
+      void this.#sessions.store?.release(session.id);
       this.#ctx.startFailure = (err as Error).message;
       refuse(502, (err as Error).message);
     }

@@ -54,6 +54,13 @@ redis.call('DEL', p .. ':session:' .. sid)
 redis.call('SREM', p .. ':owned:' .. owner, sid)
 return false`;
 
+/** Forgets session `sid`, this replica's: one script, so the count never sees it half gone. */
+const RELEASE = `
+local p, me, sid = ARGV[1], ARGV[2], ARGV[3]
+redis.call('DEL', p .. ':session:' .. sid)
+redis.call('SREM', p .. ':owned:' .. me, sid)
+return 1`;
+
 /** A message on a replica's channel: a carried request, the client leaving, or a part of an answer. */
 type Envelope =
   | ({ k: 'request'; t: string; from: string } & TunnelRequest)
@@ -87,6 +94,10 @@ export class RedisStore implements ReplicaStore {
   readonly #log: (line: string) => void;
   /** Sessions this replica owns, registered again if the store comes back empty (a restart without persistence). */
   readonly #local = new Set<string>();
+  /** Sessions ended here whose removal from the store is on its way, and when it is done. */
+  readonly #releasing = new Map<string, Promise<void>>();
+  /** Sessions ended here that the store could not be told of (it did not answer): told at the next beat. */
+  readonly #unreleased = new Set<string>();
   /** Requests this replica carried to an owner, by tunnel id. */
   readonly #carried = new Map<string, Carried>();
   /** Requests carried here, by `<replica>/<tunnel id>`. */
@@ -154,11 +165,22 @@ export class RedisStore implements ReplicaStore {
     return undefined;
   }
 
-  release(id: string): void {
-    if (!this.#local.delete(id)) return;
-    this.#command(['DEL', this.#key('session', id)])
-      .then(() => this.#command(['SREM', this.#key('owned', this.replica), id]))
-      .catch(() => undefined);
+  release(id: string): Promise<void> {
+    const releasing = this.#releasing.get(id);
+    if (releasing !== undefined) return releasing;
+    if (!this.#local.delete(id)) return Promise.resolve();
+    return this.#forget(id);
+  }
+
+  /** Removes session `id` from the store; one the store does not take is kept for the next beat. */
+  #forget(id: string): Promise<void> {
+    const done = this.#command(['EVAL', RELEASE, '0', this.#prefix, this.replica, id]).then(
+      () => void this.#unreleased.delete(id),
+      () => void this.#unreleased.add(id),
+    );
+    const releasing = done.finally(() => this.#releasing.delete(id));
+    this.#releasing.set(id, releasing);
+    return releasing;
   }
 
   async ownerOf(id: string): Promise<string | undefined> {
@@ -201,8 +223,9 @@ export class RedisStore implements ReplicaStore {
     clearInterval(this.#watch);
     for (const res of this.#served.values()) res.gone();
     for (const { res } of this.#carried.values()) res.destroy();
-    const ids = [...this.#local];
+    const ids = [...this.#local, ...this.#unreleased];
     this.#local.clear();
+    this.#unreleased.clear();
     if (this.#client.isReady) {
       const keys = [this.#key('alive', this.replica), this.#key('owned', this.replica), ...ids.map((id) => this.#key('session', id))];
       await this.#command(['DEL', ...keys])
@@ -260,6 +283,11 @@ export class RedisStore implements ReplicaStore {
       if (again && this.#local.size > 0) {
         for (const id of this.#local) await this.#command(['SET', this.#key('session', id), this.replica]);
         await this.#command(['SADD', this.#key('owned', this.replica), ...this.#local]);
+      }
+      for (const id of this.#unreleased) {
+        if (this.#releasing.has(id)) continue;
+        await this.#forget(id);
+        if (this.#unreleased.has(id)) break;
       }
     } catch {
       // The next beat tries again; requests meanwhile get 503 from their own commands.

@@ -127,7 +127,7 @@ function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Se
     store,
     count: () => table.streamable.size + table.legacy.size + socketChildren.size,
     ended(kind, id, label, why) {
-      store?.release(id);
+      void store?.release(id);
       if (table[kind].delete(id) && ctx.shuttingDown !== true) ctx.log(`${label} ended: ${why}`);
     },
     async admit() {
@@ -217,7 +217,7 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
       void table.admit().then((room) => {
         if ('refused' in room || socket.destroyed) {
           if ('refused' in room) ctx.log(`refused a socket connection: ${room.refused}`);
-          else store?.release(room.id);
+          else void store?.release(room.id);
           socket.destroy();
           return;
         }
@@ -226,7 +226,7 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
         ctx.log(`${label} started (server pid ${child.pid})`);
         child.on('close', () => {
           socketChildren.delete(child);
-          store?.release(room.id);
+          void store?.release(room.id);
           ctx.log(`${label} ended`);
         });
       });

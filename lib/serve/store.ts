@@ -144,8 +144,11 @@ export interface ReplicaStore {
    * Resolves undefined when admitted, or with the number open. StoreUnavailable when the store cannot answer.
    */
   admit(id: string, max: number): Promise<number | undefined>;
-  /** The session ended: it is no longer this replica's, and no longer counts. */
-  release(id: string): void;
+  /**
+   * The session ended: it is no longer this replica's, and no longer counts. Resolves once the store has it so
+   * (at once for a session not this replica's); never rejects: a store that does not answer is told later.
+   */
+  release(id: string): Promise<void>;
   /** The live replica that owns session `id`, or undefined (unknown, ended, or its owner is gone). */
   ownerOf(id: string): Promise<string | undefined>;
   /**

@@ -7,12 +7,15 @@ export interface CutProxy {
   target: number;
   /** Destroys every connection open now, both sides; new ones still go through. */
   cut(): void;
+  /** While true, a new connection is destroyed as it comes (a link that is down, the target's state kept). */
+  refusing: boolean;
   close(): Promise<void>;
 }
 
 export async function cutProxy(target = 0): Promise<CutProxy> {
   const pairs = new Set<[net.Socket, net.Socket]>();
   const server = net.createServer((client) => {
+    if (proxy.refusing) return void client.destroy();
     const upstream = net.connect(proxy.target, '127.0.0.1');
     const pair: [net.Socket, net.Socket] = [client, upstream];
     pairs.add(pair);
@@ -29,6 +32,7 @@ export async function cutProxy(target = 0): Promise<CutProxy> {
   const proxy: CutProxy = {
     port: (server.address() as net.AddressInfo).port,
     target,
+    refusing: false,
     cut: () => {
       for (const [a, b] of pairs) {
         a.destroy();

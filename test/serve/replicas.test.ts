@@ -5,8 +5,11 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connect } from '../../lib/client/connection.js';
+import { ALIVE_MS, type RedisStore, redisStore } from '../../lib/serve/redis-store.js';
+import { cutProxy } from '../helpers/cut-proxy.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { within } from '../helpers/poll.js';
 import { gone } from '../helpers/processes.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
 import { type RedisServer, requireRedis, startRedis } from '../helpers/redis.js';
@@ -50,15 +53,6 @@ async function session(url: string, then = url): Promise<string> {
 }
 
 const echo = (id: number, message: string) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { message } } });
-
-async function within<T>(ms: number, what: string, attempt: () => Promise<T | undefined>): Promise<T> {
-  for (const end = Date.now() + ms; ; ) {
-    const result = await attempt();
-    if (result !== undefined) return result;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('serve --store: replicas that share sessions through Redis (a balancer without affinity)', function () {
   this.timeout(60_000);
@@ -310,5 +304,59 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
         await c.close();
       }
     }
+  });
+
+  // The store on its own: what it counts after a session ends, with Redis answering and with the link to it cut.
+  describe('the Redis store', () => {
+    let prefixes = 0;
+    const store = (url = redis.url): Promise<RedisStore> => redisStore(url, `store-test-${++prefixes}`, () => undefined).then((s) => open.add(s));
+    /** Another replica on the last store's prefix, straight to Redis. */
+    const twin = (): Promise<RedisStore> => redisStore(redis.url, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
+
+    it('a released session no longer counts once release() resolves, on this replica and on another', async () => {
+      const a = await store();
+      const other = await twin();
+      expect(await a.admit('one', 1)).to.equal(undefined);
+      expect(await other.admit('two', 1)).to.equal(1);
+      await a.release('one');
+      // Sent at once after release() resolves, on the same connection and on another: the room is free for both.
+      expect(await a.admit('again', 1)).to.equal(undefined);
+      await a.release('again');
+      expect(await other.admit('two', 1)).to.equal(undefined);
+      expect(await a.ownerOf('one')).to.equal(undefined);
+      expect(await a.ownerOf('two')).to.equal(other.replica);
+    });
+
+    it('releasing a session twice, or one it never admitted, resolves and frees nothing else', async () => {
+      const a = await store();
+      expect(await a.admit('one', 2)).to.equal(undefined);
+      expect(await a.admit('two', 2)).to.equal(undefined);
+      await Promise.all([a.release('one'), a.release('one')]);
+      await a.release('one');
+      await a.release('never');
+      expect(await a.admit('three', 2)).to.equal(undefined);
+      expect(await a.admit('four', 2)).to.equal(2);
+    });
+
+    it('a session that ends while the store is out of reach stops counting once the store answers again', async () => {
+      const link = open.add(await cutProxy(redis.port));
+      const a = await store(`redis://127.0.0.1:${link.port}`);
+      const other = await twin();
+      expect(await a.admit('one', 1)).to.equal(undefined);
+      const cut = Date.now();
+      link.refusing = true;
+      link.cut();
+      await within(5000, 'the store seen as unreachable', async () => (a.problem() !== undefined ? true : undefined));
+      await a.release('one');
+      // Redis kept its data: the session still counts there while the replica cannot say it ended.
+      expect(await other.admit('two', 1)).to.equal(1);
+      link.refusing = false;
+      await within(10_000, 'the room free on another replica', async () => ((await other.admit('two', 1)) === undefined ? true : undefined));
+      expect(await other.ownerOf('one')).to.equal(undefined);
+      // Freed by the replica itself, not because the others took it for dead (no beat for ALIVE_MS).
+      expect(Date.now() - cut).to.be.below(ALIVE_MS);
+      expect(await a.admit('x', 2)).to.equal(undefined);
+      expect(await other.ownerOf('x')).to.equal(a.replica);
+    });
   });
 });
