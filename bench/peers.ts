@@ -258,12 +258,13 @@ const counting = {
 };
 
 /**
- * Three more on small SSE messages, to show where the time goes. eventsource-parser in a stream (above), to
+ * Four more on small SSE messages, to show where the time goes. eventsource-parser in a stream (above), to
  * set beside FrameDecoder. The codec alone: SseDecoder fed the chunks with a sink that counts, no stream around
  * it, as eventsource-parser is measured. And the bound: a bare loop that does only what any decoder of these
  * bytes must, a streaming TextDecoder over each chunk and a JSON.parse of each `data: ` line, with none of the
  * format's other rules (no CR, no other fields, no limits, no positions). Its carry is joined to the next chunk
- * as text, which is quadratic on a line longer than a chunk: small messages only.
+ * as text, which is quadratic on a line longer than a chunk: small messages only. Last, the same loop on text
+ * decoded the codec's way.
  */
 export const sseSmallPeers: DecoderPeer[] = [
   ...sseDecoders,
