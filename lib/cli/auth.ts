@@ -45,15 +45,24 @@ export function canOpenBrowser(env: NodeJS.ProcessEnv = process.env, isTty = pro
   return Boolean(env.DISPLAY || env.WAYLAND_DISPLAY);
 }
 
+/**
+ * The command that opens `url` in the user's browser on `platform`, or undefined for a URL that is not http(s)
+ * (a hostile server's metadata may name any scheme). Never a shell: on Windows `cmd /c start` would parse the
+ * URL, and every `&` in it would start another command (libuv quotes an argument only when it has a space or a
+ * quote); `rundll32 url.dll,FileProtocolHandler` hands it to the default browser as one argument.
+ */
+export function browserCommand(url: URL, platform: NodeJS.Platform = process.platform): [string, string[]] | undefined {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  if (platform === 'darwin') return ['open', [url.href]];
+  if (platform === 'win32') return ['rundll32', ['url.dll,FileProtocolHandler', url.href]];
+  return ['xdg-open', [url.href]];
+}
+
 function openBrowser(url: URL): void {
-  const [command, args] =
-    process.platform === 'darwin'
-      ? ['open', [url.href]]
-      : process.platform === 'win32'
-        ? ['cmd', ['/c', 'start', '""', url.href]]
-        : ['xdg-open', [url.href]];
+  const command = browserCommand(url);
+  if (command === undefined) return;
   try {
-    const child = spawn(command as string, args as string[], { stdio: 'ignore', detached: true });
+    const child = spawn(command[0], command[1], { stdio: 'ignore', detached: true, shell: false });
     child.on('error', () => undefined);
     child.unref();
   } catch {

@@ -14,6 +14,7 @@ import { type Connection, connect, type FrameTrace, RpcError } from '../client/c
 import { ConnectionError } from '../client/errors.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
+import { listPages } from '../protocol/paging.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
 
@@ -199,17 +200,14 @@ function parseParams(text: string): unknown {
 
 type Item = Record<string, unknown>;
 
-/** Every item of a paged list method (tools/list, resources/list, prompts/list), following nextCursor. */
+/**
+ * Every item of a paged list method (tools/list, resources/list, prompts/list), following nextCursor; a cursor
+ * given twice or too many pages end the listing, with a line on stderr.
+ */
 async function listAll(connection: Connection, method: string, key: string): Promise<Item[]> {
-  const items: Item[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = (await connection.request(method, cursor === undefined ? {} : { cursor })) as Record<string, unknown>;
-    const list = page[key];
-    if (Array.isArray(list)) items.push(...(list as Item[]));
-    cursor = typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
-  } while (cursor !== undefined);
-  return items;
+  const { items, stopped } = await listPages((cursor) => connection.request(method, cursor === undefined ? {} : { cursor }), key);
+  if (stopped !== undefined) process.stderr.write(`mcp-frame: ${method} stopped after ${items.length} items: ${safeLine(stopped)}\n`);
+  return items.filter(isObject) as Item[];
 }
 
 /** Items as aligned lines: a key column and the first line of a description, made safe for a terminal. */

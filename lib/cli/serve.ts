@@ -1,4 +1,6 @@
+import { constants } from 'node:os';
 import { isStdioServer } from '../client/config.js';
+import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
 import { type ServeOptions, serve } from '../serve/serve.js';
@@ -61,6 +63,11 @@ function origins(list: string[] | undefined): string[] {
   for (const origin of list ?? []) {
     if (!URL.canParse(origin))
       throw new CliError(`--allow-origin takes an origin such as https://app.example, got ${JSON.stringify(origin.slice(0, 60))}`, EXIT.usage);
+    if (new URL(origin).origin === 'null')
+      throw new CliError(
+        `--allow-origin ${JSON.stringify(origin.slice(0, 60))}: a ${new URL(origin).protocol} URL has an opaque origin ("null"), which any page can send; name an http(s) origin`,
+        EXIT.usage,
+      );
   }
   return list ?? [];
 }
@@ -114,6 +121,8 @@ function serveOptions(values: Values): ServeOptions {
   return options;
 }
 
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /**
  * `mcp-frame serve`: offers a stdio server over Streamable HTTP, the legacy SSE transport and a local socket
  * until SIGINT, SIGTERM or SIGHUP, then closes every session's server and exits 0.
@@ -150,10 +159,20 @@ export async function serveCommand(argv: string[]): Promise<number> {
   process.stderr.write(`mcp-frame serve: listening on ${safeLine(where)}\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // SIGHUP (the terminal closed) too: without a handler it would end serve at once, its children unclosed.
-    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, resolve);
+    for (const signal of STOP_SIGNALS) process.once(signal, resolve);
   });
+  process.stderr.write(`mcp-frame serve: ${signal}: shutting down (again to stop at once)\n`);
+  // Signals are still handled while closing: the default action of a second Ctrl-C would end serve and leave
+  // every server running (each is in a process group of its own). A repeat kills their groups, then exits.
+  const again = (repeat: NodeJS.Signals): void => {
+    process.stderr.write(`mcp-frame serve: ${repeat} again: killing every server now\n`);
+    killServerGroups('SIGKILL');
+    process.exit(128 + (constants.signals[repeat] ?? 0));
+  };
+  for (const s of STOP_SIGNALS) process.on(s, again);
   const sessions = bridge.sessions;
   await bridge.close();
+  for (const s of STOP_SIGNALS) process.off(s, again);
   process.stderr.write(`mcp-frame serve: ${signal}: closed ${sessions} session${sessions === 1 ? '' : 's'}, and stopped\n`);
   return EXIT.ok;
 }

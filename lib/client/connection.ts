@@ -10,6 +10,7 @@ import { forwardWhenListened, type Channel, type Direction } from './channel.js'
 import { ConfigError, isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from './config.js';
 import { memoryAuthStore } from './auth/store.js';
 import type { AuthOptions } from './auth/types.js';
+import { listPages } from '../protocol/paging.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
 import {
@@ -159,6 +160,27 @@ export function timerDelay(ms: number, what: string): number | undefined {
 }
 
 /** The time left before `deadline`, or Infinity when there is none. */
+/** One request's time, shared by the several messages it may take (input rounds, a recovery): what is left of it. */
+class Budget {
+  readonly #method: string;
+  readonly #timeoutMs: number;
+  readonly #deadline: number;
+
+  constructor(method: string, timeoutMs: number) {
+    this.#method = method;
+    this.#timeoutMs = timeoutMs;
+    this.#deadline = timeoutMs === Infinity ? Infinity : Date.now() + timeoutMs;
+  }
+
+  /** `options` with the time left as its timeout; TIMEOUT when none is. */
+  options(options: RequestOptions): RequestOptions {
+    if (this.#deadline === Infinity) return options;
+    const rest = this.#deadline - Date.now();
+    if (rest <= 0) throw new ConnectionError('TIMEOUT', `request ${this.#method} timed out after ${this.#timeoutMs} ms`);
+    return { ...options, timeoutMs: rest };
+  }
+}
+
 function left(deadline: number, timeoutMs: number | undefined): number {
   return timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now());
 }
@@ -311,9 +333,11 @@ export class Connection extends EventEmitter {
    * `inputResponses` and the server's `requestState` echoed as it came, at most MAX_INPUT_ROUNDS times.
    */
   async #modernRequest(method: string, params: unknown, options: RequestOptions): Promise<unknown> {
+    // The caller's timeout bounds the whole request: every round, and any recovery inside one.
+    const budget = new Budget(method, options.timeoutMs ?? this.#requestTimeoutMs);
     let current = params;
     for (let round = 0; ; round++) {
-      const result = await this.#modernCall(method, current, options);
+      const result = await this.#modernCall(method, current, options, budget);
       if (isObject(result) && result.resultType === 'complete') {
         // Complete is what every legacy result is: callers see the same shape from both eras. The result was
         // parsed for this request alone, so it is changed in place rather than copied.
@@ -355,24 +379,24 @@ export class Connection extends EventEmitter {
     }
   }
 
-  async #modernCall(method: string, params: unknown, options: RequestOptions, refreshed = false): Promise<unknown> {
+  async #modernCall(method: string, params: unknown, options: RequestOptions, budget: Budget, refreshed = false): Promise<unknown> {
     const asked = this.#meta!.protocolVersion;
     try {
-      return await this.#call(method, withModernMeta(params, this.#metaNow()), options);
+      return await this.#call(method, withModernMeta(params, this.#metaNow()), budget.options(options));
     } catch (err) {
       // HeaderMismatch on a tool call: the tool's x-mcp-header declarations are not the ones the channel knows
-      // (never listed, or changed). The tool list is read again, once, and the call sent again with them.
+      // (never listed, or changed). The tool list is read again (to its end, bounded), once, and the call sent
+      // again with them.
       if (err instanceof RpcError && err.code === MODERN_ERRORS.headerMismatch && method === 'tools/call' && !refreshed) {
-        let cursor: string | undefined;
-        do {
-          const page = await this.#call('tools/list', withModernMeta(cursor === undefined ? {} : { cursor }, this.#metaNow()), options);
-          cursor = isObject(page) && typeof page.nextCursor === 'string' ? page.nextCursor : undefined;
-        } while (cursor !== undefined);
-        return this.#modernCall(method, params, options, true);
+        await listPages(
+          (cursor) => this.#call('tools/list', withModernMeta(cursor === undefined ? {} : { cursor }, this.#metaNow()), budget.options(options)),
+          'tools',
+        );
+        return this.#modernCall(method, params, options, budget, true);
       }
       if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
       this.#useModern(this.#versionFrom(err, asked));
-      return this.#call(method, withModernMeta(params, this.#metaNow()), options);
+      return this.#call(method, withModernMeta(params, this.#metaNow()), budget.options(options));
     }
   }
 

@@ -53,7 +53,9 @@ export type ConnectionErrorCode =
   /** The sign-in, or a request to the authorization server, took longer than allowed. */
   | 'AUTH_TIMEOUT'
   /** The token endpoint refused (invalid_grant, invalid_client, ...) or answered with no usable token. */
-  | 'AUTH_TOKEN';
+  | 'AUTH_TOKEN'
+  /** The token endpoint could not refresh now (a 5xx, a 429, no OAuth error): the tokens are kept, with `status`. */
+  | 'AUTH_UNAVAILABLE';
 
 /** A parsed `WWW-Authenticate: Bearer` challenge. */
 export interface AuthChallenge {

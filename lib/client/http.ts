@@ -236,6 +236,9 @@ export class HttpChannel extends EventEmitter implements Channel {
       text,
       this.#modern ? { ...modernHeaders(msg, this.#protocolVersion!), ...this.#paramHeadersOf(msg) } : {},
       owed.size === 1 ? (req) => this.#trackPost(only!, req) : undefined,
+      // A listen stream stays open for as long as it listens: on the stream sockets, as a GET stream is, so that
+      // listens never take the sockets every other request needs.
+      this.#modern && isObject(msg) && msg.method === 'subscriptions/listen',
     );
     if (res.statusCode === 404 && this.#sessionId !== undefined && !this.#modern) {
       res.resume();
@@ -709,6 +712,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     body: string | undefined,
     extra: Record<string, string>,
     onRequest?: (req: http.ClientRequest) => void,
+    longLived = false,
   ): Promise<http.IncomingMessage> {
     const headers: Record<string, string> = { ...this.#remote.headers };
     if (method === 'POST') {
@@ -718,7 +722,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#sessionId !== undefined && !this.#modern) headers['mcp-session-id'] = this.#sessionId;
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     Object.assign(headers, extra);
-    return remoteRequest(this.#remote, this.name, { method, headers, body }, (req) => {
+    return remoteRequest(this.#remote, this.name, { method, headers, body, longLived }, (req) => {
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
       onRequest?.(req);

@@ -94,10 +94,24 @@ export function modernHeaders(msg: unknown, version: string): Record<string, str
   return headers;
 }
 
-/** A header value back from the Base64 form (or as it is). */
-export function decodeHeaderValue(value: string): string {
-  const match = /^=\?base64\?([A-Za-z0-9+/=]*)\?=$/.exec(value);
-  return match === null ? value : Buffer.from(match[1]!, 'base64').toString('utf8');
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A header value back from the Base64 form (or as it is); undefined for a Base64 form that is malformed: not
+ * padded, not canonical (stray bits), or not UTF-8 once decoded. Node's own decoder takes all of those silently,
+ * and two spellings of one value must not pass a check that compares them.
+ */
+export function decodeHeaderValue(value: string): string | undefined {
+  if (!value.startsWith('=?base64?') || !value.endsWith('?=') || value.length < 11) return value;
+  const payload = value.slice(9, -2);
+  if (payload.length % 4 !== 0 || !/^[A-Za-z0-9+/]*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(payload)) return undefined;
+  const bytes = Buffer.from(payload, 'base64');
+  if (bytes.toString('base64') !== payload) return undefined;
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The protocol version a request's `_meta` names, or undefined. */
@@ -118,7 +132,8 @@ export function headerMismatch(msg: Record<string, unknown>, headers: Record<str
     const got = headers[name];
     if (typeof got !== 'string') return `the ${name} header is missing`;
     const decoded = name === 'mcp-name' ? decodeHeaderValue(got) : got;
-    const wanted = name === 'mcp-name' ? decodeHeaderValue(value) : value;
+    const wanted = name === 'mcp-name' ? decodeHeaderValue(value)! : value;
+    if (decoded === undefined) return `the ${name} header's Base64 form is malformed (it must be padded, canonical Base64 of UTF-8)`;
     if (decoded !== wanted)
       return `the ${name} header (${JSON.stringify(decoded.slice(0, 60))}) does not match the body (${JSON.stringify(wanted.slice(0, 60))})`;
   }

@@ -285,6 +285,15 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
   return stop;
 }
 
+/** What remoteRequest sends. `longLived`: a POST whose response stays open (a listen stream), on the stream agent. */
+export interface RemoteRequest {
+  method: string;
+  url?: URL;
+  headers: Record<string, string>;
+  body?: string | undefined;
+  longLived?: boolean;
+}
+
 /**
  * One HTTP request of a remote channel: its agent (GET streams on their own), the headers given, and a GET that
  * gets no answer at all taken as silent as a stream that stops (the idle watchdog; a POST may take long to
@@ -303,7 +312,7 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
 export async function remoteRequest(
   remote: RemoteSettings,
   name: string,
-  request: { method: string; url?: URL; headers: Record<string, string>; body?: string | undefined },
+  request: RemoteRequest,
   track?: (req: http.ClientRequest) => void,
 ): Promise<http.IncomingMessage> {
   const auth = remote.auth;
@@ -340,14 +349,14 @@ export async function remoteRequest(
 function sendRequest(
   remote: RemoteSettings,
   name: string,
-  request: { method: string; url?: URL; headers: Record<string, string>; body?: string | undefined },
+  request: RemoteRequest,
   track?: (req: http.ClientRequest) => void,
 ): Promise<http.IncomingMessage> {
   const url = request.url ?? remote.url;
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const send = (retried: boolean): void => {
-      const agent = request.method === 'GET' ? remote.streamAgent : remote.agent;
+      const agent = request.method === 'GET' || request.longLived === true ? remote.streamAgent : remote.agent;
       const req = transport.request(url, { method: request.method, headers: request.headers, agent });
       if (request.method === 'GET') req.setTimeout(remote.idleMs, () => req.destroy(new Error(`no answer for ${remote.idleMs} ms`)));
       track?.(req);

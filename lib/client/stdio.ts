@@ -62,6 +62,14 @@ function trackGroup(pid: number): void {
   });
 }
 
+/**
+ * Sends `signal` to the process group of every server this process started and has not seen exit: for a
+ * command told twice to stop (a second Ctrl-C), which must not leave its servers running.
+ */
+export function killServerGroups(signal: NodeJS.Signals): void {
+  for (const group of liveGroups) killGroup(group, signal);
+}
+
 function killGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     // A negative pid names the process group: wrappers such as npx leave the real server as a grandchild.

@@ -7,8 +7,16 @@
  * server's notifications (progress, log messages) flow back as they are.
  */
 import type { Channel } from './channel.js';
-import { type Connection, connectOver, LATEST_PROTOCOL_VERSION, RpcError, SUPPORTED_PROTOCOL_VERSIONS } from './connection.js';
-import { pickModernVersion } from './modern.js';
+import {
+  type Connection,
+  connectOver,
+  LATEST_PROTOCOL_VERSION,
+  type ListenFilter,
+  RpcError,
+  type Subscription,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from './connection.js';
+import { META_SUBSCRIPTION_ID, pickModernVersion } from './modern.js';
 import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
 
@@ -50,6 +58,9 @@ export async function startLegacyHostSession(
     ...(isObject(init.params.clientInfo) ? { clientInfo: init.params.clientInfo as { name: string; version: string } } : {}),
   });
   const session = new LegacyHostSession(connection, toHost, hostCapabilities);
+  // What the host is told it will hear (list changes) is listened for first: what the server does not agree to
+  // send is not advertised.
+  await session.listenAdvertised();
   toHost({ jsonrpc: '2.0', id: init.id, result: session.initializeResult(init.params.protocolVersion) });
   return { session, connection, version };
 }
@@ -63,6 +74,14 @@ export class LegacyHostSession {
   /** Requests sent to the host for input, waiting for its answers. */
   readonly #asked = new Map<Id, { resolve: (result: unknown) => void; reject: (err: Error) => void }>();
   #next = 1;
+  /**
+   * The modern era's way to hear list changes and resource updates: one subscriptions/listen for what the host's
+   * session advertises and the URIs it subscribed to (resources/subscribe), opened again when those change.
+   */
+  #listening: Subscription | undefined;
+  #agreed: ListenFilter = {};
+  readonly #uris = new Set<string>();
+  #closed = false;
 
   /**
    * `hostCapabilities` are what the host declared in initialize: only those inputs are forwarded to it (the
@@ -74,7 +93,90 @@ export class LegacyHostSession {
     for (const [method, capability] of Object.entries(INPUTS)) {
       if (hostCapabilities[capability] !== undefined) conn.onRequest(method, (params) => this.#askHost(method, params));
     }
-    conn.on('notification', (msg: Json) => toHost(msg));
+    conn.on('notification', (msg: Json) => {
+      // A listen stream's notifications come through its own callback (only the current stream's).
+      const meta = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : undefined;
+      if (meta?.[META_SUBSCRIPTION_ID] === undefined) toHost(msg);
+    });
+  }
+
+  /**
+   * Opens the subscriptions/listen behind what the server advertises (tools, prompts and resources list
+   * changes, resource updates for the URIs subscribed). Resolves once acknowledged; a server that refuses it
+   * leaves those capabilities out of the host's session.
+   */
+  async listenAdvertised(): Promise<void> {
+    const caps = this.#serverCapabilities();
+    const flag = (kind: string, name: string): boolean => isObject(caps[kind]) && (caps[kind] as Json)[name] === true;
+    const filter: ListenFilter = {};
+    if (flag('tools', 'listChanged')) filter.toolsListChanged = true;
+    if (flag('prompts', 'listChanged')) filter.promptsListChanged = true;
+    if (flag('resources', 'listChanged')) filter.resourcesListChanged = true;
+    if (this.#uris.size > 0) filter.resourceSubscriptions = [...this.#uris];
+    const previous = this.#listening;
+    if (Object.keys(filter).length === 0) {
+      this.#listening = undefined;
+      this.#agreed = {};
+      await previous?.close();
+      return;
+    }
+    let current: Subscription | undefined;
+    const forward = (msg: Json): void => {
+      if (current === undefined || current !== this.#listening) return;
+      const params = isObject(msg.params) ? { ...msg.params } : {};
+      const { [META_SUBSCRIPTION_ID]: _id, ...meta } = isObject(params._meta) ? params._meta : {};
+      if (Object.keys(meta).length > 0) params._meta = meta;
+      else delete params._meta;
+      this.#toHost({ ...msg, params });
+    };
+    try {
+      current = await this.#conn.listen(filter, forward);
+    } catch {
+      // Refused (or not spoken): nothing can be delivered, so nothing is advertised.
+      this.#agreed = {};
+      return;
+    }
+    if (this.#closed) return void (await current.close());
+    this.#listening = current;
+    this.#agreed = current.acknowledged;
+    // Opened before the old one closes: no change falls between the two.
+    await previous?.close();
+  }
+
+  #serverCapabilities(): Json {
+    const discovered = this.#conn.initializeResult ?? {};
+    return isObject(discovered.capabilities) ? discovered.capabilities : {};
+  }
+
+  /** The server's capabilities as the host's session has them: list changes only where a listen delivers them. */
+  #hostCapabilities(): Json {
+    const caps: Json = { ...this.#serverCapabilities() };
+    const agreed = this.#agreed;
+    const only = (kind: string, flag: string, kept: boolean): void => {
+      if (!isObject(caps[kind])) return;
+      const entry: Json = { ...(caps[kind] as Json) };
+      if (kept) entry[flag] = true;
+      else delete entry[flag];
+      caps[kind] = entry;
+    };
+    only('tools', 'listChanged', agreed.toolsListChanged === true);
+    only('prompts', 'listChanged', agreed.promptsListChanged === true);
+    only('resources', 'listChanged', agreed.resourcesListChanged === true);
+    return caps;
+  }
+
+  /** resources/subscribe and unsubscribe: the URI joins (or leaves) the listen's resourceSubscriptions. */
+  async #subscribe(method: string, params: unknown): Promise<Json> {
+    const uri = isObject(params) ? params.uri : undefined;
+    if (typeof uri !== 'string') throw new RpcError(-32602, `${method} needs a uri`);
+    if (method === 'resources/subscribe') this.#uris.add(uri);
+    else this.#uris.delete(uri);
+    await this.listenAdvertised();
+    if (method === 'resources/subscribe' && !(this.#agreed.resourceSubscriptions ?? []).includes(uri)) {
+      this.#uris.delete(uri);
+      throw new RpcError(-32603, `the server did not agree to send updates of ${uri}`);
+    }
+    return {};
   }
 
   /** The answer to the host's initialize: the version it asked (or the newest this side speaks), the server's info. */
@@ -86,7 +188,7 @@ export class LegacyHostSession {
       : { name: 'remote', version: '0' };
     const result: Json = {
       protocolVersion: typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_PROTOCOL_VERSION,
-      capabilities: isObject(discovered.capabilities) ? discovered.capabilities : {},
+      capabilities: this.#hostCapabilities(),
       serverInfo,
     };
     if (typeof discovered.instructions === 'string') result.instructions = discovered.instructions;
@@ -116,8 +218,12 @@ export class LegacyHostSession {
       return this.#toHost({ jsonrpc: '2.0', id, result: this.initializeResult(isObject(msg.params) ? msg.params.protocolVersion : undefined) });
     const abort = new AbortController();
     this.#inFlight.set(id, abort);
-    this.#conn
-      .request(msg.method, msg.params, { signal: abort.signal, timeoutMs: Infinity })
+    // The modern era has no resources/subscribe: a subscription is part of the listen stream.
+    const subscribing = msg.method === 'resources/subscribe' || msg.method === 'resources/unsubscribe';
+    const running = subscribing
+      ? this.#subscribe(msg.method, msg.params)
+      : this.#conn.request(msg.method, msg.params, { signal: abort.signal, timeoutMs: Infinity });
+    running
       .then(
         (result) => this.#toHost({ jsonrpc: '2.0', id, result }),
         (err: Error) => {
@@ -142,6 +248,9 @@ export class LegacyHostSession {
 
   /** The host went away: what it was asked can no longer be answered. */
   close(): void {
+    this.#closed = true;
+    void this.#listening?.close();
+    this.#listening = undefined;
     for (const waiting of this.#asked.values()) waiting.reject(new ConnectionError('CLOSED', 'the host went away'));
     this.#asked.clear();
     for (const abort of this.#inFlight.values()) abort.abort();

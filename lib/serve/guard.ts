@@ -5,6 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { networkInterfaces } from 'node:os';
+import { isLoopback } from '../protocol/loopback.js';
 import type { Refusal } from './session.js';
 
 export interface GuardOptions {
@@ -19,13 +20,7 @@ export interface GuardOptions {
   token: string | undefined;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 const WILDCARD = new Set(['0.0.0.0', '::']);
-
-/** True for an address only this machine can reach. */
-export function isLoopback(host: string): boolean {
-  return LOOPBACK.has(host) || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
 
 /** `host:port` as it appears in a Host header (IPv6 in brackets), lower case. */
 function hostPort(host: string, port: number): string {
@@ -52,7 +47,14 @@ export class Guard {
       this.#hosts.add(withPort);
       if (!WILDCARD.has(name)) this.#origins.add(`http://${withPort}`);
     }
-    for (const origin of options.allowOrigins) this.#origins.add(new URL(origin).origin);
+    for (const origin of options.allowOrigins) {
+      const parsed = new URL(origin).origin;
+      // file:, data: and the like have an opaque origin, serialized `null`: any page can send that (a sandboxed
+      // iframe, a data: URL), so it can never name one allowed page.
+      if (parsed === 'null')
+        throw new TypeError(`allowOrigins: ${JSON.stringify(origin.slice(0, 60))} has an opaque origin (null), which any page can send`);
+      this.#origins.add(parsed);
+    }
     this.#token = options.token === undefined ? undefined : digest(options.token);
   }
 
@@ -73,7 +75,7 @@ export class Guard {
 
   /** True when pages of `origin` may call the server (this server's own origin, or one allowed). */
   originAllowed(origin: string): boolean {
-    return this.#origins.has(origin.toLowerCase());
+    return origin !== 'null' && this.#origins.has(origin.toLowerCase());
   }
 
   /** Compares digests, in constant time, so that neither the token's length nor its prefix leaks. */

@@ -8,6 +8,7 @@ import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
 import { readCapped } from '../client/remote.js';
 import { headerMismatch, isModernVersion, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
 import { safeLine } from '../errors.js';
+import { requestTarget } from '../protocol/target.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
@@ -204,12 +205,20 @@ export class HttpFront {
           : err instanceof StoreUnavailable
             ? { status: 503, reason: err.message }
             : { status: 500, reason: safeLine((err as Error).message) };
-      this.#refuse(req, res, reply);
+      try {
+        this.#refuse(req, res, reply);
+      } catch {
+        // Nothing a peer sends may end the process: a refusal that cannot be written ends the connection.
+        res.destroy();
+      }
     });
   }
 
   async #route(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://bridge').pathname;
+    const target = requestTarget(req.url);
+    // Before the guard: a target that is not a path is nothing this server can route, whoever sends it.
+    if (target === undefined) refuse(400, 'the request-target is not a path (origin form: /mcp)');
+    const path = target!.path;
     if (!forwarded) {
       // For a balancer: no token, and no Host check (it probes the address, under whatever name).
       if (path === '/healthz') return this.#health(req, res);
@@ -354,7 +363,7 @@ export class HttpFront {
 
   async #legacyPost(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     if (req.method !== 'POST') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /messages`, { Allow: 'POST' });
-    const id = new URL(req.url ?? '/', 'http://bridge').searchParams.get('sessionId');
+    const id = requestTarget(req.url)?.query.get('sessionId') ?? null;
     if (id === null) refuse(400, 'the sessionId parameter is required');
     const session = this.#sessions.legacy.get(id!);
     if (session === undefined && (this.#sessions.store === undefined || forwarded)) refuse(404, 'unknown or ended session');
@@ -383,7 +392,7 @@ export class HttpFront {
 
   #refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
     // The path alone: a query may carry a session id (the legacy endpoint's) or a token.
-    const path = new URL(req.url ?? '/', 'http://bridge').pathname;
+    const path = requestTarget(req.url)?.path ?? '(not a path)';
     this.#ctx.log(`${reply.status} ${safeLine(req.method ?? '')} ${safeLine(path.slice(0, 80))}: ${safeLine(reply.reason)}`);
     if (res.headersSent) {
       res.destroy();

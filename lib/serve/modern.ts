@@ -23,8 +23,10 @@ import {
   META_CLIENT_INFO,
   META_LOG_LEVEL,
   META_PROTOCOL_VERSION,
+  META_SUBSCRIPTION_ID,
   MODERN_PROTOCOL_VERSIONS,
 } from '../client/modern.js';
+import { listPages } from '../protocol/paging.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
@@ -60,6 +62,8 @@ interface Exchange {
   token: unknown;
   streaming: boolean;
   timer: NodeJS.Timeout | undefined;
+  /** The request asked for log messages (its `_meta` named a log level). */
+  logs: boolean;
 }
 
 /** The HTTP status a modern error answer goes out with (the spec's: 400 for version and header errors, 404 for an unknown method). */
@@ -82,8 +86,13 @@ export class ModernHub {
   /** Answers the bridge waits for itself (the probe, initialize), by id. */
   readonly #own = new Map<string, (msg: Record<string, unknown>) => void>();
   readonly #suspended = new Map<string, Suspended>();
-  /** Each tool's x-mcp-header declarations, from the child's tool list (read once, and from every tools/list answer). */
-  #toolHeaders: Map<string, ParamHeader[]> | undefined;
+  /**
+   * Each tool's x-mcp-header declarations, from the child's whole tool list (read to its end at the first tool
+   * call, again after the child says its list changed) and from every tools/list answer a client gets.
+   */
+  readonly #toolHeaders = new Map<string, ParamHeader[]>();
+  /** The whole tool list has been read since the child last said it changed. */
+  #toolsListed = false;
 
   constructor(ctx: ServeContext) {
     this.#ctx = ctx;
@@ -127,7 +136,15 @@ export class ModernHub {
       params!._meta = meta;
       if (Object.keys(meta).length === 0) delete params!._meta;
     }
-    const exchange: Exchange = { id: msg.id, method: msg.method, res, token: meta?.progressToken, streaming: false, timer: undefined };
+    const exchange: Exchange = {
+      id: msg.id,
+      method: msg.method,
+      res,
+      token: meta?.progressToken,
+      streaming: false,
+      timer: undefined,
+      logs: isObject(msg.params) && isObject(msg.params._meta) && msg.params._meta[META_LOG_LEVEL] !== undefined,
+    };
     if (meta !== undefined && meta.progressToken !== undefined) {
       meta.progressToken = `mcp-frame-${n}`;
       params!._meta = meta;
@@ -167,7 +184,7 @@ export class ModernHub {
     const suspended = this.#suspended.get(state)!;
     this.#suspended.delete(state);
     clearTimeout(suspended.timer);
-    const exchange: Exchange = { id: msg.id, method: msg.method, res, token: undefined, streaming: false, timer: undefined };
+    const exchange: Exchange = { id: msg.id, method: msg.method, res, token: undefined, streaming: false, timer: undefined, logs: false };
     this.#exchanges.set(suspended.n, exchange);
     whenGone(res, () => {
       if (this.#exchanges.get(suspended.n) !== exchange || !this.#forget(suspended.n)) return;
@@ -237,7 +254,6 @@ export class ModernHub {
   /** Notes each listed tool's x-mcp-header declarations (a tool whose annotations break the rules has none to check). */
   #learnTools(result: Record<string, unknown>): void {
     if (!Array.isArray(result.tools)) return;
-    this.#toolHeaders ??= new Map();
     for (const tool of result.tools) {
       if (!isObject(tool) || typeof tool.name !== 'string') continue;
       const scanned = scanParamHeaders(tool.inputSchema);
@@ -252,14 +268,21 @@ export class ModernHub {
    * compared as numbers); a null or absent one needs none.
    */
   async #paramMismatch(child: StdioChannel, msg: JsonRpcRequest, headers: IncomingHttpHeaders): Promise<string | undefined> {
-    if (this.#toolHeaders === undefined) {
-      // The client's protocol metadata (a modern child checks it), without its progress token.
+    if (!this.#toolsListed) {
+      // Every page: a tool on page 2 declares headers as one on page 1 does. With the client's protocol metadata
+      // (a modern child checks it), without its progress token.
       const { progressToken: _token, ...meta } = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : {};
-      const listed = await this.#ask(child, 'tools/list', this.#legacy === undefined ? { _meta: meta } : {}, 10_000);
-      if (isObject(listed?.result)) this.#learnTools(listed.result);
+      const listing = await listPages(async (cursor) => {
+        const params = { ...(this.#legacy === undefined ? { _meta: meta } : {}), ...(cursor === undefined ? {} : { cursor }) };
+        const listed = await this.#ask(child, 'tools/list', params, 10_000);
+        return listed?.result;
+      }, 'tools');
+      this.#learnTools({ tools: listing.items });
+      this.#toolsListed = listing.stopped === undefined;
+      if (listing.stopped !== undefined) this.#ctx.log(`the tool list of the server for modern requests: ${listing.stopped}`);
     }
     const params = isObject(msg.params) ? msg.params : {};
-    const declared = typeof params.name === 'string' ? this.#toolHeaders?.get(params.name) : undefined;
+    const declared = typeof params.name === 'string' ? this.#toolHeaders.get(params.name) : undefined;
     for (const { name, path } of declared ?? []) {
       let value: unknown = params.arguments;
       for (const key of path) value = isObject(value) ? value[key] : undefined;
@@ -267,6 +290,7 @@ export class ModernHub {
       const raw = headers[`mcp-param-${name.toLowerCase()}`];
       if (typeof raw !== 'string') return `the body carries ${path.join('.')} but the Mcp-Param-${name} header is absent`;
       const got = decodeHeaderValue(raw);
+      if (got === undefined) return `the Mcp-Param-${name} header's Base64 form is malformed (it must be padded, canonical Base64 of UTF-8)`;
       const same = typeof value === 'number' ? Number(got) === value : typeof value === 'boolean' ? got === String(value) : got === value;
       if (!same) return `the Mcp-Param-${name} header does not match the body's ${path.join('.')}`;
     }
@@ -324,18 +348,47 @@ export class ModernHub {
     if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
-    // Only a progress token says which request (and so which client) a notification belongs to: the child is
-    // shared, so anything else (a log message, a list change) could be another client's and is not passed on.
-    const n = params.progressToken === undefined ? undefined : this.#tokens.get(String(params.progressToken));
-    const exchange = n === undefined ? undefined : this.#exchanges.get(n);
-    if (exchange === undefined) return this.#dropped(msg, 'it names no request in flight');
-    const out = params.progressToken === undefined ? msg : { ...msg, params: { ...params, progressToken: exchange.token } };
+    if (msg.method === 'notifications/tools/list_changed') this.#toolsListed = false;
+    const found = this.#owner(msg.method, params);
+    if (found === undefined) return this.#dropped(msg, 'it names no request in flight');
+    const [exchange, out] = found;
     const res = this.#stream(exchange);
     writeEvent(res, `event: message\ndata: ${JSON.stringify(out)}\n\n`);
     if (res.writableLength > Math.max(UNREAD_BYTES, this.#ctx.maxMessageBytes)) {
       this.#ctx.log(`cancelled a modern request: its client left ${res.writableLength} bytes of its response unread`);
       res.destroy();
     }
+  }
+
+  /**
+   * The request a notification of the shared child belongs to, and the notification as its client gets it. The
+   * child is shared, so only these say whose it is: a progress token (the client's own put back), a listen
+   * stream's subscription id (the client's request id put back), or for a log message the revision's rule that a
+   * server sends them only for requests that asked (`logLevel`): while exactly one request in flight asked, it is
+   * that one's. Anything else (a list change outside a listen) could be any client's, and is not passed on.
+   */
+  #owner(method: unknown, params: Record<string, unknown>): [Exchange, Record<string, unknown>] | undefined {
+    const message = (p: Record<string, unknown>): Record<string, unknown> => ({ jsonrpc: '2.0', method, params: p });
+    if (params.progressToken !== undefined) {
+      const n = this.#tokens.get(String(params.progressToken));
+      const exchange = n === undefined ? undefined : this.#exchanges.get(n);
+      return exchange === undefined ? undefined : [exchange, message({ ...params, progressToken: exchange.token })];
+    }
+    const meta = isObject(params._meta) ? params._meta : undefined;
+    const subscription = meta?.[META_SUBSCRIPTION_ID];
+    if (typeof subscription === 'number') {
+      const exchange = this.#exchanges.get(subscription);
+      if (exchange?.method !== 'subscriptions/listen') return undefined;
+      return [exchange, message({ ...params, _meta: { ...meta, [META_SUBSCRIPTION_ID]: exchange.id } })];
+    }
+    if (method !== 'notifications/message') return undefined;
+    let only: Exchange | undefined;
+    for (const exchange of this.#exchanges.values()) {
+      if (!exchange.logs) continue;
+      if (only !== undefined) return undefined;
+      only = exchange;
+    }
+    return only === undefined ? undefined : [only, message(params)];
   }
 
   /**
@@ -347,7 +400,8 @@ export class ModernHub {
     const child = this.#child;
     if (child === undefined) return;
     if (ask.method === 'ping') return void child.send({ jsonrpc: '2.0', id: ask.id, result: {} }).catch(() => undefined);
-    const waiting = [...this.#exchanges.entries()].filter(([, e]) => e.timer === undefined);
+    // A listen stream asks nothing: it is no call a question could belong to.
+    const waiting = [...this.#exchanges.entries()].filter(([, e]) => e.timer === undefined && e.method !== 'subscriptions/listen');
     if (waiting.length !== 1) {
       this.#dropped(ask, `${waiting.length} requests are in flight, so the question is nobody's`);
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);

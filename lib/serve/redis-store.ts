@@ -14,7 +14,7 @@ import { createClient, type RedisClientType } from '@redis/client';
 import { safeLine } from '../errors.js';
 import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
-import { type ReplicaStore, StoreUnavailable, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
+import { type ReplicaStore, StoreUnavailable, TUNNEL_WINDOW_BYTES, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
 
 /** How long a replica counts as alive after its last beat. A replica killed outright is gone after this. */
 export const ALIVE_MS = 5000;
@@ -25,6 +25,17 @@ const WATCH_MS = 1000;
 const COMMAND_MS = 3000;
 /** Session owners remembered by the replica that carries requests to them (the oldest forgotten first). */
 const OWNERS_KEPT = 10_000;
+/**
+ * Characters of a body one message through Redis carries at most; a longer body goes in pieces. Redis drops a
+ * subscriber whose output buffer passes `client-output-buffer-limit pubsub` (32 MiB, or 8 MiB for a minute, by
+ * default), and with it every other tunnel's frames in flight: no one message may come near that, and with the
+ * tunnel's window no one response keeps more than a few MiB on its way.
+ */
+export const PIECE_CHARS = 256 * 1024;
+/** The holding replica acknowledges what its client drained in steps of this many bytes. */
+const ACK_BYTES = TUNNEL_WINDOW_BYTES / 4;
+/** How long the pieces of a request body wait for the rest before they are dropped (the sender died). */
+const PARTS_MS = 30_000;
 
 /** Admits a session unless `max` are open across the live replicas; removes the dead replicas' keys on the way. */
 const ADMIT = `
@@ -61,16 +72,39 @@ redis.call('DEL', p .. ':session:' .. sid)
 redis.call('SREM', p .. ':owned:' .. me, sid)
 return 1`;
 
-/** A message on a replica's channel: a carried request, the client leaving, or a part of an answer. */
+/** A message on a replica's channel: a carried request, the client leaving, a part of an answer, flow control. */
 type Envelope =
   | ({ k: 'request'; t: string; from: string } & TunnelRequest)
+  /** A piece of a carried request's body, ahead of its 'request' (which carries the last piece). */
+  | { k: 'part'; t: string; from: string; text: string }
   | { k: 'gone'; t: string; from: string }
-  /** Parts of an answer, those written in one turn of the event loop together. */
-  | { k: 'answer'; t: string; from: string; frames: TunnelFrame[] };
+  /** Parts of an answer, those written in one turn of the event loop together (at most PIECE_CHARS of body). */
+  | { k: 'answer'; t: string; from: string; frames: TunnelFrame[] }
+  /** The holding replica's client has drained `bytes` of the answer's body. */
+  | { k: 'ack'; t: string; from: string; bytes: number };
 
 interface Carried {
   owner: string;
   res: ServerResponse;
+  /** Bytes of the body written to the client, and the most acknowledged to the owner. */
+  received: number;
+  acked: number;
+  /** An acknowledgement waits for the client's response to drain. */
+  draining: boolean;
+}
+
+/** `text` in pieces of at most `max` characters, never between the two halves of a surrogate pair. */
+export function pieces(text: string, max: number): string[] {
+  if (text.length <= max) return [text];
+  const out: string[] = [];
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(at + max, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    out.push(text.slice(at, end));
+    at = end;
+  }
+  return out;
 }
 
 /** `redis://user:secret@host:6379/0` as `redis://host:6379/0`: a store's password never reaches a log. */
@@ -102,6 +136,15 @@ export class RedisStore implements ReplicaStore {
   readonly #carried = new Map<string, Carried>();
   /** Requests carried here, by `<replica>/<tunnel id>`. */
   readonly #served = new Map<string, TunnelResponse>();
+  /** Bodies of requests carried here still arriving in pieces, by `<replica>/<tunnel id>`. */
+  readonly #parts = new Map<string, { pieces: string[]; timer: NodeJS.Timeout }>();
+  /**
+   * Answers of requests carried here that could not all be sent (the store did not take a part): the replica
+   * holding the client is told so (a cut) once the store answers again, so its request does not wait forever.
+   */
+  readonly #lost = new Map<string, { from: string; t: string }>();
+  /** The subscriber lost its connection after being ready: answers published meanwhile never reached this replica. */
+  #subscriberGap = false;
   /**
    * The owners of sessions this replica carried requests for. A remembered owner needs no lookup: the owner
    * itself answers 404 for a session it no longer has, and one that is gone is found at once (no one receives
@@ -114,6 +157,7 @@ export class RedisStore implements ReplicaStore {
   #watch: NodeJS.Timeout | undefined;
   #lastError: string | undefined;
   #closed = false;
+  #subscriberReady = false;
 
   constructor(url: string, prefix: string, log: (line: string) => void) {
     this.name = storeName(url);
@@ -128,6 +172,17 @@ export class RedisStore implements ReplicaStore {
     this.#client = createClient(options) as RedisClientType;
     this.#subscriber = createClient(options) as RedisClientType;
     for (const client of [this.#client, this.#subscriber]) client.on('error', (err: Error) => this.#failed(err));
+    this.#subscriber.on('error', () => {
+      if (this.#subscriberReady) this.#subscriberGap = true;
+    });
+    this.#subscriber.on('ready', () => {
+      this.#subscriberReady = true;
+      if (!this.#subscriberGap) return;
+      this.#subscriberGap = false;
+      // What was published to this replica while its subscriber was away is gone: every request it carried then
+      // ends with an error that says it may have run, and its owner is told the client left.
+      for (const [t, carried] of [...this.#carried]) this.#lose(t, carried);
+    });
     // Back after an outage: beat at once, and register this replica's sessions again in case the store lost them.
     this.#client.on('ready', () => {
       if (this.#lastError !== undefined) this.#log(`the session store ${this.name} answers again`);
@@ -195,8 +250,13 @@ export class RedisStore implements ReplicaStore {
 
   async forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
     const t = String(this.#nextTunnel++);
-    this.#carried.set(t, { owner, res });
-    const receivers = await this.#publish(owner, { k: 'request', t, from: this.replica, ...request }).catch((err: unknown) => {
+    this.#carried.set(t, { owner, res, received: 0, acked: 0, draining: false });
+    const body = pieces(request.body, PIECE_CHARS);
+    const send = async (): Promise<number> => {
+      for (const text of body.slice(0, -1)) await this.#publish(owner, { k: 'part', t, from: this.replica, text });
+      return this.#publish(owner, { k: 'request', t, from: this.replica, ...request, body: body[body.length - 1]! });
+    };
+    const receivers = await send().catch((err: unknown) => {
       this.#carried.delete(t);
       throw err;
     });
@@ -222,6 +282,8 @@ export class RedisStore implements ReplicaStore {
     clearInterval(this.#beat);
     clearInterval(this.#watch);
     for (const res of this.#served.values()) res.gone();
+    for (const { timer } of this.#parts.values()) clearTimeout(timer);
+    this.#parts.clear();
     for (const { res } of this.#carried.values()) res.destroy();
     const ids = [...this.#local, ...this.#unreleased];
     this.#local.clear();
@@ -289,6 +351,10 @@ export class RedisStore implements ReplicaStore {
         await this.#forget(id);
         if (this.#unreleased.has(id)) break;
       }
+      for (const [key, { from, t }] of this.#lost) {
+        await this.#publish(from, { k: 'answer', t, from: this.replica, frames: [{ k: 'cut' }] });
+        this.#lost.delete(key);
+      }
     } catch {
       // The next beat tries again; requests meanwhile get 503 from their own commands.
     }
@@ -308,33 +374,76 @@ export class RedisStore implements ReplicaStore {
       return;
     }
     const key = `${envelope.from}/${envelope.t}`;
-    if (envelope.k === 'request') return this.#serve(key, envelope);
-    if (envelope.k === 'gone') {
-      this.#served.get(key)?.gone();
-      this.#served.delete(key);
-      return;
+    switch (envelope.k) {
+      case 'part':
+        return this.#part(key, envelope.text);
+      case 'request':
+        return this.#serve(key, envelope);
+      case 'gone':
+        this.#served.get(key)?.gone();
+        this.#served.delete(key);
+        return;
+      case 'ack':
+        return this.#served.get(key)?.acknowledge(envelope.bytes);
+      case 'answer':
+        for (const frame of envelope.frames) this.#answer(envelope.t, frame);
     }
-    for (const frame of envelope.frames) this.#answer(envelope.t, frame);
+  }
+
+  /** A piece of a carried request's body, kept until its request comes (or PARTS_MS passes). */
+  #part(key: string, text: string): void {
+    let parts = this.#parts.get(key);
+    if (parts === undefined) {
+      const timer = setTimeout(() => this.#parts.delete(key), PARTS_MS);
+      timer.unref();
+      parts = { pieces: [], timer };
+      this.#parts.set(key, parts);
+    }
+    parts.pieces.push(text);
   }
 
   /** A request carried here: handled as if it had come in directly, its answer sent back frame by frame. */
   #serve(key: string, envelope: Extract<Envelope, { k: 'request' }>): void {
-    const { from, t, method, url, headers, body } = envelope;
-    // What is written in one turn of the event loop goes out as one message (an answer's head, body and end).
+    const { from, t, method, url, headers } = envelope;
+    const parts = this.#parts.get(key);
+    this.#parts.delete(key);
+    clearTimeout(parts?.timer);
+    const body = parts === undefined ? envelope.body : parts.pieces.join('') + envelope.body;
+    // What is written in one turn of the event loop goes out as one message (an answer's head, body and end), up
+    // to PIECE_CHARS of body a message.
     let frames: TunnelFrame[] = [];
+    let chars = 0;
+    let scheduled = false;
     const flush = (): void => {
+      scheduled = false;
+      if (frames.length === 0) return;
       const batch = frames;
       frames = [];
+      chars = 0;
       this.#publish(from, { k: 'answer', t, from: this.replica, frames: batch })
         .then((receivers) => {
           // The replica holding the client is gone: so is the client's connection.
           if (receivers === 0) res.gone();
         })
-        .catch(() => res.gone());
+        .catch(() => {
+          // Part of the answer did not go: the holding replica is told once the store answers again.
+          this.#lost.set(key, { from, t });
+          res.gone();
+        });
+    };
+    const push = (frame: TunnelFrame): void => {
+      frames.push(frame);
+      if (frame.k === 'data') chars += frame.text.length;
+      if (chars >= PIECE_CHARS) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
     };
     const res = new TunnelResponse((frame) => {
       if (frame.k === 'end' || frame.k === 'cut') this.#served.delete(key);
-      if (frames.push(frame) === 1) setImmediate(flush);
+      if (frame.k !== 'data') return push(frame);
+      for (const text of pieces(frame.text, PIECE_CHARS)) push({ k: 'data', text });
     });
     res.once('close', () => this.#served.delete(key));
     this.#served.set(key, res);
@@ -350,12 +459,39 @@ export class RedisStore implements ReplicaStore {
       res.writeHead(frame.status, frame.headers);
       res.flushHeaders();
     } else if (frame.k === 'data') {
-      if (!res.writableEnded && !res.destroyed) res.write(frame.text);
+      if (res.writableEnded || res.destroyed) return;
+      res.write(frame.text);
+      carried.received += Buffer.byteLength(frame.text);
+      this.#acknowledge(t, carried);
     } else {
       this.#carried.delete(t);
       if (frame.k === 'end') res.end();
-      else res.destroy();
+      else answerLost(res);
     }
+  }
+
+  /**
+   * Tells the owner what the client has drained, in ACK_BYTES steps: at once while the client's response takes
+   * more, else once it drains. The owner holds its server while more than the window is unacknowledged.
+   */
+  #acknowledge(t: string, carried: Carried): void {
+    if (carried.draining || carried.received - carried.acked < ACK_BYTES) return;
+    const send = (): void => {
+      carried.draining = false;
+      if (this.#carried.get(t) !== carried) return;
+      carried.acked = carried.received;
+      this.#publish(carried.owner, { k: 'ack', t, from: this.replica, bytes: carried.acked }).catch(() => undefined);
+    };
+    if (!carried.res.writableNeedDrain) return send();
+    carried.draining = true;
+    carried.res.once('drain', send);
+  }
+
+  /** A carried request whose answer can no longer all arrive: ended here with an error, its owner told the client left. */
+  #lose(t: string, carried: Carried): void {
+    this.#carried.delete(t);
+    this.#publish(carried.owner, { k: 'gone', t, from: this.replica }).catch(() => undefined);
+    answerLost(carried.res);
   }
 
   /** While requests are out at other replicas, checks every second that their owners are alive. */
@@ -373,7 +509,12 @@ export class RedisStore implements ReplicaStore {
     }
     const owners = new Set([...this.#carried.values()].map((c) => c.owner));
     for (const owner of owners) {
-      const alive = await this.#command<number>(['EXISTS', this.#key('alive', owner)]).catch(() => 1);
+      // A check the store did not answer is no sign of life: the answers of that owner may be lost as well.
+      const alive = await this.#command<number>(['EXISTS', this.#key('alive', owner)]).catch(() => undefined);
+      if (alive === undefined) {
+        for (const [t, carried] of [...this.#carried]) if (carried.owner === owner) this.#lose(t, carried);
+        continue;
+      }
       if (alive === 1) continue;
       this.#forgetOwner(owner);
       for (const [t, carried] of this.#carried) {
@@ -383,6 +524,22 @@ export class RedisStore implements ReplicaStore {
       }
     }
   }
+}
+
+/**
+ * The answer to a carried request part of whose answer was lost on the way (the store was out of reach): 502 with
+ * an error that says the request may have run, or, once the headers went out, a cut stream (a client resumes it).
+ */
+function answerLost(res: ServerResponse): void {
+  if (res.writableEnded || res.destroyed) return;
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = JSON.stringify(
+    rpcError(null, SERVER_ERROR, 'the answer was lost between replicas (the session store was out of reach): the request may have run'),
+  );
+  res.writeHead(502, { 'Content-Type': 'application/json' }).end(body);
 }
 
 /** The answer to a request whose owner died before finishing it: 404 if nothing was sent yet, else the end. */

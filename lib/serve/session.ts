@@ -157,6 +157,11 @@ export class StreamableSession {
   }
 
   #toServer(msg: unknown): void {
+    // A cancelled request may never be answered (a translation drops it too): its stream must not wait for it.
+    if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params)) {
+      const pending = this.#pending.get(idKey(msg.params.requestId));
+      if (pending !== undefined) this.#settle(pending);
+    }
     if (this.#translating !== undefined) {
       // In order: each waits for the translation, and for the one before it to be handed on.
       this.#translating = this.#translating.then((session) => {
@@ -166,11 +171,6 @@ export class StreamableSession {
       return;
     }
     if (isRequest(msg) && msg.method === 'initialize') this.#init = { id: msg.id, params: isObject(msg.params) ? msg.params : {} };
-    // A cancelled request may never be answered: its stream must not wait for it.
-    if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params)) {
-      const pending = this.#pending.get(idKey(msg.params.requestId));
-      if (pending !== undefined) this.#settle(pending);
-    }
     this.channel.send(msg).catch((err: Error) => {
       if (isRequest(msg)) this.#answer(rpcError(msg.id, SERVER_ERROR, err.message));
     });

@@ -47,28 +47,62 @@ export type TunnelFrame =
   | { k: 'head'; status: number; headers: OutgoingHttpHeaders }
   | { k: 'data'; text: string }
   | { k: 'end' }
-  /** The owner cut the response (as a refusal after the headers went out does). */
+  /**
+   * The owner cut the response (as a refusal after the headers went out does), or could not send all of it (the
+   * store was out of reach): the request may have run.
+   */
   | { k: 'cut' };
+
+/**
+ * Bytes of a carried response that may be on their way (written by the owner, not yet drained to the client by
+ * the replica that holds its connection) before the owner's writes report backpressure. It is over the session's
+ * hold mark (a MiB), so a client that stops reading stops its server through a tunnel as it does directly.
+ */
+export const TUNNEL_WINDOW_BYTES = 2 * 1024 * 1024;
 
 /**
  * The response an owner writes for a carried request: the parts of ServerResponse the session handling uses.
  * Each write becomes a frame sent back to the replica that holds the client's connection; `gone()` is the
  * client leaving, which ends the owner's side as a closed connection does.
+ *
+ * Flow control: the holding replica acknowledges the bytes its client has drained (acknowledge()); past
+ * TUNNEL_WINDOW_BYTES unacknowledged, write() returns false and `writableNeedDrain` is true until an
+ * acknowledgement brings it under half the window, when 'drain' is emitted, as a socket's response does.
  */
 export class TunnelResponse extends EventEmitter {
   statusCode = 200;
   headersSent = false;
   writableEnded = false;
   destroyed = false;
-  /** A tunnel takes every write at once: the other replica's connection to its client holds the backlog. */
-  readonly writableNeedDrain = false;
   readonly req = undefined;
   readonly #headers: OutgoingHttpHeaders = {};
   readonly #send: (frame: TunnelFrame) => void;
+  #sent = 0;
+  #acked = 0;
+  #needDrain = false;
 
   constructor(send: (frame: TunnelFrame) => void) {
     super();
     this.#send = send;
+  }
+
+  /** Bytes written and not yet acknowledged as drained by the client's side. */
+  get writableLength(): number {
+    return this.#sent - this.#acked;
+  }
+
+  get writableNeedDrain(): boolean {
+    return this.#needDrain;
+  }
+
+  /** The holding replica's client has drained `bytes` of the body in all. */
+  acknowledge(bytes: number): void {
+    if (!(bytes > this.#acked) || bytes > this.#sent) return;
+    this.#acked = bytes;
+    if (this.#needDrain && this.writableLength <= TUNNEL_WINDOW_BYTES / 2) {
+      this.#needDrain = false;
+      this.emit('drain');
+    }
   }
 
   setHeader(name: string, value: number | string | string[]): this {
@@ -91,8 +125,10 @@ export class TunnelResponse extends EventEmitter {
   write(text: string): boolean {
     if (this.writableEnded || this.destroyed) return true;
     this.flushHeaders();
+    this.#sent += Buffer.byteLength(text);
     this.#send({ k: 'data', text });
-    return true;
+    if (this.writableLength >= TUNNEL_WINDOW_BYTES) this.#needDrain = true;
+    return !this.#needDrain;
   }
 
   end(text?: string): this {

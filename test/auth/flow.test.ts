@@ -8,6 +8,8 @@ import type { ConnectionError } from '../../lib/client/errors.js';
 import { fileAuthStore, memoryAuthStore } from '../../lib/client/auth/store.js';
 import type { AuthEvent, AuthOptions, AuthStore } from '../../lib/client/auth/types.js';
 import { parseChallenges } from '../../lib/client/auth/wire.js';
+import { crossAppAccess } from '../../lib/client/auth/agents.js';
+import { hostile, json } from '../helpers/hostile-http.js';
 import { headlessAuthorize, type OAuthFaults, OAuthServer } from '../helpers/oauth-server.js';
 import { rejection } from '../helpers/rejection.js';
 import { tempDir } from '../helpers/temp.js';
@@ -147,6 +149,30 @@ describe('connect() with auth: signing in and staying signed in', function () {
     expect(server.counts).to.include({ authorize: 2, refresh: 1, register: 1 });
     const record = await store.get(new URL(server.url).href);
     expect(record?.tokens?.accessToken).to.match(/^at-/);
+  });
+
+  it('keeps the tokens when a refresh gets a 503 or a 429: the failure is reported, no sign-in follows, the next refresh works', async () => {
+    await start();
+    const store = memoryAuthStore();
+    const c = await signIn({ store });
+    const key = new URL(server.url).href;
+    const refresh = (await store.get(key))!.tokens!.refreshToken!;
+    for (const status of [503, 429]) {
+      server.faults.refreshStatus = status;
+      server.revokeAccess();
+      const err = await rejection<ConnectionError>(call(c));
+      expect(err.code).to.equal('AUTH_UNAVAILABLE');
+      expect(err.status).to.equal(status);
+      expect(err.message).to.match(/could not refresh the tokens now/);
+      expect((await store.get(key))!.tokens!.refreshToken).to.equal(refresh);
+    }
+    expect(server.counts.authorize).to.equal(1);
+    server.faults.refreshStatus = undefined;
+    await call(c);
+    // The kept refresh token still works (the session's GET stream may have tried one refresh more meanwhile).
+    expect(server.counts).to.include({ authorize: 1, refreshReused: 0 });
+    expect(server.counts.refresh).to.be.at.least(3);
+    expect((await store.get(key))!.tokens!.refreshToken).not.to.equal(refresh);
   });
 
   it('registers again on invalid_client (the server forgot the client)', async () => {
@@ -360,5 +386,99 @@ describe('connect() with auth: signing in and staying signed in', function () {
     await call(again);
     expect(server.counts.authorize).to.equal(before);
     expect(server.mcpRequests.at(-1)?.status).to.equal(200);
+  });
+
+  /** An MCP server that asks for a token, naming protected resource metadata of `prm`'s making, and an authorization server of `as`'s. */
+  async function protectedBy(prm: (base: string) => Record<string, unknown>, as: (base: string) => Record<string, unknown> = () => ({})) {
+    const logged: string[] = [];
+    const server = await hostile((req, res, body) => {
+      logged.push(`${req.method} ${req.url}`);
+      const base = `http://127.0.0.1:${(req.socket.address() as { port: number }).port}`;
+      if (req.url === '/.well-known/oauth-protected-resource/mcp' || req.url === '/.well-known/oauth-protected-resource')
+        return json(res, { resource: `${base}/mcp`, ...prm(base) });
+      if (req.url === '/.well-known/oauth-authorization-server') {
+        return json(res, {
+          issuer: base,
+          authorization_endpoint: `${base}/authorize`,
+          token_endpoint: `${base}/token`,
+          registration_endpoint: `${base}/register`,
+          code_challenge_methods_supported: ['S256'],
+          ...as(base),
+        });
+      }
+      if (req.url === '/idp/token') {
+        const form = new URLSearchParams(body);
+        return void res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: 'invalid_grant', error_description: `cannot use ${form.get('subject_token')}` }));
+      }
+      res.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"` }).end();
+    });
+    return { ...server, logged };
+  }
+
+  it('requires https for authorization-server endpoints outside loopback, and asks them nothing over plain http', async () => {
+    const cases = [
+      {
+        prm: () => ({ authorization_servers: ['http://as.example.com'] }),
+        as: () => ({}),
+        what: /authorization server .*as\.example\.com.* is not https/,
+      },
+      {
+        prm: (b: string) => ({ authorization_servers: [b] }),
+        as: () => ({ token_endpoint: 'http://as.example.com/token' }),
+        what: /token_endpoint .* plain http on another host/,
+      },
+      {
+        prm: (b: string) => ({ authorization_servers: [b] }),
+        as: () => ({ authorization_endpoint: 'http://as.example.com/authorize' }),
+        what: /authorization_endpoint .* plain http/,
+      },
+      {
+        prm: (b: string) => ({ authorization_servers: [b] }),
+        as: () => ({ registration_endpoint: 'http://as.example.com/register' }),
+        what: /registration_endpoint .* plain http/,
+      },
+    ];
+    for (const { prm, as, what } of cases) {
+      const server = await protectedBy(prm, as);
+      try {
+        const err = await rejection<ConnectionError>(
+          connect({ type: 'http', url: `${server.url}/mcp` }, { auth: { authorize: headlessAuthorize, redirectUri: REDIRECT }, timeoutMs: 5000 }),
+        );
+        expect(err.code).to.equal('AUTH_REQUIRED');
+        expect(err.message).to.match(what);
+        expect(server.logged.filter((l) => /register|token|authorize/.test(l))).to.deep.equal([]);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  it("keeps cross-app access's ID token out of the error when the identity provider echoes it", async () => {
+    const server = await protectedBy((b) => ({ authorization_servers: [b] }));
+    const idToken = `eyJhbGciOiJSUzI1NiJ9.${'i'.repeat(40)}.sig-of-the-id-token`;
+    const events: AuthEvent[] = [];
+    try {
+      const err = await rejection<ConnectionError>(
+        connect(
+          { type: 'http', url: `${server.url}/mcp` },
+          {
+            auth: {
+              grant: crossAppAccess({ idpTokenEndpoint: `${server.url}/idp/token`, idToken }),
+              client: { clientId: 'app', clientSecret: 'app-secret-value' },
+              onEvent: (e) => events.push(e),
+            },
+            timeoutMs: 5000,
+          },
+        ),
+      );
+      expect(err.code).to.equal('AUTH_TOKEN');
+      expect(err.message).to.include('[REDACTED]');
+      expect(err.message).not.to.include(idToken);
+      expect(JSON.stringify(events)).not.to.include(idToken);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -1,9 +1,11 @@
 // The parts of signing in that are not the flow: the stores and their locks, where tokens live by default, when
 // a browser may open, and a config entry's `auth`.
-import { writeFileSync, readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { canOpenBrowser } from '../../lib/cli/auth.js';
+import { browserCommand, canOpenBrowser } from '../../lib/cli/auth.js';
+import { loopbackAuthorizer } from '../../lib/client/auth/agents.js';
 import { ConfigError, parseConfig } from '../../lib/client/config.js';
 import { defaultAuthDir, fileAuthStore, memoryAuthStore } from '../../lib/client/auth/store.js';
 import { applicationType, resourceAllowed } from '../../lib/client/auth/session.js';
@@ -11,6 +13,18 @@ import type { AuthStore } from '../../lib/client/auth/types.js';
 import { tempDir } from '../helpers/temp.js';
 
 const FROM_ENV = '${env:SECRET}';
+
+/** A GET with `target` exactly as given on its request line; the answer's text once the server closes. */
+function rawLine(port: number, target: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+  });
+}
 
 const record = (token: string) => ({ resource: 'https://a.example/mcp', tokens: { accessToken: token, tokenType: 'Bearer' } });
 
@@ -78,6 +92,46 @@ describe('auth stores', () => {
     expect(err?.message).to.match(/held for more than 500 ms/);
   });
 
+  it("lets one waiter take over a dead holder's lock when several judge it stale at once, and never two hold it", async () => {
+    const dir = tempDir('store');
+    const stores = Array.from({ length: 8 }, () => fileAuthStore({ dir, lockTimeoutMs: 10_000 }));
+    await stores[0]!.set('k', record('x'));
+    const lockFile = join(
+      dir,
+      readdirSync(dir)
+        .find((f) => f.endsWith('.json'))!
+        .replace(/\.json$/, '.lock'),
+    );
+    for (let round = 0; round < 5; round++) {
+      writeFileSync(lockFile, JSON.stringify({ pid: 2 ** 22 + 12345 + round, at: Date.now() }));
+      let holders = 0;
+      let most = 0;
+      await Promise.all(
+        stores.map(async (store) => {
+          const release = await store.lock!('k');
+          most = Math.max(most, ++holders);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          holders--;
+          await release();
+        }),
+      );
+      expect(most, `round ${round}`).to.equal(1);
+    }
+  });
+
+  it('releases only its own lock: one another process took over is left in place', async () => {
+    const dir = tempDir('store');
+    const store = fileAuthStore({ dir });
+    await store.set('k', record('x'));
+    const release = await store.lock!('k');
+    const lockFile = join(dir, readdirSync(dir).find((f) => f.endsWith('.lock'))!);
+    // Judged stale elsewhere (a long sign-in) and taken over by another process: the file is now that one's.
+    const theirs = JSON.stringify({ pid: process.pid, at: Date.now(), nonce: 'another-process' });
+    writeFileSync(lockFile, theirs);
+    await release();
+    expect(readFileSync(lockFile, 'utf8')).to.equal(theirs);
+  });
+
   it('lives in $MCP_FRAME_AUTH_DIR, else $XDG_CONFIG_HOME/mcp-frame/auth, else ~/.config/mcp-frame/auth', () => {
     expect(defaultAuthDir({ MCP_FRAME_AUTH_DIR: '/x/auth', XDG_CONFIG_HOME: '/y' })).to.equal('/x/auth');
     expect(defaultAuthDir({ XDG_CONFIG_HOME: '/y' })).to.equal('/y/mcp-frame/auth');
@@ -93,6 +147,60 @@ describe('signing in: small rules', () => {
     expect(canOpenBrowser({ ...display, SSH_CONNECTION: '1.2.3.4 5 6.7.8.9 22' }, true)).to.equal(false);
     expect(canOpenBrowser({ ...display, SSH_TTY: '/dev/pts/1' }, true)).to.equal(false);
     if (process.platform === 'linux') expect(canOpenBrowser({}, true)).to.equal(false);
+  });
+
+  it('opens the browser without a shell on every platform: an authorization URL full of & stays one argument', () => {
+    const url = new URL('http://host.example/authorize&calc.exe&rem=?a=1&b=2|x^y');
+    expect(browserCommand(url, 'win32')).to.deep.equal(['rundll32', ['url.dll,FileProtocolHandler', url.href]]);
+    expect(browserCommand(url, 'darwin')).to.deep.equal(['open', [url.href]]);
+    expect(browserCommand(url, 'linux')).to.deep.equal(['xdg-open', [url.href]]);
+    for (const platform of ['win32', 'darwin', 'linux'] as const) {
+      const [command, args] = browserCommand(url, platform)!;
+      expect(command).not.to.match(/^(cmd|cmd\.exe|sh|bash|powershell)$/i);
+      expect(args.at(-1)).to.equal(url.href);
+    }
+    // What a hostile server's metadata may name besides http(s) is never handed to an opener.
+    for (const other of ['file:///etc/passwd', 'javascript:alert(1)', 'ms-settings:', 'smb://host/share']) {
+      expect(browserCommand(new URL(other), 'win32'), other).to.equal(undefined);
+    }
+  });
+
+  it('the loopback callback answers 400 to a request-target that is not a path, and keeps waiting for the redirect', async () => {
+    const authorize = loopbackAuthorizer({ timeoutMs: 10_000 });
+    try {
+      const redirectUri = await authorize.redirectUri();
+      const url = new URL('https://as.example/authorize?state=s-1');
+      const signal = new AbortController().signal;
+      const done = authorize({ url, redirectUri, signal });
+      const port = Number(new URL(redirectUri).port);
+      for (const target of ['//', 'http://[', '//evil.example/callback']) {
+        expect(await rawLine(port, target), target).to.match(/^HTTP\/1\.1 400 /);
+      }
+      const back = await fetch(`${redirectUri}?code=c-1&state=s-1`);
+      expect(back.status).to.equal(200);
+      expect((await done).searchParams.get('code')).to.equal('c-1');
+    } finally {
+      await authorize.close();
+    }
+  });
+
+  it('one loopback authorizer serves two sign-ins at once: each redirect ends its own', async () => {
+    const authorize = loopbackAuthorizer({ timeoutMs: 10_000 });
+    try {
+      const redirectUri = await authorize.redirectUri();
+      const signal = new AbortController().signal;
+      const first = authorize({ url: new URL('https://a.example/authorize?state=first'), redirectUri, signal });
+      const second = authorize({ url: new URL('https://b.example/authorize?state=second'), redirectUri, signal });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await fetch(`${redirectUri}?code=c-a&state=first`)).status).to.equal(200);
+      expect((await first).searchParams.get('code')).to.equal('c-a');
+      // The server stays for the one still waiting.
+      expect((await fetch(`${redirectUri}?code=c-b&state=second`)).status).to.equal(200);
+      expect((await second).searchParams.get('code')).to.equal('c-b');
+      expect((await fetch(`${redirectUri}?code=c-c&state=unknown`).catch(() => undefined))?.status).to.not.equal(200);
+    } finally {
+      await authorize.close();
+    }
   });
 
   it('takes a resource that is the server or a path prefix of it, on its origin only', () => {

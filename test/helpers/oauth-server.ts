@@ -44,6 +44,8 @@ export interface OAuthFaults {
   echoRefresh?: boolean;
   /** The authorization endpoint redirects with this error instead of a code. */
   deny?: string;
+  /** Refresh requests get this status and a body that is no OAuth error (a 503 or 429 of a busy server); nothing is spent. */
+  refreshStatus?: number;
 }
 
 export interface Logged {
@@ -247,6 +249,7 @@ export class OAuthServer {
       scope = this.faults.stripScope ? '' : code.scope;
     } else if (grant === 'refresh_token') {
       this.counts.refresh++;
+      if (this.faults.refreshStatus !== undefined) return json(this.faults.refreshStatus, { message: 'busy, try again later' });
       const presented = form.get('refresh_token') ?? '';
       const found = this.#refresh.get(presented);
       if (found === 'spent') this.counts.refreshReused++;

@@ -6,8 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
+import { Guard } from '../../lib/serve/guard.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
-import { rawSession, STEPS, served } from '../helpers/served.js';
+import { cli } from '../helpers/run.js';
+import { INIT, rawSession, STEPS, serveProcess, served } from '../helpers/served.js';
+
+const STEPS_COMMAND = [STEPS.command, ...STEPS.args];
 
 const call = (id: number, name: string, args: Record<string, unknown>): string =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
@@ -263,5 +267,69 @@ describe('serve: clients that try to kill, freeze or read it', () => {
     await stream.until(3);
     expect((await slow(4)).status).to.equal(202);
     stream.drop();
+  });
+});
+
+/** A request with `target` exactly as given on its request line (node:http would normalize it), read to the close. */
+function rawTarget(port: number, target: string, headers: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    const lines = Object.entries({ host: `127.0.0.1:${port}`, connection: 'close', ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+    socket.write(`GET ${target} HTTP/1.1\r\n${lines.join('')}\r\n`);
+  });
+}
+
+describe('serve: request-targets and origins a page can send', function () {
+  this.timeout(20_000);
+
+  it('answers 400 to request-targets that are not a path (GET //, //host/mcp, http://[) before any check, and goes on serving', async () => {
+    const proc = await serveProcess(['--port', '0', '--', ...STEPS_COMMAND]);
+    try {
+      const port = Number(new URL(proc.url!).port);
+      for (const target of ['//', '//evil.example/mcp', '/mcp#x']) {
+        const answer = await rawTarget(port, target, { origin: 'https://evil.example' });
+        expect(answer.split('\r\n')[0], target).to.equal('HTTP/1.1 400 Bad Request');
+      }
+      // One the HTTP parser itself may refuse: either way, an answer and no crash.
+      expect(await rawTarget(port, 'http://[')).to.match(/^HTTP\/1\.1 400 /);
+      expect(proc.proc.exitCode).to.equal(null);
+      const c = await connect({ type: 'http', url: proc.url! });
+      try {
+        expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'alive' } })).to.deep.include({
+          content: [{ type: 'text', text: 'alive' }],
+        });
+      } finally {
+        await c.close();
+      }
+      expect(proc.stderr()).to.match(/400 GET \(not a path\): the request-target is not a path/);
+    } finally {
+      proc.proc.kill('SIGTERM');
+      await proc.exited;
+    }
+  });
+
+  it('never admits Origin: null, and refuses an opaque origin in allowOrigins and --allow-origin', async () => {
+    expect(() => new Guard({ host: '127.0.0.1', port: 1, allowHosts: [], allowOrigins: ['file:///home/me/app.html'], token: undefined })).to.throw(
+      TypeError,
+      /opaque origin/,
+    );
+    const guard = new Guard({ host: '127.0.0.1', port: 1, allowHosts: [], allowOrigins: ['https://app.example'], token: undefined });
+    expect(guard.originAllowed('null')).to.equal(false);
+    expect(guard.originAllowed('https://app.example')).to.equal(true);
+    const { bridge } = await served(STEPS, { allowOrigins: ['https://app.example'] });
+    try {
+      const refused = await rawRequest(bridge.url!, { method: 'POST', headers: { ...MCP_HEADERS, origin: 'null' }, body: INIT });
+      expect(refused.status).to.equal(403);
+      expect(refused.headers['access-control-allow-origin']).to.equal(undefined);
+    } finally {
+      await bridge.close();
+    }
+    const refusedFlag = await cli(['serve', '--allow-origin', 'file:///home/me/app.html', '--', ...STEPS_COMMAND]);
+    expect(refusedFlag.code).to.equal(2);
+    expect(refusedFlag.stderr).to.match(/opaque origin \("null"\), which any page can send/);
   });
 });

@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { preview } from '../../errors.js';
+import { requestTarget } from '../../protocol/target.js';
 import { ConnectionError } from '../errors.js';
 import type { AuthorizeRequest, JwtBearerContext, JwtBearerGrant } from './types.js';
 import { authFetch, oauthErrorText } from './wire.js';
@@ -46,26 +47,33 @@ export function loopbackAuthorizer(options: LoopbackAuthorizerOptions = {}): Loo
   const timeoutMs = options.timeoutMs ?? 300_000;
   let server: http.Server | undefined;
   let port = options.port ?? 0;
-  /** The sign-in under way: its state, and what ends it. */
-  let waiting: { state: string; done: (url: URL) => void } | undefined;
+  /** The sign-ins under way, by state: what ends each. One authorizer may serve several at once. */
+  const waiting = new Map<string, (url: URL) => void>();
 
   const uri = (): string => `http://127.0.0.1:${port}${path}`;
 
   const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const url = new URL(req.url ?? '/', uri());
-    if (req.method !== 'GET' || url.pathname !== path) {
+    // Any page can make the browser send anything here: a target that is not a path is 400, never a throw.
+    const target = requestTarget(req.url);
+    if (target === undefined) {
+      res.writeHead(400, PAGE_HEADERS).end('Bad request.\n');
+      return;
+    }
+    if (req.method !== 'GET' || target.path !== path) {
       res.writeHead(404, PAGE_HEADERS).end('Not found.\n');
       return;
     }
-    if (waiting === undefined || url.searchParams.get('state') !== waiting.state) {
-      res.writeHead(400, PAGE_HEADERS).end('This sign-in is not the one under way (its state does not match). Start it again from mcp-frame.\n');
+    const done = waiting.get(target.query.get('state') ?? '');
+    if (done === undefined) {
+      res.writeHead(400, PAGE_HEADERS).end('This sign-in is not one under way (its state does not match). Start it again from mcp-frame.\n');
       return;
     }
-    const ok = url.searchParams.has('code');
+    const ok = target.query.has('code');
     res
       .writeHead(ok ? 200 : 400, PAGE_HEADERS)
       .end(ok ? 'Signed in. You can close this tab.\n' : 'The sign-in was refused. You can close this tab.\n');
-    waiting.done(url);
+    // The query as sent (req.url begins with the path just matched).
+    done(new URL(`${uri()}${req.url!.slice(path.length)}`));
   };
 
   const listen = async (): Promise<void> => {
@@ -104,7 +112,7 @@ export function loopbackAuthorizer(options: LoopbackAuthorizerOptions = {}): Loo
     let lines: ReturnType<typeof createInterface> | undefined;
     try {
       return await new Promise<URL>((resolve, reject) => {
-        waiting = { state, done: resolve };
+        waiting.set(state, resolve);
         timer = setTimeout(() => reject(new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
         req.signal.addEventListener('abort', () => reject(req.signal.reason), { once: true });
         if (options.paste !== undefined) {
@@ -124,8 +132,9 @@ export function loopbackAuthorizer(options: LoopbackAuthorizerOptions = {}): Loo
     } finally {
       clearTimeout(timer);
       lines?.close();
-      waiting = undefined;
-      await close();
+      waiting.delete(state);
+      // The callback server stays while another sign-in still waits on it.
+      if (waiting.size === 0) await close();
     }
   }) as LoopbackAuthorizer;
   authorize.redirectUri = async () => {
@@ -159,6 +168,9 @@ export function crossAppAccess(options: CrossAppAccessOptions): JwtBearerGrant {
     type: 'jwt-bearer',
     async assertion(context: JwtBearerContext): Promise<string> {
       const idToken = typeof options.idToken === 'string' ? options.idToken : await options.idToken();
+      // The ID token and the identity provider's secret are bearer credentials: never in an error the sign-in reports.
+      context.secret?.(idToken);
+      if (options.idpClientSecret !== undefined) context.secret?.(options.idpClientSecret);
       const form = new URLSearchParams({
         grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
         requested_token_type: ID_JAG,
@@ -177,8 +189,14 @@ export function crossAppAccess(options: CrossAppAccessOptions): JwtBearerGrant {
       }
       const answer = await authFetch(options.idpTokenEndpoint, { method: 'POST', headers, body: form.toString(), signal: context.signal });
       const jag = answer.json?.access_token;
+      if (typeof jag === 'string') context.secret?.(jag);
       if (answer.status !== 200 || typeof jag !== 'string' || jag === '') {
-        throw new ConnectionError('AUTH_TOKEN', `the identity provider refused the token exchange: ${oauthErrorText(answer)}`);
+        const scrub = (text: string): string => {
+          for (const secret of [idToken, options.idpClientSecret])
+            if (secret !== undefined && secret !== '') text = text.split(secret).join('[REDACTED]');
+          return text;
+        };
+        throw new ConnectionError('AUTH_TOKEN', `the identity provider refused the token exchange: ${oauthErrorText(answer, scrub)}`);
       }
       const type = answer.json?.issued_token_type;
       if (type !== undefined && type !== ID_JAG) {

@@ -6,6 +6,7 @@
  * expiry and on a 401, rotated refresh tokens saved before use, one sign-in or refresh at a time per server.
  */
 import { preview } from '../../errors.js';
+import { isLoopback } from '../../protocol/loopback.js';
 import { type AuthChallenge, ConnectionError } from '../errors.js';
 import { memoryAuthStore } from './store.js';
 import type { AuthEvent, AuthOptions, AuthRecord, AuthStore, StoredClient, StoredTokens } from './types.js';
@@ -62,6 +63,12 @@ const trimSlash = (s: string): string => (s.endsWith('/') ? s.slice(0, -1) : s);
 
 function stringList(value: unknown): string[] | undefined {
   return Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
+}
+
+/** True for an https URL, or an http one on this machine (the only place a code or a secret may go in the clear). */
+function secureEndpoint(url: string | URL): boolean {
+  const parsed = typeof url === 'string' ? new URL(url) : url;
+  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopback(parsed.hostname));
 }
 
 function str(value: unknown): string | undefined {
@@ -295,12 +302,27 @@ export class AuthSession {
     const answer = await this.#tokenRequest(record.tokenEndpoint, client, body, record.issuer ?? record.tokenEndpoint);
     if (answer.status !== 200 || answer.json === undefined) {
       const error = answer.json?.error;
+      // Only these say the refresh token (or the client) is dead (RFC 6749 §5.2). Anything else (a 503, a 429, a
+      // page that is no OAuth error) says the server cannot answer now: the tokens stay, for the next try.
+      if (error !== 'invalid_grant' && error !== 'invalid_client') {
+        throw this.#fail(
+          new ConnectionError(
+            'AUTH_UNAVAILABLE',
+            `the token endpoint could not refresh the tokens now (kept for a later try): ${oauthErrorText(answer, (text) => this.scrub(text))}`,
+            {
+              status: answer.status,
+            },
+          ),
+        );
+      }
       // The refresh token is spent or revoked: drop the tokens; a client the server forgot is dropped too.
       const next: AuthRecord = { ...record };
       delete next.tokens;
       if (error === 'invalid_client' && this.#options.client === undefined) delete next.client;
       await this.#save(next);
-      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused the refresh: ${oauthErrorText(answer)}`));
+      throw this.#fail(
+        new ConnectionError('AUTH_TOKEN', `the token endpoint refused the refresh: ${oauthErrorText(answer, (text) => this.scrub(text))}`),
+      );
     }
     const fresh = this.#tokensFrom(answer, tokens.scope, tokens.refreshToken);
     await this.#save({ ...record, tokens: fresh });
@@ -359,7 +381,15 @@ export class AuthSession {
       const client = this.#clientFor(record);
       if (client === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', 'the jwt-bearer grant needs auth.client'));
       const resource = this.#resourceParam(found.resource);
-      const assertion = await grant.assertion({ issuer: found.issuer, resource, scope, signal });
+      let assertion: string;
+      try {
+        assertion = await grant.assertion({ issuer: found.issuer, resource, scope, signal, secret: (value) => this.#remember(value) });
+      } catch (err) {
+        // What the grant held (an ID token it marked) may be in its error: scrubbed like the session's own.
+        throw err instanceof ConnectionError ? this.#fail(err) : err;
+      }
+      // The assertion is a bearer credential at the token endpoint: never in an error or a log.
+      this.#remember(assertion);
       const body: Record<string, string> = { grant_type: JWT_BEARER, assertion };
       if (scope !== undefined) body.scope = scope;
       if (resource !== undefined) body.resource = resource;
@@ -497,7 +527,7 @@ export class AuthSession {
   async #grant(found: Discovery, client: StoredClient, body: Record<string, string>, scope: string | undefined): Promise<StoredTokens> {
     const answer = await this.#tokenRequest(found.tokenEndpoint, client, body, found.issuer);
     if (answer.status !== 200 || answer.json === undefined) {
-      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused: ${oauthErrorText(answer)}`));
+      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused: ${oauthErrorText(answer, (text) => this.scrub(text))}`));
     }
     return this.#tokensFrom(answer, scope, undefined);
   }
@@ -543,7 +573,9 @@ export class AuthSession {
         if (given?.privateKey === undefined) throw new TypeError('auth.client.privateKey is needed for private_key_jwt');
         form.set('client_id', client.clientId);
         form.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
-        form.set('client_assertion', signJwt(clientAssertionClaims(client.clientId, issuer), given.privateKey, given.signingAlg ?? 'ES256'));
+        const assertion = signJwt(clientAssertionClaims(client.clientId, issuer), given.privateKey, given.signingAlg ?? 'ES256');
+        this.#remember(assertion);
+        form.set('client_assertion', assertion);
         break;
       }
       default:
@@ -601,7 +633,12 @@ export class AuthSession {
           ),
         );
       }
-      throw this.#fail(new ConnectionError('AUTH_DENIED', `the authorization server refused the registration: ${oauthErrorText(answer)}`));
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_DENIED',
+          `the authorization server refused the registration: ${oauthErrorText(answer, (text) => this.scrub(text))}`,
+        ),
+      );
     }
     const secret = str(answer.json?.client_secret);
     const registered = str(answer.json?.token_endpoint_auth_method) as StoredClient['authMethod'] | undefined;
@@ -665,6 +702,10 @@ export class AuthSession {
     } catch {
       throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the authorization server is not a URL: ${preview(issuer)}`));
     }
+    if (!secureEndpoint(issuerUrl))
+      throw this.#fail(
+        new ConnectionError('AUTH_REQUIRED', `the authorization server ${preview(issuer)} is not https (plain http only on this machine)`),
+      );
     const metadata = await this.#serverMetadata(issuerUrl, signal);
     if (metadata !== undefined) {
       const said = str(metadata.issuer);
@@ -700,8 +741,13 @@ export class AuthSession {
     for (const [name, url] of [
       ['authorization_endpoint', at('authorization_endpoint', '/authorize')],
       ['token_endpoint', at('token_endpoint', '/token')],
+      ['registration_endpoint', registration],
     ] as const) {
+      if (url === undefined) continue;
       if (!/^https?:\/\//.test(url)) throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the ${name} is not an http(s) URL: ${preview(url)}`));
+      // Codes, secrets and tokens travel there: in the clear only to this machine (the authorization spec's HTTPS rule).
+      if (!secureEndpoint(url))
+        throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the ${name} ${preview(url)} is plain http on another host: it must be https`));
     }
     return {
       resource: legacy ? undefined : found.resource,

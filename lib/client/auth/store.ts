@@ -2,7 +2,7 @@
  * Where the authorization flow keeps tokens and registrations: in memory (the default), or in files that other
  * processes share (the command line), with a lock so that one of them signs in or refreshes at a time.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { chmod, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -131,25 +131,25 @@ export function fileAuthStore(options: FileAuthStoreOptions = {}): FileAuthStore
     async lock(key) {
       await ensureDir();
       const file = path(key, 'lock');
+      // Ours alone: a release removes the lock only while it still holds this, never one another process took over.
+      const mine = JSON.stringify({ pid: process.pid, at: Date.now(), nonce: randomUUID() });
       const started = Date.now();
       for (;;) {
         try {
           const handle = await open(file, 'wx', 0o600);
-          await handle.writeFile(JSON.stringify({ pid: process.pid, at: Date.now() }));
+          await handle.writeFile(mine);
           await handle.close();
           let released = false;
           return async () => {
             if (released) return;
             released = true;
-            await rm(file, { force: true });
+            if ((await readFile(file, 'utf8').catch(() => undefined)) === mine) await rm(file, { force: true });
           };
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         }
-        if (await isStale(file, staleMs)) {
-          await rm(file, { force: true });
-          continue;
-        }
+        const stale = await staleLock(file, staleMs);
+        if (stale !== undefined && (await takeOver(file, stale))) continue;
         if (Date.now() - started > waitMs) throw new Error(`the auth store lock ${file} was held for more than ${waitMs} ms`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -157,21 +157,50 @@ export function fileAuthStore(options: FileAuthStoreOptions = {}): FileAuthStore
   };
 }
 
-/** A lock file whose process is gone, or that is older than `staleMs`. */
-async function isStale(file: string, staleMs: number): Promise<boolean> {
+/**
+ * Removes a stale lock, if it is still the one judged stale (`text`): two waiters can both judge a dead holder's
+ * lock stale, and the second must not remove the lock the first has taken since. The compare and the removal run
+ * under a takeover file made with O_EXCL, so no other waiter does the same at once. False when another waiter is
+ * taking over now.
+ */
+async function takeOver(file: string, text: string): Promise<boolean> {
+  const guard = `${file}.takeover`;
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(guard, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    // A takeover takes milliseconds: one older than TAKEOVER_STALE_MS was left by a process that died in it.
+    const info = await stat(guard).catch(() => undefined);
+    if (info !== undefined && Date.now() - info.mtimeMs > TAKEOVER_STALE_MS) await rm(guard, { force: true });
+    return false;
+  }
+  try {
+    if ((await readFile(file, 'utf8').catch(() => undefined)) === text) await rm(file, { force: true });
+  } finally {
+    await handle.close();
+    await rm(guard, { force: true });
+  }
+  return true;
+}
+
+const TAKEOVER_STALE_MS = 5000;
+
+/** The text of a lock file whose process is gone, or that is older than `staleMs`; undefined while it is held (or gone). */
+async function staleLock(file: string, staleMs: number): Promise<string | undefined> {
   try {
     const [info, text] = await Promise.all([stat(file), readFile(file, 'utf8')]);
-    if (Date.now() - info.mtimeMs > staleMs) return true;
+    if (Date.now() - info.mtimeMs > staleMs) return text;
     const pid = Number((JSON.parse(text || '{}') as { pid?: unknown }).pid);
-    if (!Number.isInteger(pid) || pid <= 0) return Date.now() - info.mtimeMs > 1000;
+    if (!Number.isInteger(pid) || pid <= 0) return Date.now() - info.mtimeMs > 1000 ? text : undefined;
     try {
       process.kill(pid, 0);
-      return false;
+      return undefined;
     } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'ESRCH';
+      return (err as NodeJS.ErrnoException).code === 'ESRCH' ? text : undefined;
     }
   } catch {
-    // Gone between the open and now: not stale, just free.
-    return false;
+    // Gone between the open and now (or half written): not stale, just free or about to be held.
+    return undefined;
   }
 }

@@ -34,6 +34,8 @@ export interface JwtBearerContext {
   resource: string | undefined;
   scope: string | undefined;
   signal: AbortSignal;
+  /** Marks a value the grant holds (an ID token) as a secret: it is scrubbed from every error and event of the sign-in. */
+  secret?(value: string): void;
 }
 
 /** A grant that presents a JWT assertion (RFC 7523) at the token endpoint; crossAppAccess() makes one. */

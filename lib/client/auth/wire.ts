@@ -180,10 +180,13 @@ async function readLimited(res: Response, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** An OAuth error answer (`error`, `error_description`) as short printable text. */
-export function oauthErrorText(answer: AuthHttpAnswer): string {
+/**
+ * An OAuth error answer (`error`, `error_description`) as short printable text. `scrub` replaces the caller's
+ * secrets first: a server may echo one, and shortened after, only a part of it would be left to find.
+ */
+export function oauthErrorText(answer: AuthHttpAnswer, scrub: (text: string) => string = (text) => text): string {
   const error = typeof answer.json?.error === 'string' ? answer.json.error : undefined;
   const description = typeof answer.json?.error_description === 'string' ? answer.json.error_description : undefined;
-  if (error !== undefined) return preview(description === undefined ? error : `${error}: ${description}`);
-  return `HTTP ${answer.status}${answer.text === '' ? '' : `: ${reasonText(answer.text)}`}`;
+  if (error !== undefined) return preview(scrub(description === undefined ? error : `${error}: ${description}`));
+  return `HTTP ${answer.status}${answer.text === '' ? '' : `: ${reasonText(scrub(answer.text))}`}`;
 }
