@@ -2,8 +2,12 @@
 // mapped to resources/subscribe and the session's notifications on a legacy one.
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import type http from 'node:http';
+import { connect, type RpcError } from '../../lib/client/connection.js';
+import type { ConnectionError } from '../../lib/client/errors.js';
 import { hostile, json } from '../helpers/hostile-http.js';
+import { rejection } from '../helpers/rejection.js';
+import { cli } from '../helpers/run.js';
 
 const server = (name: string, ...args: string[]) => ({
   command: process.execPath,
@@ -83,6 +87,106 @@ describe('listen(): list changes and resource updates, both eras', function () {
       expect(heard.length).to.equal(after);
     } finally {
       await c.close();
+    }
+  });
+
+  it('keeps long-lived listen streams off the request sockets: 65 listens, and a request still goes out', async () => {
+    const listens = new Set<http.ServerResponse>();
+    const server = await hostile((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: unknown; method: string };
+      if (msg.method === 'server/discover')
+        return json(res, {
+          jsonrpc: '2.0',
+          id: msg.id,
+          result: { supportedVersions: ['2026-07-28'], capabilities: { tools: { listChanged: true } } },
+        });
+      if (msg.method !== 'subscriptions/listen') return json(res, { jsonrpc: '2.0', id: msg.id, result: { tools: [] } });
+      listens.add(res);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const meta = { 'io.modelcontextprotocol/subscriptionId': msg.id };
+      res.write(
+        `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: { toolsListChanged: true }, _meta: meta } })}\n\n`,
+      );
+    });
+    const c = await connect({ type: 'http', url: server.url });
+    try {
+      const subs = [];
+      for (let i = 0; i < 65; i++) subs.push(await c.listen({ toolsListChanged: true }, () => undefined));
+      expect(listens.size).to.equal(65);
+      expect(await c.request('tools/list', {}, { timeoutMs: 3000 })).to.deep.equal({ tools: [] });
+      await Promise.all(subs.map((sub) => sub.close()));
+    } finally {
+      await c.close();
+      await server.close();
+    }
+  });
+});
+
+describe("paged lists and the -32020 recovery: bounded by the caller's timeout and by repeated cursors", function () {
+  this.timeout(20_000);
+
+  /** A modern server whose tool calls always get HeaderMismatch, and whose tools/list pages never end. */
+  async function endlessPages(cursor: (n: number) => string) {
+    const lists: unknown[] = [];
+    const server = await hostile((_req, res, body) => {
+      const msg = JSON.parse(body) as { id: unknown; method: string; params?: { cursor?: string } };
+      if (msg.method === 'server/discover')
+        return json(res, { jsonrpc: '2.0', id: msg.id, result: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} } } });
+      if (msg.method === 'tools/call')
+        return void res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32020, message: 'Header mismatch' } }));
+      lists.push(msg.params?.cursor);
+      json(res, {
+        jsonrpc: '2.0',
+        id: msg.id,
+        result: { tools: [{ name: `t${lists.length}`, inputSchema: { type: 'object' } }], nextCursor: cursor(lists.length) },
+      });
+    });
+    return { ...server, lists };
+  }
+
+  it('stops reading the tool list at a cursor it was given before', async () => {
+    const server = await endlessPages(() => 'again');
+    const c = await connect({ type: 'http', url: server.url });
+    try {
+      const err = await rejection<RpcError>(c.request('tools/call', { name: 'x', arguments: {} }, { timeoutMs: 5000 }));
+      expect(err.code).to.equal(-32020);
+      expect(server.lists).to.deep.equal([undefined, 'again']);
+    } finally {
+      await c.close();
+      await server.close();
+    }
+  });
+
+  it("ends a request whose recovery would list forever within the request's own timeout", async () => {
+    const server = await endlessPages((n) => `page-${n}`);
+    const c = await connect({ type: 'http', url: server.url });
+    try {
+      const started = Date.now();
+      const err = await rejection<ConnectionError>(c.request('tools/call', { name: 'x', arguments: {} }, { timeoutMs: 400 }));
+      expect(err.code).to.equal('TIMEOUT');
+      expect(Date.now() - started).to.be.below(1500);
+      const asked = server.lists.length;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(server.lists.length).to.be.at.most(asked + 1);
+    } finally {
+      await c.close();
+      await server.close();
+    }
+  });
+
+  it('mcp-frame tools stops at a repeated cursor, says so, and lists what it read', async () => {
+    const server = await endlessPages(() => 'again');
+    try {
+      const result = await cli(['tools', '--url', server.url]);
+      expect(result.code, result.stderr).to.equal(0);
+      expect(result.stdout).to.match(/^t1\b/m);
+      expect(result.stdout).to.match(/^t2\b/m);
+      expect(result.stderr).to.match(/tools\/list stopped after 2 items: the server gave cursor "again" a second time/);
+      expect(server.lists).to.have.length(2);
+    } finally {
+      await server.close();
     }
   });
 });

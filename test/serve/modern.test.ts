@@ -5,13 +5,14 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import { type Connection, connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
-import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
+import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
-import { STEPS, served } from '../helpers/served.js';
+import { INIT, rawSession, STEPS, served } from '../helpers/served.js';
 
 const SDK2 = (era: 'modern' | 'dual') => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/sdk2.js`, era] });
 const EVERYTHING = { command: process.execPath, args: [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'] };
+const PAGED = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/paged-modern.js`] };
 const IGNORES_PROBE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/ignores-probe.js`] };
 
 const META = {
@@ -221,5 +222,122 @@ describe('serve: modern (2026-07-28) requests', function () {
     expect(await c.request('tools/call', { name: 'route', arguments: { region: 'eu', shard: 1, q: 'y' } })).to.deep.include({
       content: [{ type: 'text', text: 'y in eu/1' }],
     });
+  });
+
+  const modernPost = (id: unknown, method: string, params: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    ({
+      method: 'POST',
+      headers: {
+        ...MCP_HEADERS,
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': method,
+        ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
+        ...headers,
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...META, ...((params._meta as object) ?? {}) } } }),
+    }) as const;
+
+  it('checks Mcp-Param-* headers for a tool listed on a later page, and refuses malformed Base64 in them and in Mcp-Name', async () => {
+    ({ bridge, log } = await served(PAGED));
+    const route = (headers: Record<string, string>) =>
+      rawRequest(bridge.url!, modernPost(1, 'tools/call', { name: 'route', arguments: { region: 'zürich', q: 'x' } }, headers));
+    const good = `=?base64?${Buffer.from('zürich').toString('base64')}?=`;
+    expect((await route({ 'mcp-param-region': good })).status).to.equal(200);
+    for (const [headers, reason] of [
+      [{ 'mcp-param-region': 'geneva' }, /Mcp-Param-Region header does not match/],
+      [{}, /Mcp-Param-Region header is absent/],
+      // Unpadded, stray bits, not UTF-8: Node's decoder would take each.
+      [{ 'mcp-param-region': `=?base64?${Buffer.from('zürich').toString('base64').replace(/=+$/, '')}?=` }, /Base64 form is malformed/],
+      [{ 'mcp-param-region': '=?base64?enVyaWNi?=' }, /does not match|malformed/],
+      [{ 'mcp-param-region': '=?base64?emh=?=' }, /Base64 form is malformed/],
+      [{ 'mcp-param-region': '=?base64?/w==?=' }, /Base64 form is malformed/],
+      [{ 'mcp-param-region': good, 'mcp-name': '=?base64?cm91dGU?=' }, /malformed/],
+    ] as const) {
+      const refused = await route(headers);
+      expect(refused.status, JSON.stringify(headers)).to.equal(400);
+      expect(JSON.parse(refused.body).error.code).to.equal(-32020);
+      expect(JSON.parse(refused.body).error.message, JSON.stringify(headers)).to.match(reason);
+    }
+  });
+
+  it("acknowledges a subscriptions/listen through serve and delivers its notifications, with the client's own id put back", async () => {
+    ({ bridge, log } = await served(PAGED));
+    const listen = await openStream(bridge.url!, modernPost('sub-7', 'subscriptions/listen', { notifications: { toolsListChanged: true } }));
+    expect(listen.status).to.equal(200);
+    await listen.until(1);
+    const ack = JSON.parse(listen.events[0]!.data);
+    expect(ack).to.deep.include({ method: 'notifications/subscriptions/acknowledged' });
+    expect(ack.params._meta['io.modelcontextprotocol/subscriptionId']).to.equal('sub-7');
+    expect(ack.params.notifications).to.deep.equal({ toolsListChanged: true });
+    expect((await rawRequest(bridge.url!, modernPost(2, 'tools/call', { name: 'change', arguments: {} }))).status).to.equal(200);
+    await listen.until(2);
+    const change = JSON.parse(listen.events[1]!.data);
+    expect(change).to.deep.include({ method: 'notifications/tools/list_changed' });
+    expect(change.params._meta['io.modelcontextprotocol/subscriptionId']).to.equal('sub-7');
+    expect(bridge.unattributed).to.equal(0);
+    listen.drop();
+  });
+
+  it('gives a log message of the shared child to the one request in flight that asked for logs, and drops it when two did', async () => {
+    ({ bridge, log } = await served(PAGED));
+    const asks = { 'io.modelcontextprotocol/logLevel': 'info' };
+    const call = (id: number, who: string, meta: Record<string, unknown>, ms = 30) =>
+      rawRequest(bridge.url!, modernPost(id, 'tools/call', { name: 'logs', arguments: { who, ms }, _meta: meta }));
+    const [a, quiet] = await Promise.all([call(1, 'A', asks), call(2, 'B', {})]);
+    const events = (body: string) =>
+      body
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => JSON.parse(l.slice(6)));
+    expect(events(a.body).map((e) => e.params?.data ?? e.result?.content?.[0]?.text)).to.deep.equal(['log for A', 'logged A']);
+    expect(quiet.body).not.to.include('log for');
+    expect(bridge.unattributed).to.equal(0);
+    // Two requests asked: the log message is nobody's for sure, and is counted, not guessed.
+    const [first, second] = await Promise.all([call(3, 'C', asks, 100), call(4, 'D', asks, 100)]);
+    expect(first.body + second.body).not.to.match(/log for [CD]/);
+    expect(bridge.unattributed).to.equal(2);
+  });
+
+  it('settles a cancelled request of a translated session: its stream ends, and cancelled requests never use up the limit', async () => {
+    ({ bridge, log } = await served(PAGED, { maxPendingPerSession: 2 }));
+    const session = await rawSession(bridge.url!);
+    const post = (body: unknown) => ({ method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': session }, body: JSON.stringify(body) }) as const;
+    for (let id = 10; id < 16; id++) {
+      const slow = await openStream(bridge.url!, post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow', arguments: {} } }));
+      expect(slow.status, `request ${id}`).to.equal(200);
+      const cancelled = await rawRequest(bridge.url!, post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }));
+      expect(cancelled.status).to.equal(202);
+      await slow.ended;
+    }
+    expect(log.join('\n')).to.match(/translating/);
+  });
+
+  it('delivers the list changes a translated session advertises: a listen opened behind it, the change on the GET stream', async () => {
+    ({ bridge, log } = await served(PAGED));
+    const init = await rawRequest(bridge.url!, { method: 'POST', headers: MCP_HEADERS, body: INIT });
+    const result = JSON.parse(
+      init.body
+        .split('\n')
+        .find((l) => l.startsWith('data: '))
+        ?.slice(6) ?? init.body,
+    ).result;
+    expect(result.capabilities.tools).to.deep.equal({ listChanged: true });
+    const session = init.headers['mcp-session-id'] as string;
+    const headers = { ...MCP_HEADERS, 'mcp-session-id': session };
+    await rawRequest(bridge.url!, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const get = await openStream(bridge.url!, { headers: { accept: 'text/event-stream', 'mcp-session-id': session } });
+    const changed = await rawRequest(bridge.url!, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'change', arguments: {} } }),
+    });
+    expect(changed.status).to.equal(200);
+    const deadline = Date.now() + 5000;
+    while (!get.events.some((e) => e.data.includes('list_changed')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const event = get.events
+      .map((e) => (e.data === '' ? undefined : JSON.parse(e.data)))
+      .find((m) => m?.method === 'notifications/tools/list_changed');
+    expect(event).to.deep.equal({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: {} });
+    get.drop();
   });
 });
