@@ -49,15 +49,39 @@ async function main(): Promise<void> {
   const url = process.argv[2];
   if (url === undefined) throw new Error('usage: conformance-client <server-url>');
   const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? '';
-  const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Record<string, string>;
+  const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? '{}') as Record<string, string> & { toolCalls?: unknown };
   const server = await connect({ type: 'http', url }, { auth: authFor(scenario, context), timeoutMs: 20_000 });
+  // What a host's user would answer: accept a form with what it asks for (the MRTR scenarios' confirmation).
+  server.onRequest('elicitation/create', () => ({ action: 'accept', content: { confirmed: true } }));
   try {
-    const listed = (await server.request('tools/list')) as { tools?: Array<{ name: string }> };
-    const tool = listed.tools?.find((t) => t.name === 'test-tool') ?? listed.tools?.[0];
-    if (tool !== undefined) await server.request('tools/call', { name: tool.name, arguments: {} });
+    const listed = (await server.request('tools/list')) as { tools?: Tool[] };
+    const calls = Array.isArray(context.toolCalls)
+      ? (context.toolCalls as unknown as Array<{ name: string; arguments: Record<string, unknown> }>)
+      : scenario.startsWith('auth/')
+        ? [listed.tools?.find((t) => t.name === 'test-tool') ?? listed.tools?.[0]]
+            .filter((t) => t !== undefined)
+            .map((t) => ({ name: t.name, arguments: {} }))
+        : (listed.tools ?? []).map((t) => ({ name: t.name, arguments: argumentsFor(t) }));
+    for (const call of calls) await server.request('tools/call', call);
   } finally {
     await server.close();
   }
+}
+
+interface Tool {
+  name: string;
+  inputSchema?: { properties?: Record<string, { type?: string }>; required?: string[] };
+}
+
+/** Arguments a user would give a tool: a value of each required property's type. */
+function argumentsFor(tool: Tool): Record<string, unknown> {
+  const args: Record<string, unknown> = {};
+  const properties = tool.inputSchema?.properties ?? {};
+  for (const name of tool.inputSchema?.required ?? []) {
+    const type = properties[name]?.type;
+    args[name] = type === 'number' || type === 'integer' ? 2 : type === 'boolean' ? true : 'text';
+  }
+  return args;
 }
 
 main().catch((err: Error & { code?: string }) => {

@@ -2,7 +2,17 @@ import { expect } from 'chai';
 import { connect } from '../../lib/client/connection.js';
 import { gone } from '../helpers/processes.js';
 import { cli } from '../helpers/run.js';
-import { serveProcess } from '../helpers/served.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { rawSession, serveProcess } from '../helpers/served.js';
+
+/** Polls `check` every 20 ms until it gives a value, for up to 5 s. */
+async function waitFor<T>(check: () => T | undefined): Promise<T> {
+  for (const end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    const value = check();
+    if (value !== undefined) return value;
+  }
+  throw new Error('timed out waiting');
+}
 
 describe('mcp-frame serve', () => {
   it('refuses bad usage before it listens: no server, an unset token variable, a bad origin, a store that is not Redis', async () => {
@@ -48,5 +58,25 @@ describe('mcp-frame serve', () => {
     // The client spoke 2026-07-28 (serve translates for the demo server): no session, the shared child closed.
     expect(stderr()).to.match(/mcp-frame serve: SIGINT: closed 0 sessions, and stopped\n$/);
     expect(stderr()).not.to.match(/ended: |exited with|killed by/);
+  });
+
+  it('a second Ctrl-C while closing kills every server group at once and exits, orphaning none (servers that ignore SIGTERM too)', async function () {
+    this.timeout(20_000);
+    const stubborn = [process.execPath, `${ROOT}dist/test/helpers/servers/stubborn.js`, 'spawn-child'];
+    const { proc, stderr, exited, url } = await serveProcess(['--drain-ms', '10000', '--', ...stubborn]);
+    await rawSession(url!);
+    const child = Number(/server pid (\d+)/.exec(stderr())![1]);
+    const grandchild = Number(/grandchild pid (\d+)/.exec(stderr())?.[1] ?? (await waitFor(() => /grandchild pid (\d+)/.exec(stderr())?.[1])));
+    proc.kill('SIGINT');
+    // Closing now: its first step (--drain-ms) lasts 10 s.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(stderr()).to.include('SIGINT: shutting down');
+    const started = Date.now();
+    proc.kill('SIGINT');
+    expect(await exited).to.equal(130);
+    expect(Date.now() - started).to.be.below(3000);
+    expect(await gone(child)).to.equal(true);
+    expect(await gone(grandchild)).to.equal(true);
+    expect(stderr()).to.match(/SIGINT again: killing every server now/);
   });
 });

@@ -5,7 +5,10 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connect } from '../../lib/client/connection.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ALIVE_MS, type RedisStore, redisStore } from '../../lib/serve/redis-store.js';
+import { type TunnelRequest, type TunnelResponse, tunnelRequest } from '../../lib/serve/store.js';
 import { cutProxy } from '../helpers/cut-proxy.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
@@ -312,6 +315,130 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     const store = (url = redis.url): Promise<RedisStore> => redisStore(url, `store-test-${++prefixes}`, () => undefined).then((s) => open.add(s));
     /** Another replica on the last store's prefix, straight to Redis. */
     const twin = (): Promise<RedisStore> => redisStore(redis.url, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
+
+    /**
+     * A front replica's HTTP server that carries every request to `owner` (as serve does for a session owned
+     * there), and the owner's handler for what it is carried.
+     */
+    async function tunnel(handler: (request: TunnelRequest, res: TunnelResponse) => void, front?: RedisStore, owner?: RedisStore) {
+      const a = front ?? (await store());
+      const b = owner ?? (await twin());
+      b.onForwarded(handler);
+      const server = http.createServer(async (req, res) => {
+        const chunks: Buffer[] = [];
+        for await (const chunk of req) chunks.push(chunk as Buffer);
+        if (!(await a.forward(b.replica, tunnelRequest(req, Buffer.concat(chunks).toString('utf8')), res))) res.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      open.add({
+        close: () => {
+          server.closeAllConnections();
+          return new Promise<void>((resolve) => server.close(() => resolve()));
+        },
+      });
+      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, front: a, owner: b };
+    }
+
+    /** Writes 64 KiB pieces as a session's stream does, waiting for 'drain' when told to, up to `total` bytes. */
+    function writeHonouringDrain(res: TunnelResponse, total: number, written: { bytes: number }): void {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const piece = 'x'.repeat(64 * 1024);
+      const more = (): void => {
+        while (written.bytes < total) {
+          written.bytes += piece.length;
+          if (!res.write(piece)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      more();
+    }
+
+    it('gives a carried response flow control: a client that does not read stops its owner within a few MiB, then gets it all', async () => {
+      const written = { bytes: 0 };
+      const total = 96 * 1024 * 1024;
+      const { url } = await tunnel((_request, res) => writeHonouringDrain(res, total, written));
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const req = http.request(url, { method: 'POST', agent: false }, (r) => {
+          r.pause();
+          resolve(r);
+        });
+        req.on('error', reject);
+        req.end('{}');
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // Without flow control the owner writes all 96 MiB into the tunnel at once; with it, the window and the sockets' buffers.
+      expect(written.bytes).to.be.below(32 * 1024 * 1024);
+      const paused = written.bytes;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(written.bytes).to.equal(paused);
+      let received = 0;
+      for await (const chunk of res) received += (chunk as Buffer).length;
+      expect(received).to.equal(total);
+    });
+
+    it('carries an answer larger than Redis allows one subscriber (40 MiB, multibyte), in pieces, and the tunnel goes on working', async () => {
+      const big = `${'ü'.repeat(10 * 1024 * 1024)}😀${'a'.repeat(20 * 1024 * 1024)}`;
+      const { url } = await tunnel((request, res) => {
+        if (request.body === 'small') return void res.writeHead(200).end('small answer');
+        res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(big);
+      });
+      const answer = await rawRequest(url, { method: 'POST', body: 'big' });
+      expect(answer.status).to.equal(200);
+      expect(answer.body.length).to.equal(big.length);
+      expect(answer.body === big).to.equal(true);
+      // The subscriber of the front was not dropped: another carried request is answered at once.
+      const after = await rawRequest(url, { method: 'POST', body: 'small' });
+      expect(after.body).to.equal('small answer');
+    });
+
+    it('carries a request body larger than one message should be (3 MiB) to its owner whole', async () => {
+      const body = `${'é'.repeat(1024 * 1024)}${'z'.repeat(2 * 1024 * 1024)}`;
+      const { url } = await tunnel((request, res) => void res.writeHead(200).end(`${request.body.length} ${request.body === body}`));
+      expect((await rawRequest(url, { method: 'POST', body })).body).to.equal(`${body.length} true`);
+    });
+
+    it('ends a carried request whose answer the owner could not publish during an outage, once Redis answers again (502, may have run)', async () => {
+      const link = open.add(await cutProxy(redis.port));
+      const front = await store();
+      const owner = await redisStore(`redis://127.0.0.1:${link.port}`, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
+      let ran = 0;
+      const { url } = await tunnel(
+        (_request, res) => {
+          ran++;
+          setTimeout(() => res.writeHead(200).end('{"jsonrpc":"2.0","id":1,"result":{}}'), 300);
+        },
+        front,
+        owner,
+      );
+      const answer = rawRequest(url, { method: 'POST', body: '{}' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      link.refusing = true;
+      link.cut();
+      // Back well within ALIVE_MS: the owner never counts as dead, so only the owner's word ends the request.
+      setTimeout(() => (link.refusing = false), 1500);
+      const started = Date.now();
+      const got = await answer;
+      expect(got.status).to.equal(502);
+      expect(JSON.parse(got.body).error.message).to.match(/lost between replicas .*may have run/);
+      expect(Date.now() - started).to.be.below(ALIVE_MS);
+      expect(ran).to.equal(1);
+    });
+
+    it("ends a carried request whose answer came while the front's subscriber was away, when it is back (502, may have run)", async () => {
+      const link = open.add(await cutProxy(redis.port));
+      const front = await redisStore(`redis://127.0.0.1:${link.port}`, `store-test-${++prefixes}`, () => undefined).then((s) => open.add(s));
+      const owner = await twin();
+      const { url } = await tunnel((_request, res) => void setTimeout(() => res.writeHead(200).end('{}'), 400), front, owner);
+      const answer = rawRequest(url, { method: 'POST', body: '{}' });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      link.refusing = true;
+      link.cut();
+      setTimeout(() => (link.refusing = false), 1200);
+      const got = await answer;
+      expect(got.status).to.equal(502);
+      expect(JSON.parse(got.body).error.message).to.match(/may have run/);
+    });
 
     it('a released session no longer counts once release() resolves, on this replica and on another', async () => {
       const a = await store();

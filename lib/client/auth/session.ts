@@ -472,7 +472,8 @@ export class AuthSession {
     }
     const iss = params.get('iss');
     const issRequired = found.metadata?.authorization_response_iss_parameter_supported === true;
-    if (!found.legacy && (iss !== null || issRequired) && trimSlash(iss ?? '') !== trimSlash(found.issuer)) {
+    // Compared as strings, exactly (RFC 9207 §2.4, SEP-2468): no case folding, port or trailing-slash normalization.
+    if (!found.legacy && (iss !== null || issRequired) && iss !== found.issuer) {
       throw this.#fail(
         new ConnectionError('AUTH_ISSUER_MISMATCH', `the redirect names issuer ${preview(iss ?? '(none)')}, not ${found.issuer} (RFC 9207)`),
       );
@@ -709,7 +710,8 @@ export class AuthSession {
     const metadata = await this.#serverMetadata(issuerUrl, signal);
     if (metadata !== undefined) {
       const said = str(metadata.issuer);
-      if (said === undefined || trimSlash(said) !== trimSlash(issuer)) {
+      // Identical to the issuer it was fetched for (RFC 8414 §3.3): a string comparison, nothing normalized.
+      if (said !== issuer) {
         throw this.#fail(
           new ConnectionError(
             'AUTH_ISSUER_MISMATCH',
