@@ -1,7 +1,6 @@
 // The parts of signing in that are not the flow: the stores and their locks, where tokens live by default, when
 // a browser may open, and a config entry's `auth`.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { browserCommand, canOpenBrowser } from '../../lib/cli/auth.js';
@@ -10,21 +9,10 @@ import { ConfigError, parseConfig } from '../../lib/client/config.js';
 import { defaultAuthDir, fileAuthStore, memoryAuthStore } from '../../lib/client/auth/store.js';
 import { applicationType, resourceAllowed } from '../../lib/client/auth/session.js';
 import type { AuthStore } from '../../lib/client/auth/types.js';
+import { rawTarget } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/temp.js';
 
 const FROM_ENV = '${env:SECRET}';
-
-/** A GET with `target` exactly as given on its request line; the answer's text once the server closes. */
-function rawLine(port: number, target: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let received = '';
-    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(received));
-    socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
-  });
-}
 
 const record = (token: string) => ({ resource: 'https://a.example/mcp', tokens: { accessToken: token, tokenType: 'Bearer' } });
 
@@ -174,7 +162,7 @@ describe('signing in: small rules', () => {
       const done = authorize({ url, redirectUri, signal });
       const port = Number(new URL(redirectUri).port);
       for (const target of ['//', 'http://[', '//evil.example/callback']) {
-        expect(await rawLine(port, target), target).to.match(/^HTTP\/1\.1 400 /);
+        expect(await rawTarget(port, target), target).to.match(/^HTTP\/1\.1 400 /);
       }
       const back = await fetch(`${redirectUri}?code=c-1&state=s-1`);
       expect(back.status).to.equal(200);

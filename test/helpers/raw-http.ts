@@ -1,6 +1,7 @@
 // Plain HTTP requests for the serve tests, on node:http so that any header (Host included) can be set, and
 // event streams read as they come.
 import http from 'node:http';
+import net from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -104,5 +105,18 @@ export function openStream(url: string, request: RawRequest = {}): Promise<OpenS
     });
     req.on('error', reject);
     req.end(request.body);
+  });
+}
+
+/** A GET with `target` exactly as given on its request line (node:http would normalize it), read to the close. */
+export function rawTarget(port: number, target: string, headers: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(received));
+    const lines = Object.entries({ host: `127.0.0.1:${port}`, connection: 'close', ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+    socket.write(`GET ${target} HTTP/1.1\r\n${lines.join('')}\r\n`);
   });
 }

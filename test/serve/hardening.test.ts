@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { connect } from '../../lib/client/connection.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { Guard } from '../../lib/serve/guard.js';
-import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
+import { MCP_HEADERS, openStream, rawRequest, rawTarget } from '../helpers/raw-http.js';
 import { cli } from '../helpers/run.js';
 import { INIT, rawSession, STEPS, serveProcess, served } from '../helpers/served.js';
 
@@ -269,19 +269,6 @@ describe('serve: clients that try to kill, freeze or read it', () => {
     stream.drop();
   });
 });
-
-/** A request with `target` exactly as given on its request line (node:http would normalize it), read to the close. */
-function rawTarget(port: number, target: string, headers: Record<string, string> = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let received = '';
-    socket.setEncoding('utf8').on('data', (d: string) => (received += d));
-    socket.on('error', reject);
-    socket.on('close', () => resolve(received));
-    const lines = Object.entries({ host: `127.0.0.1:${port}`, connection: 'close', ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
-    socket.write(`GET ${target} HTTP/1.1\r\n${lines.join('')}\r\n`);
-  });
-}
 
 describe('serve: request-targets and origins a page can send', function () {
   this.timeout(20_000);
