@@ -1,0 +1,13 @@
+// The conformance fixture (test/helpers/conformance-server.ts) on stdio, dual-era, for `mcp-frame serve` to front.
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { type ChangeNotifier, conformanceServer } from '../conformance-server.js';
+
+let instance: ReturnType<typeof conformanceServer> | undefined;
+const notifier: ChangeNotifier = {
+  toolsChanged: () => void instance?.sendToolListChanged(),
+  promptsChanged: () => void instance?.sendPromptListChanged(),
+};
+serveStdio(() => {
+  instance = conformanceServer(notifier);
+  return instance;
+});
