@@ -99,6 +99,32 @@ export interface ConnectOptions extends StdioOptions {
    * `logging/setLevel` after the handshake to a legacy server that offers logging.
    */
   logLevel?: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+  /**
+   * When an elicitation/create handler accepts a form and leaves fields out, fill them with the `default`s the
+   * requested schema gives (SEP-1034): the server gets the values the user was shown. `false` sends what the
+   * handler returned, as it is.
+   * @defaultValue true
+   */
+  elicitationDefaults?: boolean;
+}
+
+/**
+ * An accepted elicitation's content with the requested schema's defaults for the fields it leaves out (SEP-1034);
+ * any other result as it is.
+ */
+export function withElicitationDefaults(params: unknown, result: unknown): unknown {
+  if (!isObject(result) || result.action !== 'accept' || !isObject(params)) return result;
+  const schema = isObject(params.requestedSchema) ? params.requestedSchema : undefined;
+  const properties = schema !== undefined && isObject(schema.properties) ? schema.properties : undefined;
+  if (properties === undefined) return result;
+  const content: Json = isObject(result.content) ? { ...result.content } : {};
+  let filled = false;
+  for (const [name, property] of Object.entries(properties)) {
+    if (!isObject(property) || !('default' in property) || Object.hasOwn(content, name)) continue;
+    Object.defineProperty(content, name, { value: property.default, enumerable: true, writable: true, configurable: true });
+    filled = true;
+  }
+  return filled ? { ...result, content } : result;
 }
 
 /** A message crossing the connection, for tracing: which way, its size on the wire, a short redacted preview. */
@@ -124,7 +150,7 @@ export interface Subscription {
 }
 
 /** Whether a notification is one that `filter` asks for. */
-function wantedBy(filter: ListenFilter, msg: Record<string, unknown>): boolean {
+export function wantedBy(filter: ListenFilter, msg: Record<string, unknown>): boolean {
   switch (msg.method) {
     case 'notifications/tools/list_changed':
       return filter.toolsListChanged === true;
@@ -139,6 +165,25 @@ function wantedBy(filter: ListenFilter, msg: Record<string, unknown>): boolean {
     default:
       return false;
   }
+}
+
+/**
+ * What a legacy server can give of a listen `filter`, by the capabilities its initialize result declared: the
+ * list changes it says it notifies, and resource updates when it takes resources/subscribe.
+ */
+export function legacyAgreed(filter: ListenFilter, capabilities: unknown): ListenFilter {
+  const declared = isObject(capabilities) ? capabilities : {};
+  const has = (kind: string, flag: string): boolean => isObject(declared[kind]) && (declared[kind] as Json)[flag] === true;
+  const agreed: ListenFilter = {};
+  if (filter.toolsListChanged === true && has('tools', 'listChanged')) agreed.toolsListChanged = true;
+  if (filter.promptsListChanged === true && has('prompts', 'listChanged')) agreed.promptsListChanged = true;
+  if (filter.resourcesListChanged === true && has('resources', 'listChanged')) agreed.resourcesListChanged = true;
+  const uris =
+    has('resources', 'subscribe') && Array.isArray(filter.resourceSubscriptions)
+      ? filter.resourceSubscriptions.filter((u) => typeof u === 'string')
+      : [];
+  if (uris.length > 0) agreed.resourceSubscriptions = [...new Set(uris)];
+  return agreed;
 }
 
 /** How many times a modern request may come back `input_required` before the client gives up. */
@@ -242,6 +287,7 @@ export class Connection extends EventEmitter {
   /** The session is opening (the era probe, the handshake): a server that ends now failed to start. */
   #opening = false;
   readonly #requestHandlers = new Map<string, RequestHandler>();
+  #elicitationDefaults = true;
   readonly #notificationHandlers = new Map<string, NotificationHandler[]>();
   readonly #requestTimeoutMs: number;
   #nextId = 1;
@@ -364,7 +410,7 @@ export class Connection extends EventEmitter {
         }
         const inputParams = (input as Json).params;
         Object.defineProperty(responses, key, {
-          value: (await handler(inputParams, { jsonrpc: '2.0', method: inputMethod, params: inputParams })) ?? {},
+          value: await this.#handled(handler, { jsonrpc: '2.0', method: inputMethod!, params: inputParams }),
           enumerable: true,
           writable: true,
           configurable: true,
@@ -395,7 +441,7 @@ export class Connection extends EventEmitter {
         return this.#modernCall(method, params, options, budget, true);
       }
       if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
-      this.#useModern(this.#versionFrom(err, asked));
+      this.#useModern(this.#versionFrom(err, asked, true));
       return this.#call(method, withModernMeta(params, this.#metaNow()), budget.options(options));
     }
   }
@@ -421,11 +467,15 @@ export class Connection extends EventEmitter {
     return this.#metaCache.meta;
   }
 
-  /** The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. */
-  #versionFrom(err: RpcError, asked: string): string {
+  /**
+   * The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. The
+   * newest both speak; the one just tried again only when `again` (the revision's SHOULD is to pick a mutually
+   * supported version and retry, and a server may refuse a version it lists once, say mid-deployment: one retry).
+   */
+  #versionFrom(err: RpcError, asked: string, again = false): string {
     const offered = isObject(err.data) ? err.data.supported : undefined;
     const version = pickModernVersion(offered);
-    if (version !== undefined && version !== asked) return version;
+    if (version !== undefined && (version !== asked || again)) return version;
     const theirs = Array.isArray(offered) ? offered.map(String).join(', ') : 'none named';
     throw new ConnectionError(
       'UNSUPPORTED_VERSION',
@@ -540,15 +590,9 @@ export class Connection extends EventEmitter {
   }
 
   async #legacyListen(filter: ListenFilter, onNotification: (msg: Json) => void): Promise<Subscription> {
-    const capabilities = isObject(this.#initializeResult?.capabilities) ? this.#initializeResult.capabilities : {};
-    const has = (kind: string, flag: string): boolean => isObject(capabilities[kind]) && (capabilities[kind] as Json)[flag] === true;
-    const agreed: ListenFilter = {};
-    if (filter.toolsListChanged && has('tools', 'listChanged')) agreed.toolsListChanged = true;
-    if (filter.promptsListChanged && has('prompts', 'listChanged')) agreed.promptsListChanged = true;
-    if (filter.resourcesListChanged && has('resources', 'listChanged')) agreed.resourcesListChanged = true;
-    const uris = has('resources', 'subscribe') ? (filter.resourceSubscriptions ?? []) : [];
+    const agreed = legacyAgreed(filter, this.#initializeResult?.capabilities);
+    const uris = agreed.resourceSubscriptions ?? [];
     for (const uri of uris) await this.request('resources/subscribe', { uri });
-    if (uris.length > 0) agreed.resourceSubscriptions = [...uris];
     const listener = (msg: Json): void => {
       if (wantedBy(agreed, msg)) onNotification(msg);
     };
@@ -599,6 +643,7 @@ export class Connection extends EventEmitter {
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     options = { ...options, timeoutMs: options.timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now()) };
     this.#declared = options.capabilities ?? {};
+    this.#elicitationDefaults = options.elicitationDefaults !== false;
     this.#metaCache = undefined;
     const meta: Omit<ClientMeta, 'protocolVersion'> = {
       clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION },
@@ -676,7 +721,7 @@ export class Connection extends EventEmitter {
           this.#legacyVersion = legacy;
           return this.#legacy(http);
         }
-        if (!retried) return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion) }, strict, true);
+        if (!retried) return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion, true) }, strict, true);
       }
       if (strict || (err instanceof RpcError && isModernError(err.code)) || !isLegacyVerdict(err, http)) throw err;
       return this.#legacy(http);
@@ -787,6 +832,12 @@ export class Connection extends EventEmitter {
     this.emit('notification', msg);
   }
 
+  /** A handler's answer to a request of the server's (or an input request of a modern result), as sent. */
+  async #handled(handler: RequestHandler, request: Json): Promise<unknown> {
+    const result = (await handler(request.params, request)) ?? {};
+    return request.method === 'elicitation/create' && this.#elicitationDefaults ? withElicitationDefaults(request.params, result) : result;
+  }
+
   async #answer(request: Json): Promise<void> {
     const { id, method } = request as { id: unknown; method: string };
     const handler = this.#requestHandlers.get(method) ?? (method === 'ping' ? () => ({}) : undefined);
@@ -795,7 +846,7 @@ export class Connection extends EventEmitter {
       reply = { jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${method}` } };
     } else {
       try {
-        reply = { jsonrpc: '2.0', id, result: (await handler(request.params, request)) ?? {} };
+        reply = { jsonrpc: '2.0', id, result: await this.#handled(handler, request) };
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         reply = { jsonrpc: '2.0', id, error: { code: Number.isInteger(code) ? code : -32603, message: (err as Error).message ?? String(err) } };

@@ -36,7 +36,37 @@ export function isModernError(code: unknown): boolean {
 
 /** True for a revision of the modern era. */
 export function isModernVersion(version: string): boolean {
-  return version >= '2026-07-28';
+  return /^\d{4}-\d{2}-\d{2}$/.test(version) && version >= '2026-07-28';
+}
+
+const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * True when a request is written the modern way: its `_meta` names a protocol version (whatever its value; no
+ * legacy request carries that key), or its MCP-Protocol-Version header names a modern revision.
+ */
+export function isEnvelopeRequest(msg: unknown, header: unknown): boolean {
+  const params = isObject(msg) ? msg.params : undefined;
+  const meta = isObject(params) ? params._meta : undefined;
+  return (isObject(meta) && META_PROTOCOL_VERSION in meta) || (typeof header === 'string' && isModernVersion(header));
+}
+
+/**
+ * Why a modern request's `_meta` envelope is malformed (the revision's -32602), or undefined: `_meta` must be an
+ * object with a protocol version string and a client capabilities object; client info, when present, an object;
+ * a log level, when present, one of the levels.
+ */
+export function envelopeProblem(msg: unknown): string | undefined {
+  const params = isObject(msg) ? msg.params : undefined;
+  if (params !== undefined && !isObject(params)) return 'params is not an object';
+  const meta = isObject(params) ? params._meta : undefined;
+  if (meta === undefined) return `params._meta is missing (a modern request carries ${META_PROTOCOL_VERSION} and ${META_CLIENT_CAPABILITIES} there)`;
+  if (!isObject(meta)) return 'params._meta is not an object';
+  if (typeof meta[META_PROTOCOL_VERSION] !== 'string') return `_meta["${META_PROTOCOL_VERSION}"] is missing or not a string`;
+  if (!isObject(meta[META_CLIENT_CAPABILITIES])) return `_meta["${META_CLIENT_CAPABILITIES}"] is missing or not an object`;
+  if (META_CLIENT_INFO in meta && !isObject(meta[META_CLIENT_INFO])) return `_meta["${META_CLIENT_INFO}"] is not an object`;
+  if (META_LOG_LEVEL in meta && !LOG_LEVELS.includes(meta[META_LOG_LEVEL] as string)) return `_meta["${META_LOG_LEVEL}"] is not a log level`;
+  return undefined;
 }
 
 /** The newest of `offered` this client speaks, or undefined. */

@@ -52,8 +52,13 @@ export function startChild(ctx: ServeContext, label: string): StdioChannel {
 export const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
 
 /** A JSON-RPC error response. */
-export function rpcError(id: unknown, code: number, message: string): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string } } {
-  return { jsonrpc: '2.0', id: id ?? null, error: { code, message } };
+export function rpcError(
+  id: unknown,
+  code: number,
+  message: string,
+  data?: unknown,
+): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string; data?: unknown } } {
+  return { jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } };
 }
 
 /** The JSON-RPC error code for a failure of the server behind the bridge. */

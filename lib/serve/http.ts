@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
 import { readCapped } from '../client/remote.js';
-import { headerMismatch, isModernVersion, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
+import { envelopeProblem, headerMismatch, isEnvelopeRequest, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
 import { safeLine } from '../errors.js';
 import { requestTarget } from '../protocol/target.js';
 import { decodeUtf8 } from '../framings/bytes.js';
@@ -35,7 +35,7 @@ export interface SessionTable {
 }
 
 /** A refusal as sent: its headers, and the JSON-RPC error code of its body. */
-type Reply = Refusal & { headers?: Record<string, string>; code?: number; id?: unknown };
+type Reply = Refusal & { headers?: Record<string, string>; code?: number; id?: unknown; data?: unknown };
 
 class Refused extends Error {
   constructor(readonly reply: Reply) {
@@ -112,21 +112,37 @@ function parseMessages(body: string): unknown[] {
 
 const VERSIONS = [...MODERN_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS];
 
-function checkProtocolVersion(req: IncomingMessage): void {
-  const version = req.headers['mcp-protocol-version'];
-  if (version !== undefined && !VERSIONS.includes(version as string)) {
-    refuse(400, `unsupported MCP-Protocol-Version ${JSON.stringify(String(version).slice(0, 40))} (supported: ${VERSIONS.join(', ')})`);
-  }
+/** The revision's UnsupportedProtocolVersionError: 400, -32022, with what is supported and what was asked. */
+function unsupported(requested: string, supported: readonly string[], where: string): never {
+  throw new Refused({
+    status: 400,
+    reason: `unsupported protocol version ${JSON.stringify(requested.slice(0, 40))} in ${where} (supported: ${supported.join(', ')})`,
+    code: MODERN_ERRORS.unsupportedProtocolVersion,
+    data: { supported, requested: requested.slice(0, 100) },
+  });
 }
 
-/** The request of a modern POST (one request whose `_meta` names a 2026-07-28-era version), or undefined. */
+function checkProtocolVersion(req: IncomingMessage): void {
+  const version = req.headers['mcp-protocol-version'];
+  if (version !== undefined && !VERSIONS.includes(version as string)) unsupported(String(version), VERSIONS, 'the MCP-Protocol-Version header');
+}
+
+/**
+ * The request of a modern POST, or undefined: one request written the modern way (`_meta` names a protocol
+ * version, or the MCP-Protocol-Version header a modern revision; see isEnvelopeRequest). Its envelope must be
+ * whole (-32602), its headers must match its body (-32020) and its version be one this bridge speaks (-32022),
+ * each a 400 (the revision's statuses), checked here for every child, modern or translated.
+ */
 function modernRequest(messages: unknown[], req: IncomingMessage): JsonRpcRequest | undefined {
   const [msg] = messages;
-  const version = metaVersion(msg);
-  if (messages.length !== 1 || !isRequest(msg) || version === undefined || !isModernVersion(version)) return undefined;
+  if (messages.length !== 1 || !isRequest(msg) || !isEnvelopeRequest(msg, req.headers['mcp-protocol-version'])) return undefined;
+  const problem = envelopeProblem(msg);
+  if (problem !== undefined) throw new Refused({ status: 400, reason: `invalid request envelope: ${problem}`, code: -32602, id: msg.id });
   const mismatch = headerMismatch(msg as unknown as Record<string, unknown>, req.headers);
   if (mismatch !== undefined)
     throw new Refused({ status: 400, reason: `header mismatch: ${mismatch}`, code: MODERN_ERRORS.headerMismatch, id: msg.id });
+  const version = metaVersion(msg)!;
+  if (!MODERN_PROTOCOL_VERSIONS.includes(version)) unsupported(version, MODERN_PROTOCOL_VERSIONS, '_meta');
   return msg;
 }
 
@@ -246,11 +262,23 @@ export class HttpFront {
   async #post(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     if (!accepts(req, 'application/json', 'text/event-stream')) refuse(406, 'Accept must list application/json and text/event-stream');
     requireJsonBody(req);
-    checkProtocolVersion(req);
     const body = await readBody(req, this.#ctx.maxMessageBytes);
     const messages = parseMessages(body);
+    try {
+      await this.#posted(req, res, forwarded, body, messages);
+    } catch (err) {
+      // Once the body parsed, an error answer carries the id of the request it answers.
+      const [only] = messages;
+      if (err instanceof Refused && err.reply.id === undefined && messages.length === 1 && isRequest(only))
+        throw new Refused({ ...err.reply, id: only.id });
+      throw err;
+    }
+  }
+
+  async #posted(req: IncomingMessage, res: ServerResponse, forwarded: boolean, body: string, messages: unknown[]): Promise<void> {
     // Modern requests carry no session: they go to the shared child, whatever session header they bear.
     const modern = modernRequest(messages, req);
+    if (modern === undefined) checkProtocolVersion(req);
     if (modern !== undefined) {
       if (!forwarded && (await this.#carryRetry(modern, req, res, body))) return;
       if (this.#modern.pending >= this.#ctx.maxPendingPerSession) refuse(429, `${this.#modern.pending} modern requests are in flight already`);
@@ -398,7 +426,7 @@ export class HttpFront {
       res.destroy();
       return;
     }
-    const body = JSON.stringify(rpcError(reply.id ?? null, reply.code ?? SERVER_ERROR, reply.reason));
+    const body = JSON.stringify(rpcError(reply.id ?? null, reply.code ?? SERVER_ERROR, reply.reason, reply.data));
     res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers }).end(body);
     // A body left unread (413) is drained within bounds, so that the client reads the answer.
     if (reply.status === 413) drainOrClose(req);

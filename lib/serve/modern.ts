@@ -4,16 +4,25 @@
  * and its own response: JSON when the answer comes first (with the status the spec gives a modern error), an
  * event stream when a notification comes before it. A client that closes its response cancels the request.
  *
+ * The child's era is found once, by serve's own well-formed `server/discover` (never a client's request, whose
+ * envelope may be broken): a DiscoverResult says modern; method not found, an unsupported-version error that
+ * lists no modern revision, or silence says legacy; any other answer is no verdict (the request that started the
+ * child gets 502, and the next one asks again).
+ *
  * A child that speaks only the legacy era is translated: serve opens one legacy session with it (initialize,
- * with the capabilities the first modern client declared), answers `server/discover` from that session's
+ * declaring elicitation, sampling and roots, which it can relay), answers `server/discover` from that session's
  * initialize result, sends requests without the modern metadata, and turns a request the child sends during a
- * call (elicitation, sampling, roots) into an `input_required` result whose retry (with `requestState`)
- * answers the child and completes the call. The session is shared by every modern client: a server that keeps
- * per-client state across calls keeps it for all of them.
+ * call into an `input_required` result whose retry (with `requestState`) answers the child and completes the
+ * call. Client capabilities are per request in the modern era: a question the calling client did not declare
+ * it can answer gets that client -32021 (MissingRequiredClientCapability) and the call is cancelled. The methods
+ * the revision removed (initialize, ping, logging/setLevel, resources/subscribe and unsubscribe) are answered
+ * 404 / -32601, and `subscriptions/listen` is served from the session's list-changed notifications and
+ * resources/subscribe. The session is shared by every modern client: a server that keeps per-client state
+ * across calls keeps it for all of them, and its log level is not per request.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { LATEST_PROTOCOL_VERSION } from '../client/connection.js';
+import { LATEST_PROTOCOL_VERSION, type ListenFilter, legacyAgreed, wantedBy } from '../client/connection.js';
 import { type ParamHeader, scanParamHeaders } from '../client/param-headers.js';
 import {
   decodeHeaderValue,
@@ -29,6 +38,7 @@ import {
 import { listPages } from '../protocol/paging.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
+import { VERSION } from '../version.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
@@ -64,7 +74,24 @@ interface Exchange {
   timer: NodeJS.Timeout | undefined;
   /** The request asked for log messages (its `_meta` named a log level). */
   logs: boolean;
+  /** The client capabilities the request declared. */
+  capabilities: Record<string, unknown>;
+  /** For a listen served from a legacy child's notifications: what was agreed. */
+  agreed?: ListenFilter;
 }
+
+/** The methods the 2026-07-28 revision removed: a translated child's answer to them would not be the revision's. */
+const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
+
+/** Which client capability answering each of a legacy child's questions takes. */
+const QUESTION_CAPABILITY: Record<string, string> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/** What the bridge declares to a legacy child: the questions it can relay to a modern client as input_required. */
+const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 
 /** The HTTP status a modern error answer goes out with (the spec's: 400 for version and header errors, 404 for an unknown method). */
 function statusOf(msg: Record<string, unknown>): number {
@@ -110,7 +137,7 @@ export class ModernHub {
 
   /** Forwards one modern request; its answer (and notifications) go out on `res`. */
   async handle(msg: JsonRpcRequest, res: ServerResponse, headers: IncomingHttpHeaders = {}): Promise<void> {
-    const child = await this.#started(msg);
+    const child = await this.#started();
     // The child reads the body but not the headers: the Mcp-Param-* headers are checked against it here.
     const mismatch = msg.method === 'tools/call' ? await this.#paramMismatch(child, msg, headers) : undefined;
     if (mismatch !== undefined) {
@@ -124,12 +151,20 @@ export class ModernHub {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: discoverFrom(legacy) }));
       return;
     }
+    if (legacy !== undefined && REMOVED.has(msg.method)) {
+      res
+        .writeHead(404, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify(rpcError(msg.id, -32601, `Method not found: ${msg.method} is not part of the 2026-07-28 revision`)));
+      return;
+    }
     const params = isObject(msg.params) ? { ...msg.params } : undefined;
     if (legacy !== undefined && params !== undefined && typeof params.requestState === 'string' && this.#suspended.has(params.requestState)) {
       return this.#resume(child, msg, params, res);
     }
-    const n = this.#next++;
     const meta = params !== undefined && isObject(params._meta) ? { ...params._meta } : undefined;
+    const capabilities = isObject(meta?.[META_CLIENT_CAPABILITIES]) ? (meta[META_CLIENT_CAPABILITIES] as Record<string, unknown>) : {};
+    if (legacy !== undefined && msg.method === 'subscriptions/listen') return this.#legacyListen(child, msg, params ?? {}, res, legacy, capabilities);
+    const n = this.#next++;
     // A legacy child knows nothing of the modern metadata: it is left out.
     if (legacy !== undefined && meta !== undefined) {
       for (const key of [META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES, META_LOG_LEVEL]) delete meta[key];
@@ -144,6 +179,7 @@ export class ModernHub {
       streaming: false,
       timer: undefined,
       logs: isObject(msg.params) && isObject(msg.params._meta) && msg.params._meta[META_LOG_LEVEL] !== undefined,
+      capabilities,
     };
     if (meta !== undefined && meta.progressToken !== undefined) {
       meta.progressToken = `mcp-frame-${n}`;
@@ -184,7 +220,18 @@ export class ModernHub {
     const suspended = this.#suspended.get(state)!;
     this.#suspended.delete(state);
     clearTimeout(suspended.timer);
-    const exchange: Exchange = { id: msg.id, method: msg.method, res, token: undefined, streaming: false, timer: undefined, logs: false };
+    const meta = isObject(params._meta) ? params._meta : {};
+    const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? (meta[META_CLIENT_CAPABILITIES] as Record<string, unknown>) : {};
+    const exchange: Exchange = {
+      id: msg.id,
+      method: msg.method,
+      res,
+      token: undefined,
+      streaming: false,
+      timer: undefined,
+      logs: false,
+      capabilities,
+    };
     this.#exchanges.set(suspended.n, exchange);
     whenGone(res, () => {
       if (this.#exchanges.get(suspended.n) !== exchange || !this.#forget(suspended.n)) return;
@@ -212,43 +259,111 @@ export class ModernHub {
   #starting: Promise<StdioChannel> | undefined;
 
   /** The shared child, started at the first modern request and its era found (see the top of this file). */
-  #started(first: JsonRpcRequest): Promise<StdioChannel> {
-    if (this.#child !== undefined && this.#starting === undefined) return Promise.resolve(this.#child);
-    this.#starting ??= this.#start(first).finally(() => {
+  #started(): Promise<StdioChannel> {
+    if (this.#child !== undefined && this.#era !== undefined && this.#starting === undefined) return Promise.resolve(this.#child);
+    this.#starting ??= this.#start().finally(() => {
       this.#starting = undefined;
     });
     return this.#starting;
   }
 
-  async #start(first: JsonRpcRequest): Promise<StdioChannel> {
+  /** Found at the first modern request, by the bridge's own probe; undefined until a verdict. */
+  #era: 'modern' | 'legacy' | undefined;
+
+  async #start(): Promise<StdioChannel> {
     const child = await this.#spawn();
-    const meta = isObject(first.params) && isObject(first.params._meta) ? first.params._meta : {};
+    if (this.#era !== undefined) return child;
     const probe = await this.#ask(
       child,
       'server/discover',
-      { _meta: { [META_PROTOCOL_VERSION]: MODERN_PROTOCOL_VERSIONS[0], ...meta } },
+      {
+        _meta: {
+          [META_PROTOCOL_VERSION]: MODERN_PROTOCOL_VERSIONS[0],
+          [META_CLIENT_CAPABILITIES]: {},
+          [META_CLIENT_INFO]: { name: 'mcp-frame serve', version: VERSION },
+        },
+      },
       DISCOVER_TIMEOUT_MS,
     );
-    if (isObject(probe?.result) && Array.isArray(probe.result.supportedVersions)) {
+    const verdict = eraOf(probe);
+    if (verdict === undefined) {
+      throw new Error(
+        `the server answered server/discover neither as a modern server nor as a legacy one (${JSON.stringify(probe?.error ?? probe?.result).slice(0, 160)}); the next request asks again`,
+      );
+    }
+    if (verdict === 'modern') {
+      this.#era = 'modern';
       this.#legacy = undefined;
       return child;
     }
-    // A legacy server: one session for every modern client, with the first client's capabilities.
+    // A legacy server: one session for every modern client, declaring what the bridge relays.
     const init = await this.#ask(
       child,
       'initialize',
-      {
-        protocolVersion: LATEST_PROTOCOL_VERSION,
-        capabilities: isObject(meta[META_CLIENT_CAPABILITIES]) ? meta[META_CLIENT_CAPABILITIES] : {},
-        clientInfo: isObject(meta[META_CLIENT_INFO]) ? meta[META_CLIENT_INFO] : { name: 'mcp-frame serve', version: '0' },
-      },
+      { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: RELAYED_CAPABILITIES, clientInfo: { name: 'mcp-frame serve', version: VERSION } },
       30_000,
     );
     if (!isObject(init?.result)) throw new Error(`the server refused initialize: ${JSON.stringify(init?.error ?? 'no answer').slice(0, 200)}`);
     await child.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     this.#legacy = init.result;
+    this.#era = 'legacy';
     this.#ctx.log('the server for modern requests speaks only the initialize era: translating');
     return child;
+  }
+
+  /**
+   * A listen on a translated legacy child: acknowledged at once with what the child can give (its declared
+   * list changes; resource updates through resources/subscribe), then fed from its notifications.
+   */
+  async #legacyListen(
+    child: StdioChannel,
+    msg: JsonRpcRequest,
+    params: Record<string, unknown>,
+    res: ServerResponse,
+    init: Record<string, unknown>,
+    capabilities: Record<string, unknown>,
+  ): Promise<void> {
+    const agreed = legacyAgreed(isObject(params.notifications) ? (params.notifications as ListenFilter) : {}, init.capabilities);
+    const subscribed: string[] = [];
+    for (const uri of agreed.resourceSubscriptions ?? []) {
+      if (!this.#watching(uri)) {
+        const answer = await this.#ask(child, 'resources/subscribe', { uri }, 10_000);
+        if (!isObject(answer?.result)) continue;
+      }
+      subscribed.push(uri);
+    }
+    if (subscribed.length > 0) agreed.resourceSubscriptions = subscribed;
+    else delete agreed.resourceSubscriptions;
+    const n = this.#next++;
+    const exchange: Exchange = {
+      id: msg.id,
+      method: msg.method,
+      res,
+      token: undefined,
+      streaming: false,
+      timer: undefined,
+      logs: false,
+      capabilities,
+      agreed,
+    };
+    this.#exchanges.set(n, exchange);
+    whenGone(res, () => {
+      this.#forget(n);
+      for (const uri of subscribed) {
+        if (!this.#watching(uri)) void this.#ask(child, 'resources/unsubscribe', { uri }, 10_000);
+      }
+    });
+    const ack = { notifications: agreed, _meta: { [META_SUBSCRIPTION_ID]: msg.id } };
+    writeEvent(
+      this.#stream(exchange),
+      `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: ack })}\n\n`,
+    );
+  }
+
+  /** True while a listen on the translated child has `uri` among its resource subscriptions. */
+  #watching(uri: string): boolean {
+    for (const exchange of this.#exchanges.values()) if (exchange.agreed?.resourceSubscriptions?.includes(uri) === true) return true;
+    return false;
   }
 
   /** Notes each listed tool's x-mcp-header declarations (a tool whose annotations break the rules has none to check). */
@@ -349,6 +464,7 @@ export class ModernHub {
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
     if (msg.method === 'notifications/tools/list_changed') this.#toolsListed = false;
+    if (this.#legacy !== undefined && this.#toListens(msg)) return;
     const found = this.#owner(msg.method, params);
     if (found === undefined) return this.#dropped(msg, 'it names no request in flight');
     const [exchange, out] = found;
@@ -358,6 +474,20 @@ export class ModernHub {
       this.#ctx.log(`cancelled a modern request: its client left ${res.writableLength} bytes of its response unread`);
       res.destroy();
     }
+  }
+
+  /** A translated child's list change or resource update, to every listen that agreed to it; false when none did. */
+  #toListens(msg: Record<string, unknown>): boolean {
+    let sent = false;
+    for (const exchange of this.#exchanges.values()) {
+      if (exchange.agreed === undefined || !wantedBy(exchange.agreed, msg)) continue;
+      const params = isObject(msg.params) ? msg.params : {};
+      const meta = isObject(params._meta) ? params._meta : {};
+      const out = { jsonrpc: '2.0', method: msg.method, params: { ...params, _meta: { ...meta, [META_SUBSCRIPTION_ID]: exchange.id } } };
+      writeEvent(this.#stream(exchange), `event: message\ndata: ${JSON.stringify(out)}\n\n`);
+      sent = true;
+    }
+    return sent;
   }
 
   /**
@@ -407,6 +537,24 @@ export class ModernHub {
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
     }
     const [n, exchange] = waiting[0]!;
+    const needed = QUESTION_CAPABILITY[ask.method];
+    if (needed !== undefined && exchange.capabilities[needed] === undefined) {
+      // The calling client cannot answer it: the revision's -32021 for the client, the call cancelled.
+      this.#forget(n);
+      child.send(rpcError(ask.id, SERVER_ERROR, `the client did not declare ${needed}`)).catch(() => undefined);
+      child
+        .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: n, reason: `the client did not declare ${needed}` } })
+        .catch(() => undefined);
+      const error = rpcError(
+        exchange.id,
+        MODERN_ERRORS.missingRequiredClientCapability,
+        `the server needs the ${needed} capability, which the request did not declare`,
+        {
+          requiredCapabilities: { [needed]: {} },
+        },
+      );
+      return this.#finish(exchange, error, 400);
+    }
     // With replicas, the state names this one: a retry that another replica gets is carried here (see HttpFront).
     const state = this.#ctx.replica === undefined ? randomUUID() : `${this.#ctx.replica}.${randomUUID()}`;
     const key = 'input';
@@ -491,4 +639,20 @@ function discoverFrom(init: Record<string, unknown>): Record<string, unknown> {
   if (typeof init.instructions === 'string') result.instructions = init.instructions;
   if (isObject(init.serverInfo)) result._meta = { 'io.modelcontextprotocol/serverInfo': init.serverInfo };
   return modernResult('server/discover', result);
+}
+
+/**
+ * The era the answer to the bridge's own server/discover shows: modern for a DiscoverResult; legacy for method
+ * not found, an unsupported-version error listing no modern revision, or no answer; undefined for anything else.
+ */
+function eraOf(probe: Record<string, unknown> | undefined): 'modern' | 'legacy' | undefined {
+  if (probe === undefined) return 'legacy';
+  if (isObject(probe.result)) return Array.isArray(probe.result.supportedVersions) ? 'modern' : undefined;
+  const error = isObject(probe.error) ? probe.error : {};
+  if (error.code === -32601) return 'legacy';
+  if (error.code === MODERN_ERRORS.unsupportedProtocolVersion) {
+    const supported = isObject(error.data) && Array.isArray(error.data.supported) ? error.data.supported : [];
+    return supported.some((v) => typeof v === 'string' && MODERN_PROTOCOL_VERSIONS.includes(v)) ? undefined : 'legacy';
+  }
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { PassThrough } from 'node:stream';
 import { StreamChannel } from '../../lib/client/channel.js';
-import { type Connection, connect, connectOver, type FrameTrace } from '../../lib/client/connection.js';
+import { type Connection, connect, connectOver, type FrameTrace, type RpcError } from '../../lib/client/connection.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { cutProxy } from '../helpers/cut-proxy.js';
 import { startEverything } from '../helpers/everything-http.js';
@@ -139,6 +139,54 @@ describe('protocol eras over stdio', function () {
     const err = await rejection<ConnectionError>(c.request('tools/list'));
     expect(err.code).to.equal('UNSUPPORTED_VERSION');
     expect(err.message).to.include('2031-01-01').and.to.include('2026-07-28');
+  });
+
+  /** A peer that answers -32022 listing 2026-07-28 (the version just tried) to the requests `refuses` picks (by their 1-based number), and every request kept. */
+  function refusing(refuses: (n: number, method: string) => boolean): { channel: StreamChannel; seen: Array<{ method: string; version: unknown }> } {
+    const toServer = new PassThrough();
+    const toClient = new PassThrough();
+    const seen: Array<{ method: string; version: unknown }> = [];
+    toServer.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        const msg = JSON.parse(line) as { id?: number; method: string; params?: { _meta?: Record<string, unknown> } };
+        if (msg.id === undefined) continue;
+        seen.push({ method: msg.method, version: msg.params?._meta?.['io.modelcontextprotocol/protocolVersion'] });
+        const answer = refuses(seen.length, msg.method)
+          ? { error: { code: -32022, message: 'Unsupported protocol version', data: { supported: ['2026-07-28'], requested: '2026-07-28' } } }
+          : msg.method === 'server/discover'
+            ? { result: { supportedVersions: ['2026-07-28'], capabilities: { tools: {} } } }
+            : { result: { tools: [] } };
+        toClient.write(`${JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...answer })}\n`);
+      }
+    });
+    return { channel: new StreamChannel(toClient, toServer, { name: 'refusing' }), seen };
+  }
+
+  it('retries the probe once with the version the -32022 lists, even the one just tried', async () => {
+    const { channel, seen } = refusing((n) => n === 1);
+    const c = await connectOver(channel);
+    open.push(c);
+    expect(c.era).to.equal('modern');
+    expect(seen).to.deep.equal([
+      { method: 'server/discover', version: '2026-07-28' },
+      { method: 'server/discover', version: '2026-07-28' },
+    ]);
+  });
+
+  it('retries a request once after a -32022 that lists the version in use, and only once', async () => {
+    // Request 2 (the first tools/list) is refused once: the retry gets the answer.
+    const once = refusing((n) => n === 2);
+    const c = await connectOver(once.channel);
+    open.push(c);
+    expect(await c.request('tools/list')).to.deep.equal({ tools: [] });
+    expect(once.seen.map((s) => s.method)).to.deep.equal(['server/discover', 'tools/list', 'tools/list']);
+    // Refused every time: one retry, then the error naming both sides.
+    const always = refusing((_n, method) => method === 'tools/list');
+    const d = await connectOver(always.channel);
+    open.push(d);
+    const err = await rejection<RpcError>(d.request('tools/list'));
+    expect(err.code).to.equal(-32022);
+    expect(always.seen.map((s) => s.method)).to.deep.equal(['server/discover', 'tools/list', 'tools/list']);
   });
 
   it('keeps what it learnt of a server: the second connection sends no probe', async () => {

@@ -11,6 +11,7 @@ import {
   completable,
   createMcpHandler,
   createRequestStateCodec,
+  fromJsonSchema,
   hostHeaderValidationResponse,
   inputRequired,
   inputResponse,
@@ -67,7 +68,9 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
   tool('test_image_content', () => ({ content: [{ type: 'image', data: PNG, mimeType: 'image/png' }] }));
   tool('test_audio_content', () => ({ content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }] }));
   tool('test_embedded_resource', () => ({
-    content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
+    content: [
+      { type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } },
+    ],
   }));
   tool('test_multiple_content_types', () => ({
     content: [
@@ -103,7 +106,9 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
   tool('test_missing_capability', (_args, ctx) => {
     if (capabilitiesOf(ctx).sampling === undefined) {
       return inputRequired({
-        inputRequests: { needs_sampling: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Anything.' } }], maxTokens: 16 }) },
+        inputRequests: {
+          needs_sampling: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Anything.' } }], maxTokens: 16 }),
+        },
       });
     }
     return text('Sampling capability was declared.');
@@ -117,13 +122,49 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
     return text('Prompt list change published.');
   });
 
+  // JSON Schema 2020-12 keywords, to be listed as written (SEP-1613, SEP-2106).
+  server.registerTool(
+    'json_schema_2020_12_tool',
+    {
+      description: 'Tool with JSON Schema 2020-12 features',
+      inputSchema: fromJsonSchema({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        $defs: { address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } } },
+        properties: {
+          name: { type: 'string' },
+          address: { $ref: '#/$defs/address' },
+          contactMethod: { type: 'string', enum: ['phone', 'email'] },
+          phone: { type: 'string' },
+          email: { type: 'string' },
+        },
+        allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+        if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else keywords, not a thenable
+        then: { required: ['phone'] },
+        else: { required: ['email'] },
+        additionalProperties: false,
+      } as never) as never,
+    },
+    (async (args: unknown) => text(`JSON Schema 2020-12 tool called with: ${JSON.stringify(args)}`)) as never,
+  );
+  // A parameter mirrored into a header (SEP-2243): the server checks Mcp-Param-Region against the body.
+  tool(
+    'test_custom_header',
+    ((args: { region: string; query?: string }) => text(`${args.query ?? ''} in ${args.region}`)) as never,
+    z.object({
+      region: z.string().meta({ 'x-mcp-header': 'Region' }),
+      query: z.string().optional(),
+    }),
+  );
+
   // Server-to-client requests, written once as input_required results: the SDK runs them as real requests
   // for a 2025-era client (its legacy shim) and returns them as inputRequests to a 2026-07-28 one.
   const elicit = (key: string, message: string, requestedSchema: Record<string, unknown>, done: (content: Record<string, unknown>) => string) =>
     ((_args: never, ctx: Ctx) => {
-      const answer = inputResponse(ctx.mcpReq.inputResponses as never, key) as { kind: string; result?: { action?: string; content?: Record<string, unknown> } };
-      if (answer.kind !== 'elicitation') return inputRequired({ inputRequests: { [key]: inputRequired.elicit({ message, requestedSchema } as never) } });
-      return text(`${done(answer.result?.content ?? {})} (action=${answer.result?.action})`);
+      const answer = inputResponse(ctx.mcpReq.inputResponses as never, key) as { kind: string; action?: string; content?: Record<string, unknown> };
+      if (answer.kind !== 'elicit') return inputRequired({ inputRequests: { [key]: inputRequired.elicit({ message, requestedSchema } as never) } });
+      return text(`${done(answer.content ?? {})} (action=${answer.action})`);
     }) as never;
   tool(
     'test_sampling',
@@ -131,24 +172,27 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
       const answer = inputResponse(ctx.mcpReq.inputResponses as never, 'completion') as { kind: string; result?: { content?: { text?: string } } };
       if (answer.kind !== 'sampling') {
         return inputRequired({
-          inputRequests: { completion: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: args.prompt } }], maxTokens: 100 }) },
+          inputRequests: {
+            completion: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: args.prompt } }], maxTokens: 100 }),
+          },
         });
       }
       return text(`LLM response: ${answer.result?.content?.text ?? 'No response'}`);
     }) as never,
     z.object({ prompt: z.string() }),
   );
-  server.registerTool(
-    'test_elicitation',
-    { description: 'test elicitation', inputSchema: z.object({ message: z.string() }) },
-    ((args: { message: string }, ctx: Ctx) =>
-      (
-        elicit('response', args.message, schema({ response: { type: 'string', description: "User's response" } }, ['response']), (c) => `User response: ${JSON.stringify(c)}`) as (
-          a: unknown,
-          c: Ctx,
-        ) => unknown
-      )(args, ctx)) as never,
-  );
+  server.registerTool('test_elicitation', { description: 'test elicitation', inputSchema: z.object({ message: z.string() }) }, ((
+    args: { message: string },
+    ctx: Ctx,
+  ) =>
+    (
+      elicit(
+        'response',
+        args.message,
+        schema({ response: { type: 'string', description: "User's response" } }, ['response']),
+        (c) => `User response: ${JSON.stringify(c)}`,
+      ) as (a: unknown, c: Ctx) => unknown
+    )(args, ctx)) as never);
   tool(
     'test_elicitation_sep1034_defaults',
     elicit(
@@ -218,7 +262,8 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
   );
 
   // The multi round-trip scenarios (SEP-2322), each as its scenario describes it.
-  const askName = (message = 'What is your name?') => inputRequired.elicit({ message, requestedSchema: schema({ name: { type: 'string' } }, ['name']) } as never);
+  const askName = (message = 'What is your name?') =>
+    inputRequired.elicit({ message, requestedSchema: schema({ name: { type: 'string' } }, ['name']) } as never);
   const named = z.object({ name: z.string() });
   tool('test_input_required_result_elicitation', (_args, ctx) => {
     const answer = acceptedContent(ctx.mcpReq.inputResponses as never, 'user_name', named);
@@ -226,11 +271,17 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
     return text(`Hello, ${answer.name}!`);
   });
   tool('test_input_required_result_sampling', (_args, ctx) => {
-    const answer = inputResponse(ctx.mcpReq.inputResponses as never, 'capital_question') as { kind: string; result?: { content?: { text?: string } } };
+    const answer = inputResponse(ctx.mcpReq.inputResponses as never, 'capital_question') as {
+      kind: string;
+      result?: { content?: { text?: string } };
+    };
     if (answer.kind !== 'sampling') {
       return inputRequired({
         inputRequests: {
-          capital_question: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }], maxTokens: 100 }),
+          capital_question: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+            maxTokens: 100,
+          }),
         },
       });
     }
@@ -247,7 +298,9 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
     if (state?.kind !== 'request-state' || !answer) {
       return inputRequired({
         requestState: await codec.mint({ kind: 'request-state' }),
-        inputRequests: { confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: schema({ ok: { type: 'boolean' } }, ['ok']) } as never) },
+        inputRequests: {
+          confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: schema({ ok: { type: 'boolean' } }, ['ok']) } as never),
+        },
       });
     }
     return text(`state-ok: confirmed=${answer.ok}`);
@@ -270,7 +323,10 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
         requestState: await codec.mint({ kind: 'multiple-inputs' }),
         inputRequests: {
           user_name: askName(),
-          greeting: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 }),
+          greeting: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
+            maxTokens: 50,
+          }),
           client_roots: inputRequired.listRoots(),
         },
       });
@@ -286,7 +342,10 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
       return inputRequired({
         requestState: await codec.mint({ round: 2, name: name.name }),
         inputRequests: {
-          step2: inputRequired.elicit({ message: 'Step 2: What is your favorite color?', requestedSchema: schema({ color: { type: 'string' } }, ['color']) } as never),
+          step2: inputRequired.elicit({
+            message: 'Step 2: What is your favorite color?',
+            requestedSchema: schema({ color: { type: 'string' } }, ['color']),
+          } as never),
         },
       });
     }
@@ -299,14 +358,20 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
       requests.greeting = inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 20 });
     }
     if (declared.elicitation !== undefined) requests.user_name = askName();
-    if (Object.keys(requests).length === 0 || Object.keys(ctx.mcpReq.inputResponses ?? {}).length > 0) return text('Done with the inputs the client can give.');
+    if (Object.keys(requests).length === 0 || Object.keys(ctx.mcpReq.inputResponses ?? {}).length > 0)
+      return text('Done with the inputs the client can give.');
     return inputRequired({ inputRequests: requests as never });
   });
   tool('test_streaming_elicitation', (_args, ctx) => {
     const answer = acceptedContent(ctx.mcpReq.inputResponses as never, 'stream_input', z.object({ value: z.string() }));
     if (!answer) {
       return inputRequired({
-        inputRequests: { stream_input: inputRequired.elicit({ message: 'Provide a value.', requestedSchema: schema({ value: { type: 'string' } }, ['value']) } as never) },
+        inputRequests: {
+          stream_input: inputRequired.elicit({
+            message: 'Provide a value.',
+            requestedSchema: schema({ value: { type: 'string' } }, ['value']),
+          } as never),
+        },
       });
     }
     return text(`Received: ${answer.value}`);
@@ -324,7 +389,13 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
     new ResourceTemplate('test://template/{id}/data', { list: undefined }),
     { title: 'Resource Template', mimeType: 'application/json' },
     async (uri, variables) => ({
-      contents: [{ uri: uri.toString(), mimeType: 'application/json', text: JSON.stringify({ id: variables.id, templateTest: true, data: `Data for ID: ${variables.id}` }) }],
+      contents: [
+        {
+          uri: uri.toString(),
+          mimeType: 'application/json',
+          text: JSON.stringify({ id: variables.id, templateTest: true, data: `Data for ID: ${variables.id}` }),
+        },
+      ],
     }),
   );
   server.registerResource('watched-resource', 'test://watched-resource', { title: 'Watched Resource', mimeType: 'text/plain' }, async () => ({
@@ -340,16 +411,28 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
     {
       title: 'Prompt With Arguments',
       description: 'A prompt with required arguments',
-      argsSchema: z.object({ arg1: completable(z.string(), (value) => ['paris', 'park', 'party'].filter((v) => v.startsWith(value))), arg2: z.string() }),
+      argsSchema: z.object({
+        arg1: completable(z.string(), (value) => ['paris', 'park', 'party'].filter((v) => v.startsWith(value))),
+        arg2: z.string(),
+      }),
     },
-    async ({ arg1, arg2 }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }] }),
+    async ({ arg1, arg2 }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }],
+    }),
   );
   server.registerPrompt(
     'test_prompt_with_embedded_resource',
-    { title: 'Prompt With Embedded Resource', description: 'A prompt that includes an embedded resource', argsSchema: z.object({ resourceUri: z.string() }) },
+    {
+      title: 'Prompt With Embedded Resource',
+      description: 'A prompt that includes an embedded resource',
+      argsSchema: z.object({ resourceUri: z.string() }),
+    },
     async ({ resourceUri }) => ({
       messages: [
-        { role: 'user', content: { type: 'resource', resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+        {
+          role: 'user',
+          content: { type: 'resource', resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } },
+        },
         { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } },
       ],
     }),
@@ -360,20 +443,29 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
       { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } },
     ],
   }));
-  server.registerPrompt('test_input_required_result_prompt', { title: 'Prompt that asks first', description: 'A prompt that asks the user for context before it is built' }, (async (ctx: Ctx) => {
-    const answer = acceptedContent(ctx.mcpReq.inputResponses as never, 'user_context', z.object({ context: z.string() }));
-    if (!answer) {
-      return inputRequired({
-        inputRequests: {
-          user_context: inputRequired.elicit({ message: 'What context should the prompt use?', requestedSchema: schema({ context: { type: 'string' } }, ['context']) } as never),
-        },
-      });
-    }
-    return { messages: [{ role: 'user', content: { type: 'text', text: `Use the following context: ${answer.context}` } }] };
-  }) as never);
+  server.registerPrompt(
+    'test_input_required_result_prompt',
+    { title: 'Prompt that asks first', description: 'A prompt that asks the user for context before it is built' },
+    (async (ctx: Ctx) => {
+      const answer = acceptedContent(ctx.mcpReq.inputResponses as never, 'user_context', z.object({ context: z.string() }));
+      if (!answer) {
+        return inputRequired({
+          inputRequests: {
+            user_context: inputRequired.elicit({
+              message: 'What context should the prompt use?',
+              requestedSchema: schema({ context: { type: 'string' } }, ['context']),
+            } as never),
+          },
+        });
+      }
+      return { messages: [{ role: 'user', content: { type: 'text', text: `Use the following context: ${answer.context}` } }] };
+    }) as never,
+  );
 
   // The 2025-11-25 methods the suite still calls in that era.
-  const legacy = server.server as unknown as { setRequestHandler(method: string, handler: (request: { params: Record<string, unknown> }) => unknown): void };
+  const legacy = server.server as unknown as {
+    setRequestHandler(method: string, handler: (request: { params: Record<string, unknown> }) => unknown): void;
+  };
   legacy.setRequestHandler('resources/subscribe', () => ({}));
   legacy.setRequestHandler('resources/unsubscribe', () => ({}));
   legacy.setRequestHandler('logging/setLevel', () => ({}));
