@@ -61,7 +61,7 @@ async function main(): Promise<void> {
         ? [listed.tools?.find((t) => t.name === 'test-tool') ?? listed.tools?.[0]]
             .filter((t) => t !== undefined)
             .map((t) => ({ name: t.name, arguments: {} }))
-        : (listed.tools ?? []).map((t) => ({ name: t.name, arguments: argumentsFor(t) }));
+        : (listed.tools ?? []).map((t) => ({ name: t.name, arguments: argumentsFor(t, listed.tools ?? []) }));
     for (const call of calls) await server.request('tools/call', call);
   } finally {
     await server.close();
@@ -73,8 +73,12 @@ interface Tool {
   inputSchema?: { properties?: Record<string, { type?: string }>; required?: string[] };
 }
 
-/** Arguments a user would give a tool: a value of each required property's type. */
-function argumentsFor(tool: Tool): Record<string, unknown> {
+/**
+ * Arguments a user would give a tool: a value of each required property's type. The schema-preservation
+ * scenario's echo tool is given the inputSchema this client listed for the tool it names, as it was listed.
+ */
+function argumentsFor(tool: Tool, all: Tool[]): Record<string, unknown> {
+  if (tool.name === 'json_schema_echo') return { schema: all.find((t) => t.name === 'json_schema_2020_12_tool')?.inputSchema ?? {} };
   const args: Record<string, unknown> = {};
   const properties = tool.inputSchema?.properties ?? {};
   for (const name of tool.inputSchema?.required ?? []) {
