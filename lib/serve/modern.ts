@@ -93,11 +93,16 @@ const QUESTION_CAPABILITY: Record<string, string> = {
 /** What the bridge declares to a legacy child: the questions it can relay to a modern client as input_required. */
 const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 
-/** The HTTP status a modern error answer goes out with (the spec's: 400 for version and header errors, 404 for an unknown method). */
+/**
+ * The HTTP status a modern error answer goes out with (the spec's: 400 for version, header and capability errors
+ * and for a malformed envelope, 404 for an unknown method). The child's -32602 is a malformed envelope when its
+ * data names the envelope (as the MCP SDK's does); other -32602s (a resource not found) are answers, 200.
+ */
 function statusOf(msg: Record<string, unknown>): number {
-  const code = isObject(msg.error) ? msg.error.code : undefined;
-  if (code === -32601) return 404;
-  if (isModernError(code)) return 400;
+  const error = isObject(msg.error) ? msg.error : undefined;
+  if (error?.code === -32601) return 404;
+  if (isModernError(error?.code)) return 400;
+  if (error?.code === -32602 && isObject(error.data) && error.data.envelope !== undefined) return 400;
   return 200;
 }
 
