@@ -481,7 +481,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     const request = this.#inFlight.get(first);
     const policy = this.#remote.reconnect;
     const attempts = this.#resent.get(first) ?? 0;
-    const safe = request !== undefined && this.#harmlessTwice(request);
+    const safe = request !== undefined && policy !== false && (policy.resend === 'all' || this.#harmlessTwice(request));
     if (request === undefined || policy === false || !safe || attempts >= Math.min(RESEND_ATTEMPTS, policy.maxAttempts)) {
       this.#inFlight.delete(first);
       this.#resent.delete(first);
@@ -489,7 +489,7 @@ export class HttpChannel extends EventEmitter implements Channel {
         policy === false
           ? 'and reconnect is off'
           : !safe
-            ? `before its answer; it may have run, and it is not sent again since running it twice could do harm (${String(request?.method)})`
+            ? `before its answer; it may have run, and it is not sent again since running it twice could do harm (${String(request?.method)}; reconnect.resend: 'all' sends every request again)`
             : `${attempts + 1} times`;
       this.#undeliverable(new Set([first]), new ConnectionError('STREAM_LOST', `the response stream from "${this.name}" broke (${reason}) ${why}`));
       return;

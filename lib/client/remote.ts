@@ -21,6 +21,15 @@ export interface ReconnectOptions {
   factor?: number;
   /** Failed attempts in a row before the connection gives up (GAVE_UP). @defaultValue 8 */
   maxAttempts?: number;
+  /**
+   * Modern era: which requests whose response stream broke before their answer are sent again under a new id.
+   * `'harmless'`: those that running twice cannot hurt (reading and listing methods, and tools the server's
+   * tools/list annotated readOnlyHint or idempotentHint); any other fails with STREAM_LOST, saying it may have
+   * run, and the caller decides. `'all'`: every request, as the 2026-07-28 revision's transport page says a
+   * client MUST, accepting that a call the server had begun (a payment, a deploy) may run twice.
+   * @defaultValue 'harmless'
+   */
+  resend?: 'harmless' | 'all';
 }
 
 export interface HttpChannelOptions {
@@ -121,7 +130,10 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
     url: parsed,
     name: options.name ?? parsed.host,
     headers: { ...options.headers },
-    reconnect: options.reconnect === false ? false : { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8, ...options.reconnect },
+    reconnect:
+      options.reconnect === false
+        ? false
+        : { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8, resend: 'harmless', ...options.reconnect },
     idleMs: options.idleTimeoutMs ?? 300_000,
     maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     agent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
@@ -150,7 +162,11 @@ const clamp = (ms: number, floor: number): number => Math.min(MAX_TIMER_MS, Math
  * initialDelayMs, times factor per attempt that failed already, capped at maxDelayMs, with jitter that only
  * lengthens it (the server's retry is a floor the spec says to respect). Never past the timer maximum.
  */
-export function reconnectWait(policy: Required<ReconnectOptions>, retry: number | undefined, failures: number): number {
+export function reconnectWait(
+  policy: Required<Pick<ReconnectOptions, 'initialDelayMs' | 'maxDelayMs' | 'factor'>>,
+  retry: number | undefined,
+  failures: number,
+): number {
   const base = retry === undefined ? clamp(policy.initialDelayMs, 0) : clamp(retry, MIN_RETRY_MS);
   const grown = Math.min(policy.maxDelayMs, base * policy.factor ** failures);
   return clamp(Math.max(base, Math.round(grown * (1 + Math.random() * 0.2))), 0);

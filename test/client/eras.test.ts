@@ -317,4 +317,25 @@ describe('protocol eras over HTTP', function () {
       content: [{ type: 'text', text: 'after' }],
     });
   });
+
+  it("with reconnect.resend: 'all', sends any request again under a new id when its stream breaks, as the revision says", async () => {
+    const sdk2 = opened.add(await sdk2Http('modern'));
+    const proxy = opened.add(await cutProxy(sdk2.port));
+    const c = opened.add(
+      await connect(
+        { type: 'http', url: `http://127.0.0.1:${proxy.port}/mcp` },
+        { reconnect: { initialDelayMs: 10, maxAttempts: 8, resend: 'all' } },
+      ),
+    );
+    await c.request('tools/list');
+    const progress: number[] = [];
+    c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
+    const result = c.request('tools/call', { name: 'steps-once', arguments: { n: 4, ms: 60 }, _meta: { progressToken: 't' } });
+    for (let i = 0; i < 200 && progress.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    proxy.cut();
+    expect(await result).to.deep.include({ content: [{ type: 'text', text: '4 steps' }] });
+    const calls = sdk2.seen.filter((s) => s.headers['mcp-method'] === 'tools/call').map((s) => (JSON.parse(s.body) as { id: unknown }).id);
+    expect(calls).to.have.length(2);
+    expect(calls[0]).to.not.equal(calls[1]);
+  });
 });
