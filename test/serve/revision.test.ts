@@ -84,8 +84,9 @@ describe('serve: the 2026-07-28 revision, exactly', function () {
       { 'mcp-protocol-version': 'v9' },
     );
     expect([legacy.status, legacy.body.id, legacy.body.error?.code]).to.deep.equal([400, 1, -32022]);
-    expect((legacy.body.error?.data as { requested: string; supported: string[] }).requested).to.equal('v9');
-    expect((legacy.body.error?.data as { supported: string[] }).supported).to.include.members(['2026-07-28', '2025-11-25']);
+    const data = legacy.body.error!.data as { requested: string; supported: string[] };
+    expect(data.requested).to.equal('v9');
+    expect(data.supported).to.include.members(['2026-07-28', '2025-11-25']);
   });
 
   it("sends a modern child's own envelope refusal (-32602 naming the envelope) as 400, and its other -32602s as answers", async () => {
