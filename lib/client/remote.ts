@@ -9,7 +9,7 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
 import { AuthSession, MAX_SIGN_INS_PER_REQUEST } from './auth/session.js';
 import type { AuthOptions } from './auth/types.js';
-import { bearerChallenge } from './auth/wire.js';
+import { authChallenge } from './auth/wire.js';
 import { ConnectionError } from './errors.js';
 
 export interface ReconnectOptions {
@@ -321,8 +321,10 @@ export interface RemoteRequest {
  * docs describe under `request.reusedSocket`), so it never read the request. Only once, and never on a fresh
  * socket or when the request was destroyed here (a channel closing), where the reset says something else.
  *
- * With `auth`, every request carries the session's bearer token; a 401 (or a 403 insufficient_scope) signs in
- * (or refreshes) and the request is sent again, at most MAX_SIGN_INS_PER_REQUEST times (then AUTH_SCOPE_LOOP).
+ * With `auth`, every request carries the session's token (and for a DPoP-bound one a fresh proof, the server's
+ * nonce kept from its answers; a 401 use_dpop_nonce is sent once more with the new one); a 401 (or a 403
+ * insufficient_scope) signs in (or refreshes) and the request is sent again, at most MAX_SIGN_INS_PER_REQUEST
+ * times (then AUTH_SCOPE_LOOP).
  * Without it, a 401 is AUTH_REQUIRED with the server's challenge.
  */
 export async function remoteRequest(
@@ -332,15 +334,27 @@ export async function remoteRequest(
   track?: (req: http.ClientRequest) => void,
 ): Promise<http.IncomingMessage> {
   const auth = remote.auth;
+  const url = request.url ?? remote.url;
+  let nonceRetried = false;
   for (let signIns = 0; ; signIns++) {
     const headers = { ...request.headers };
     const sent = auth === undefined ? undefined : await auth.header();
     if (sent !== undefined) headers.authorization = sent;
+    // A DPoP-bound token goes with a fresh proof of this request (RFC 9449 §7).
+    const proof = auth?.proof(request.method, url);
+    if (proof !== undefined) headers.dpop = proof;
     const res = await sendRequest(remote, name, { ...request, headers }, track);
-    const refused =
-      res.statusCode === 401 || (res.statusCode === 403 && bearerChallenge(res.headers['www-authenticate'])?.params.error === 'insufficient_scope');
+    const fresh = proof !== undefined && auth!.noteNonce(url, res.headers['dpop-nonce']);
+    const challenge = authChallenge(res.headers['www-authenticate']);
+    // The server wants its nonce in the proof (RFC 9449 §9): once more with it, no sign-in.
+    if (res.statusCode === 401 && fresh && challenge?.params.error === 'use_dpop_nonce' && !nonceRetried) {
+      nonceRetried = true;
+      res.resume();
+      signIns--;
+      continue;
+    }
+    const refused = res.statusCode === 401 || (res.statusCode === 403 && challenge?.params.error === 'insufficient_scope');
     if (!refused) return res;
-    const challenge = bearerChallenge(res.headers['www-authenticate']);
     if (auth === undefined) {
       if (res.statusCode === 403) return res;
       res.resume();

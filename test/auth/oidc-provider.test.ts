@@ -3,6 +3,8 @@
 import { expect } from 'chai';
 import { type Connection, connect } from '../../lib/client/connection.js';
 import { memoryAuthStore } from '../../lib/client/auth/store.js';
+import type { ConnectionError } from '../../lib/client/errors.js';
+import { rejection } from '../helpers/rejection.js';
 import { browser, type OidcServer, startOidc } from '../helpers/oidc-server.js';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -62,5 +64,44 @@ describe('connect() with auth against oidc-provider', function () {
     expect(oidc.counts.refreshRefused).to.equal(0);
     // Only the very first request, before any token, was refused.
     expect(oidc.counts.unauthorized).to.equal(1);
+  });
+
+  it('signs in for DPoP-bound tokens when the server takes only those: a proof per request, both nonces honoured, refresh proven too', async () => {
+    oidc = await startOidc({ dpop: true, accessTtl: 30 });
+    const store = memoryAuthStore();
+    const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT, store } });
+    open.push(c);
+    const result = (await c.request('tools/call', { name: 'whoami', arguments: {} })) as { content: Array<{ text: string }> };
+    expect(result.content[0]!.text).to.equal('user: user-1, scope: mcp:tools');
+    await c.request('tools/list');
+    const record = (await store.get(new URL(oidc.url).href))!;
+    expect(record.tokens!.tokenType).to.equal('DPoP');
+    // The key is kept with the tokens, the private half a secret of the store like the refresh token.
+    expect(record.dpopKey).to.include.keys('d', 'x', 'y');
+    // oidc-provider bound the token to the key (cnf.jkt) and wanted its nonce: it issued the token, so it was given.
+    const token = await oidc.provider.AccessToken.find(record.tokens!.accessToken);
+    expect((token as unknown as { jkt?: string }).jkt).to.be.a('string');
+    // The MCP endpoint asked for its nonce once, then took a fresh proof on every request.
+    expect(oidc.proofs.nonceChallenges).to.equal(1);
+    expect(oidc.proofs.refused).to.deep.equal([]);
+    expect(oidc.proofs.accepted.length).to.be.at.least(2);
+    expect(new Set(oidc.proofs.accepted).size).to.equal(oidc.proofs.accepted.length);
+    // The short-lived token is refreshed before it expires: the refresh carries a proof with the same key.
+    expect(oidc.counts.refresh_token).to.be.at.least(1);
+    expect(oidc.counts.refreshRefused).to.equal(0);
+    const refreshed = await oidc.provider.AccessToken.find((await store.get(new URL(oidc.url).href))!.tokens!.accessToken);
+    expect((refreshed as unknown as { jkt?: string }).jkt).to.equal((token as unknown as { jkt?: string }).jkt);
+  });
+
+  it('sends no proof and gets bearer tokens with dpop: false, even from a provider that can bind them', async () => {
+    oidc = await startOidc({ dpop: true });
+    const store = memoryAuthStore();
+    // The MCP endpoint takes only DPoP: a bearer token is refused, and the client says so.
+    const err = await rejection<ConnectionError>(
+      connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT, store, dpop: false } }),
+    );
+    expect(err.code).to.equal('AUTH_SCOPE_LOOP');
+    expect((await store.get(new URL(oidc.url).href))?.tokens?.tokenType).to.equal('Bearer');
+    expect(oidc.proofs.accepted).to.deep.equal([]);
   });
 });

@@ -2,8 +2,10 @@
 // origin that accepts only its access tokens for the MCP URL as audience (RFC 8707). Dynamic registration, PKCE,
 // refresh-token rotation and resource indicators are oidc-provider's own. Its login and consent step approves
 // at once, for one user; the browser's part is played by `browser()`, which follows redirects and keeps cookies.
+import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { calculateJwkThumbprint, EmbeddedJWK, jwtVerify } from 'jose';
 import Provider from 'oidc-provider';
 import { answerMcp } from './oauth-server.js';
 
@@ -15,15 +17,23 @@ export interface OidcServer {
   provider: Provider;
   /** Token requests by grant type, and refresh tokens refused. */
   counts: { authorization_code: number; refresh_token: number; refreshRefused: number; authorizations: number; unauthorized: number };
+  /** With `dpop`: every proof the MCP endpoint accepted (its jti), and why it refused the others. */
+  proofs: { accepted: string[]; refused: string[]; nonceChallenges: number };
   close(): Promise<void>;
 }
 
-export async function startOidc(options: { accessTtl?: number } = {}): Promise<OidcServer> {
+/**
+ * `dpop`: the provider binds tokens to DPoP keys and wants its nonce in every proof at the token endpoint; the MCP
+ * endpoint takes only DPoP-bound tokens (challenge `DPoP`), checks each proof itself with jose (signature, typ,
+ * htm, htu, iat, ath, a jti never seen, the key the token is bound to) and wants its own nonce too.
+ */
+export async function startOidc(options: { accessTtl?: number; dpop?: boolean } = {}): Promise<OidcServer> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const mcpUrl = `${origin}/mcp`;
   const counts = { authorization_code: 0, refresh_token: 0, refreshRefused: 0, authorizations: 0, unauthorized: 0 };
+  const proofs = { accepted: [] as string[], refused: [] as string[], nonceChallenges: 0 };
   const provider = new Provider(origin, {
     clients: [],
     scopes: ['openid', 'offline_access', SCOPE],
@@ -31,6 +41,7 @@ export async function startOidc(options: { accessTtl?: number } = {}): Promise<O
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
+      dPoP: options.dpop === true ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true } : { enabled: false },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => mcpUrl,
@@ -64,7 +75,7 @@ export async function startOidc(options: { accessTtl?: number } = {}): Promise<O
       return;
     }
     if (path.startsWith('/interaction/')) return void approve(provider, req, res, counts).catch((err: Error) => res.writeHead(500).end(err.message));
-    if (path === '/mcp') return void resource(provider, mcpUrl, origin, req, res, counts);
+    if (path === '/mcp') return void resource(provider, mcpUrl, origin, req, res, counts, options.dpop === true ? proofs : undefined);
     callback(req, res);
   });
   return {
@@ -72,6 +83,7 @@ export async function startOidc(options: { accessTtl?: number } = {}): Promise<O
     url: mcpUrl,
     provider,
     counts,
+    proofs,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
@@ -92,7 +104,10 @@ async function approve(provider: Provider, req: http.IncomingMessage, res: http.
   await provider.interactionFinished(req, res, { login: { accountId: 'user-1' }, consent: { grantId } }, { mergeWithLastSubmission: false });
 }
 
-/** The MCP endpoint: a live access token of this provider whose audience is the MCP URL, else 401. */
+/** The nonce the MCP endpoint wants in DPoP proofs. */
+const RS_NONCE = 'resource-server-nonce-1';
+
+/** The MCP endpoint: a live access token of this provider whose audience is the MCP URL (with `proofs`, DPoP-bound and proven), else 401. */
 async function resource(
   provider: Provider,
   mcpUrl: string,
@@ -100,23 +115,67 @@ async function resource(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   counts: OidcServer['counts'],
+  proofs?: OidcServer['proofs'],
 ): Promise<void> {
   let body = '';
   req.setEncoding('utf8');
   for await (const chunk of req) body += chunk;
-  const presented = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  const scheme = proofs === undefined ? 'Bearer' : 'DPoP';
+  const presented = new RegExp(`^${scheme} (.+)$`).exec(req.headers.authorization ?? '')?.[1];
   const token = presented === undefined ? undefined : await provider.AccessToken.find(presented);
+  const challenge = `${scheme} resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`;
   if (token === undefined || token.isExpired || token.aud !== mcpUrl) {
     counts.unauthorized++;
-    res
-      .writeHead(401, {
-        'www-authenticate': `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
-        'content-type': 'application/json',
-      })
-      .end('{"error":"invalid_token"}');
+    res.writeHead(401, { 'www-authenticate': challenge, 'content-type': 'application/json' }).end('{"error":"invalid_token"}');
     return;
   }
+  if (proofs !== undefined) {
+    const problem = await proofProblem(req, mcpUrl, presented!, (token as unknown as { jkt?: string }).jkt, proofs.accepted);
+    if (problem === 'use_dpop_nonce') {
+      proofs.nonceChallenges++;
+      res
+        .writeHead(401, {
+          'www-authenticate': `DPoP error="use_dpop_nonce", resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`,
+          'dpop-nonce': RS_NONCE,
+        })
+        .end('{"error":"use_dpop_nonce"}');
+      return;
+    }
+    if (problem !== undefined) {
+      proofs.refused.push(problem);
+      res
+        .writeHead(401, { 'www-authenticate': `DPoP error="invalid_dpop_proof"`, 'content-type': 'application/json' })
+        .end('{"error":"invalid_dpop_proof"}');
+      return;
+    }
+  }
   answerMcp(req, res, body, `user: ${token.accountId}, scope: ${token.scope}`);
+}
+
+/** Why a request's DPoP proof does not prove it (RFC 9449 §4.3, §7.1), 'use_dpop_nonce', or undefined when it does. */
+async function proofProblem(
+  req: http.IncomingMessage,
+  url: string,
+  token: string,
+  jkt: string | undefined,
+  seen: string[],
+): Promise<string | undefined> {
+  const proof = req.headers.dpop;
+  if (typeof proof !== 'string') return 'no DPoP header';
+  try {
+    const { payload, protectedHeader } = await jwtVerify(proof, EmbeddedJWK, { typ: 'dpop+jwt', algorithms: ['ES256'] });
+    if (payload.htm !== req.method) return 'htm';
+    if (payload.htu !== url) return 'htu';
+    if (typeof payload.iat !== 'number' || Math.abs(Date.now() / 1000 - payload.iat) > 60) return 'iat';
+    if (payload.ath !== createHash('sha256').update(token).digest('base64url')) return 'ath';
+    if (typeof payload.jti !== 'string' || seen.includes(payload.jti)) return 'jti replayed';
+    if (jkt === undefined || (await calculateJwkThumbprint(protectedHeader.jwk!)) !== jkt) return 'not the key the token is bound to';
+    if (payload.nonce !== RS_NONCE) return 'use_dpop_nonce';
+    seen.push(payload.jti);
+    return undefined;
+  } catch (err) {
+    return `unverifiable: ${(err as Error).message}`;
+  }
 }
 
 /** The browser: opens the authorization URL and follows redirects, with cookies, until one goes to `redirectUri`. */

@@ -9,6 +9,7 @@ import { preview } from '../../errors.js';
 import { isLoopback } from '../../protocol/loopback.js';
 import { type AuthChallenge, ConnectionError } from '../errors.js';
 import { memoryAuthStore } from './store.js';
+import { DPOP_ALG, type DpopKey, DpopNonces, dpopKeyFor } from './dpop.js';
 import type { AuthEvent, AuthOptions, AuthRecord, AuthStore, StoredClient, StoredTokens } from './types.js';
 import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, pkcePair, randomState, signJwt } from './wire.js';
 
@@ -114,6 +115,12 @@ export function resourceAllowed(resource: string, server: URL): boolean {
   return path.startsWith(prefix);
 }
 
+/** The Authorization header value for `tokens`: the DPoP scheme for a DPoP-bound token (RFC 9449 §7.1), else Bearer. */
+function authorization(tokens: StoredTokens | undefined): string | undefined {
+  if (tokens === undefined) return undefined;
+  return `${tokens.tokenType === 'DPoP' ? 'DPoP' : 'Bearer'} ${tokens.accessToken}`;
+}
+
 /**
  * One server's sign-in state, shared by every request of its channel. `header()` gives the Authorization value
  * to send; `refused()` handles a 401 or a 403 insufficient_scope and resolves when the request may be sent again.
@@ -136,6 +143,11 @@ export class AuthSession {
   #closed = new AbortController();
   #signingIn = false;
   #waitedMs = 0;
+  /** The server asked for DPoP-bound tokens (a DPoP-only challenge, or its metadata). */
+  #dpopAsked = false;
+  /** Nonces of the authorization server (RFC 9449 §8) and of the resource server (§9), apart: they may share an origin. */
+  readonly #asNonces = new DpopNonces();
+  readonly #rsNonces = new DpopNonces();
 
   constructor(server: URL, options: AuthOptions) {
     this.#server = server;
@@ -186,8 +198,22 @@ export class AuthSession {
         await this.#refresh(fresh);
       }).catch(() => undefined);
     }
-    const now = this.#record?.tokens;
-    return now === undefined ? undefined : `Bearer ${now.accessToken}`;
+    return authorization(this.#record?.tokens);
+  }
+
+  /**
+   * The DPoP header for a request to the server (`method`, `url`), when the token is DPoP-bound: a fresh proof
+   * with the token's hash and the server's latest nonce. Undefined for a bearer token.
+   */
+  proof(method: string, url: URL): string | undefined {
+    const record = this.#record;
+    if (record?.tokens?.tokenType !== 'DPoP' || record.issuer === undefined) return undefined;
+    return dpopKeyFor(record.issuer, record.dpopKey).proof(method, url, record.tokens.accessToken, this.#rsNonces.get(url));
+  }
+
+  /** Keeps a DPoP-Nonce a response of the server gave; true when it gave one. */
+  noteNonce(url: URL, header: string | string[] | undefined): boolean {
+    return this.#rsNonces.note(url, header);
   }
 
   /**
@@ -196,9 +222,10 @@ export class AuthSession {
    */
   async refused(status: number, challenge: AuthChallenge | undefined, sent: string | undefined): Promise<void> {
     const stepUp = status === 403;
+    if (challenge?.scheme.toLowerCase() === 'dpop') this.#dpopAsked = true;
     await this.#exclusive(async () => {
       const fresh = await this.#reread();
-      const current = fresh?.tokens === undefined ? undefined : `Bearer ${fresh.tokens.accessToken}`;
+      const current = authorization(fresh?.tokens);
       // Another request, or another process sharing the store, signed in meanwhile: use its token.
       if (!stepUp && current !== undefined && current !== sent) return;
       if (!stepUp && fresh?.tokens?.refreshToken !== undefined) {
@@ -248,6 +275,7 @@ export class AuthSession {
       for (const s of record.tokens.scope?.split(' ') ?? []) if (s !== '') this.#scopes.add(s);
     }
     if (record?.client?.clientSecret !== undefined) this.#remember(record.client.clientSecret);
+    if (typeof record?.dpopKey?.d === 'string') this.#remember(record.dpopKey.d);
   }
 
   #remember(secret: string): void {
@@ -299,7 +327,9 @@ export class AuthSession {
     const body: Record<string, string> = { grant_type: 'refresh_token', refresh_token: tokens.refreshToken! };
     const resource = this.#resourceParam(record.resource);
     if (resource !== undefined) body.resource = resource;
-    const answer = await this.#tokenRequest(record.tokenEndpoint, client, body, record.issuer ?? record.tokenEndpoint);
+    // A DPoP-bound refresh token is bound to the same key (RFC 9449 §5): the refresh is proven with it.
+    const key = tokens.tokenType === 'DPoP' && record.issuer !== undefined ? dpopKeyFor(record.issuer, record.dpopKey) : undefined;
+    const answer = await this.#tokenRequest(record.tokenEndpoint, client, body, record.issuer ?? record.tokenEndpoint, key);
     if (answer.status !== 200 || answer.json === undefined) {
       const error = answer.json?.error;
       // Only these say the refresh token (or the client) is dead (RFC 6749 §5.2). Anything else (a 503, a 429, a
@@ -324,7 +354,7 @@ export class AuthSession {
         new ConnectionError('AUTH_TOKEN', `the token endpoint refused the refresh: ${oauthErrorText(answer, (text) => this.scrub(text))}`),
       );
     }
-    const fresh = this.#tokensFrom(answer, tokens.scope, tokens.refreshToken);
+    const fresh = this.#tokensFrom(answer, tokens.scope, tokens.refreshToken, key);
     await this.#save({ ...record, tokens: fresh });
     this.#event({ type: 'refreshed', expiresAt: fresh.expiresAt });
   }
@@ -397,6 +427,8 @@ export class AuthSession {
     } else {
       tokens = await this.#authorizationCode(found, record, scope, signal);
     }
+    if (tokens.tokenType === 'DPoP') record.dpopKey = dpopKeyFor(found.issuer, record.dpopKey).toJwk();
+    else delete record.dpopKey;
     await this.#save({ ...record, tokens });
     this.#event({ type: 'authorized', scope: tokens.scope, expiresAt: tokens.expiresAt });
   }
@@ -526,22 +558,47 @@ export class AuthSession {
 
   /** A token request; an answer without a usable token is AUTH_TOKEN. */
   async #grant(found: Discovery, client: StoredClient, body: Record<string, string>, scope: string | undefined): Promise<StoredTokens> {
-    const answer = await this.#tokenRequest(found.tokenEndpoint, client, body, found.issuer);
+    const key = this.#dpopKey(found);
+    const answer = await this.#tokenRequest(found.tokenEndpoint, client, body, found.issuer, key);
     if (answer.status !== 200 || answer.json === undefined) {
       throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused: ${oauthErrorText(answer, (text) => this.scrub(text))}`));
     }
-    return this.#tokensFrom(answer, scope, undefined);
+    return this.#tokensFrom(answer, scope, undefined, key);
   }
 
-  #tokensFrom(answer: AuthHttpAnswer, scope: string | undefined, previousRefresh: string | undefined): StoredTokens {
+  /** The key pair to bind this grant's tokens to (see AuthOptions.dpop), or undefined for bearer tokens. */
+  #dpopKey(found: Discovery): DpopKey | undefined {
+    const option = this.#options.dpop;
+    if (option === false || (option !== true && !this.#dpopAsked)) return undefined;
+    const algs = stringList(found.metadata?.dpop_signing_alg_values_supported);
+    if (algs?.includes(DPOP_ALG) !== true) {
+      if (!this.#dpopAsked) return undefined;
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_REQUIRED',
+          `"${this.#server.host}" takes only DPoP-bound tokens, and the authorization server ${found.issuer} does not list ${DPOP_ALG} in dpop_signing_alg_values_supported`,
+        ),
+      );
+    }
+    return dpopKeyFor(found.issuer, this.#record?.dpopKey);
+  }
+
+  #tokensFrom(answer: AuthHttpAnswer, scope: string | undefined, previousRefresh: string | undefined, key?: DpopKey): StoredTokens {
     const json = answer.json!;
     const accessToken = str(json.access_token);
     const tokenType = str(json.token_type) ?? 'Bearer';
     if (accessToken === undefined) throw this.#fail(new ConnectionError('AUTH_TOKEN', 'the token endpoint answered without an access_token'));
-    if (tokenType.toLowerCase() !== 'bearer') {
-      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint issued a ${preview(tokenType)} token; only Bearer tokens are used`));
+    // A DPoP-bound token only when a proof was sent; an authorization server may still issue a bearer one.
+    const dpop = key !== undefined && tokenType.toLowerCase() === 'dpop';
+    if (!dpop && tokenType.toLowerCase() !== 'bearer') {
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_TOKEN',
+          `the token endpoint issued a ${preview(tokenType)} token; only Bearer${key === undefined ? '' : ' and DPoP'} tokens are used`,
+        ),
+      );
     }
-    const tokens: StoredTokens = { accessToken, tokenType: 'Bearer' };
+    const tokens: StoredTokens = { accessToken, tokenType: dpop ? 'DPoP' : 'Bearer' };
     const refresh = str(json.refresh_token) ?? previousRefresh;
     if (refresh !== undefined) tokens.refreshToken = refresh;
     const expiresIn = Number(json.expires_in);
@@ -553,8 +610,25 @@ export class AuthSession {
     return tokens;
   }
 
-  /** A POST to the token endpoint with the client's authentication. */
-  #tokenRequest(endpoint: string, client: StoredClient, body: Record<string, string>, issuer: string): Promise<AuthHttpAnswer> {
+  /**
+   * A POST to the token endpoint with the client's authentication, and with `key` a DPoP proof; an answer
+   * `use_dpop_nonce` with a DPoP-Nonce (RFC 9449 §8) is sent once more with a new proof carrying it.
+   */
+  async #tokenRequest(endpoint: string, client: StoredClient, body: Record<string, string>, issuer: string, key?: DpopKey): Promise<AuthHttpAnswer> {
+    const answer = await this.#tokenPost(endpoint, client, body, issuer, key);
+    if (key === undefined) return answer;
+    const fresh = this.#asNonces.note(new URL(endpoint), answer.headers.get('dpop-nonce') ?? undefined);
+    if (answer.status !== 400 || answer.json?.error !== 'use_dpop_nonce' || !fresh) return answer;
+    return this.#tokenPost(endpoint, client, body, issuer, key);
+  }
+
+  #tokenPost(
+    endpoint: string,
+    client: StoredClient,
+    body: Record<string, string>,
+    issuer: string,
+    key: DpopKey | undefined,
+  ): Promise<AuthHttpAnswer> {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
     const form = new URLSearchParams(body);
     switch (client.authMethod) {
@@ -582,6 +656,7 @@ export class AuthSession {
       default:
         form.set('client_id', client.clientId);
     }
+    if (key !== undefined) headers.dpop = key.proof('POST', endpoint, undefined, this.#asNonces.get(endpoint));
     return authFetch(endpoint, { method: 'POST', headers, body: form.toString(), signal: this.#closed.signal });
   }
 
@@ -686,6 +761,7 @@ export class AuthSession {
       }
     }
     if (prm === undefined) return this.#legacyDiscovery(signal);
+    if (prm.dpop_bound_access_tokens_required === true) this.#dpopAsked = true;
     const resource = str(prm.resource);
     if (resource === undefined || !resourceAllowed(resource, this.#server)) {
       throw this.#fail(

@@ -82,6 +82,8 @@ export interface AuthRecord {
   tokenEndpoint?: string;
   client?: StoredClient;
   tokens?: StoredTokens;
+  /** For DPoP-bound tokens (`tokenType: 'DPoP'`): the private JWK of the key pair they are bound to. A secret. */
+  dpopKey?: import('node:crypto').JsonWebKey;
   /** When the record was last written, ms since the epoch. */
   updatedAt?: number;
 }
@@ -120,6 +122,14 @@ export interface AuthOptions {
   authorizeParams?: Record<string, string>;
   /** How long authorize() may take before the sign-in fails with AUTH_TIMEOUT. @defaultValue 300000 (5 minutes) */
   authorizeTimeoutMs?: number;
+  /**
+   * DPoP-bound tokens (RFC 9449, SEP-1932): a key pair per authorization server, a proof signed with it on every
+   * token request and every request to the server, the server's nonces honoured. `true`: whenever the
+   * authorization server lists ES256 in dpop_signing_alg_values_supported; `false`: never. By default, when the
+   * server asks for them (its challenge is `DPoP` only, or its protected resource metadata says
+   * dpop_bound_access_tokens_required); then an authorization server that cannot bind them is AUTH_REQUIRED.
+   */
+  dpop?: boolean;
   /** @defaultValue memoryAuthStore() */
   store?: AuthStore;
   onEvent?: (e: AuthEvent) => void;

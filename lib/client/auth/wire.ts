@@ -77,6 +77,12 @@ export function bearerChallenge(header: string | string[] | undefined): AuthChal
   return parseChallenges(header).find((c) => c.scheme.toLowerCase() === 'bearer');
 }
 
+/** The challenge to sign in by: the Bearer one, else a DPoP one (RFC 9449 §7.1: the server takes only DPoP-bound tokens). */
+export function authChallenge(header: string | string[] | undefined): AuthChallenge | undefined {
+  const all = parseChallenges(header);
+  return all.find((c) => c.scheme.toLowerCase() === 'bearer') ?? all.find((c) => c.scheme.toLowerCase() === 'dpop');
+}
+
 export function base64url(bytes: Buffer): string {
   return bytes.toString('base64url');
 }
