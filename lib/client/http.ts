@@ -55,6 +55,9 @@ const HARMLESS_METHODS = new Set([
   'completion/complete',
 ]);
 
+/** How long the end of a legacy handshake waits for the GET stream's answer before going on without it. */
+const GET_OPEN_WAIT_MS = 2000;
+
 /** Modern era: how many times at most a harmless request is sent again after its stream broke. */
 const RESEND_ATTEMPTS = 2;
 
@@ -256,7 +259,9 @@ export class HttpChannel extends EventEmitter implements Channel {
     const type = String(res.headers['content-type'] ?? '');
     if (res.statusCode === 202 || owed.size === 0) {
       res.resume();
-      if (isObject(msg) && msg.method === 'notifications/initialized') this.#openGetStream();
+      // The handshake ends once the GET stream is open (or refused): requests sent after it cannot race it, and
+      // what the server sends right after initialize has a stream to arrive on.
+      if (isObject(msg) && msg.method === 'notifications/initialized') await this.#openGetStream();
       return;
     }
     if (type.startsWith('text/event-stream')) {
@@ -636,12 +641,15 @@ export class HttpChannel extends EventEmitter implements Channel {
     ids.clear();
   }
 
-  /** After notifications/initialized: the stream for server-initiated messages (a 405 means there is none). */
-  #openGetStream(): void {
-    if (this.#getStream !== undefined || this.#closed) return;
+  /**
+   * After notifications/initialized: the stream for server-initiated messages (a 405 means there is none).
+   * Resolves once the server has answered the GET (or failed it), or after GET_OPEN_WAIT_MS at most.
+   */
+  #openGetStream(): Promise<void> {
+    if (this.#getStream !== undefined || this.#closed) return Promise.resolve();
     const stream = this.#newStream('get', new Set());
     this.#getStream = stream;
-    void this.#request('GET', undefined, { accept: 'text/event-stream' }).then(
+    const answered = this.#request('GET', undefined, { accept: 'text/event-stream' }).then(
       (res) => {
         // The session was renewed (or the channel closed) while this GET waited: the new one has its own.
         if (!this.#streams.has(stream)) return void res.destroy();
@@ -652,6 +660,9 @@ export class HttpChannel extends EventEmitter implements Channel {
       },
       (err: Error) => this.#scheduleResume(stream, this.scrub(redact(err.message))),
     );
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, GET_OPEN_WAIT_MS)));
+    return Promise.race([answered, waited]).finally(() => clearTimeout(timer));
   }
 
   /**
@@ -696,7 +707,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     await new Promise((resolve) => res.on('end', resolve).on('close', resolve));
     const done = await this.#request('POST', serialize({ jsonrpc: '2.0', method: 'notifications/initialized' }), {});
     done.resume();
-    this.#openGetStream();
+    await this.#openGetStream();
   }
 
   #stopStream(stream: EventStream): void {

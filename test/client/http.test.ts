@@ -76,6 +76,15 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     expect(note).to.deep.include({ method: 'notifications/tools/list_changed' });
   });
 
+  it('ends the handshake once the GET stream is answered: no request after connect() races it', async () => {
+    await start({ priming: true, delayGetMs: 300 });
+    const c = await client();
+    await echo(c, 'after the GET');
+    const call = server.seen.find((s) => s.body?.method === 'tools/call')!;
+    expect(server.getAnsweredAt).to.have.length(1);
+    expect(call.at).to.be.at.least(server.getAnsweredAt[0]!);
+  });
+
   for (const [label, body, code] of [
     ['not JSON', '{"jsonrpc":"2.0", oops', 'INVALID_JSON'],
     ['nested too deep', `{"jsonrpc":"2.0","id":2,"result":${'['.repeat(2000)}${']'.repeat(2000)}}`, 'INVALID_MESSAGE'],
@@ -146,9 +155,9 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
 
   it('backs off by the factor up to the cap, then gives up after maxAttempts and closes', async () => {
     await start({ getUnavailable: true });
-    const c = await client();
     const waits: number[] = [];
-    c.on('reconnecting', (r: { waitMs: number }) => waits.push(r.waitMs));
+    // From the start: the first GET is refused before connect() resolves (the handshake waits for its answer).
+    const c = await client({ onSpawn: (conn) => conn.on('reconnecting', (r: { waitMs: number }) => waits.push(r.waitMs)) });
     const exited = new Promise((resolve) => c.once('exit', resolve));
     await exited;
     expect(waits).to.have.length(4);

@@ -33,6 +33,8 @@ export interface Faults {
   splitBytes?: boolean;
   /** A GET (not a resume) sends its headers, then nothing. */
   stallGet?: boolean;
+  /** A GET is answered only after this long. */
+  delayGetMs?: number;
 }
 
 interface StreamLog {
@@ -56,6 +58,8 @@ export class FaultServer {
   readonly server: http.Server;
   faults: Faults;
   readonly seen: Seen[] = [];
+  /** When each GET was answered (ms since the epoch). */
+  readonly getAnsweredAt: number[] = [];
   readonly sessions = new Set<string>();
   readonly #streams = new Map<string, StreamLog>();
   readonly #open = new Set<http.ServerResponse>();
@@ -110,7 +114,11 @@ export class FaultServer {
       if (typeof session === 'string') this.sessions.delete(session);
       return void res.writeHead(200).end();
     }
-    if (req.method === 'GET') return this.#get(req, res);
+    if (req.method === 'GET') {
+      if (this.faults.delayGetMs !== undefined) await new Promise((resolve) => setTimeout(resolve, this.faults.delayGetMs));
+      this.getAnsweredAt.push(Date.now());
+      return this.#get(req, res);
+    }
     if (req.method !== 'POST' || body === undefined) return void res.writeHead(405).end();
     if (typeof body.method === 'string' && body.id === undefined) return void res.writeHead(202).end();
     if (body.method === undefined) return void res.writeHead(202).end();
