@@ -36,9 +36,16 @@ function authFor(scenario: string, context: Record<string, string>): AuthOptions
         },
       };
     case 'auth/cross-app-access-complete-flow':
+    case 'auth/enterprise-managed-authorization':
       return {
         client: { clientId: context.client_id!, clientSecret: context.client_secret!, authMethod: 'client_secret_basic' },
         grant: crossAppAccess({ idpTokenEndpoint: context.idp_token_endpoint!, idToken: context.idp_id_token!, idpClientId: context.idp_client_id! }),
+      };
+    case 'auth/wif-jwt-bearer':
+      // Workload identity federation (SEP-1933): the platform's workload token is the jwt-bearer assertion.
+      return {
+        client: { clientId: context.client_id!, authMethod: 'none' },
+        grant: { type: 'jwt-bearer', assertion: async () => context.valid_jwt! },
       };
     default:
       return base;

@@ -55,8 +55,11 @@ const HARMLESS_METHODS = new Set([
   'completion/complete',
 ]);
 
-/** How long the end of a legacy handshake waits for the GET stream's answer before going on without it. */
-const GET_OPEN_WAIT_MS = 2000;
+/**
+ * How long the end of a legacy handshake waits for the GET stream's answer before going on without it: a server
+ * that sends the stream's headers only with its first event costs this once per session.
+ */
+const GET_OPEN_WAIT_MS = 500;
 
 /** Modern era: how many times at most a harmless request is sent again after its stream broke. */
 const RESEND_ATTEMPTS = 2;

@@ -172,6 +172,8 @@ export class FaultServer {
     const log: StreamLog = { id: `s${this.#next++}`, events: [], res, done: false, dropped: false };
     this.#streams.set(log.id, log);
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    // At once, as the MCP SDK's server and serve do: a client learns the stream is open before any event.
+    res.flushHeaders();
     this.#track(res);
     if (this.faults.retryMs !== undefined) this.#write(res, `retry: ${this.faults.retryMs}\n\n`);
     if (this.faults.priming) this.#record(log, '');

@@ -69,6 +69,14 @@ describe('serve: the 2026-07-28 revision, exactly', function () {
     // The body names a version the header does not: HeaderMismatch, before any version question.
     const mismatch = await post(url, { id: 'd', method: 'tools/list', params: { _meta: { ...META, [VERSION]: 'v999.0.0' } } });
     expect([mismatch.status, mismatch.body.id, mismatch.body.error?.code]).to.deep.equal([400, 'd', -32020]);
+    // A Base64 form that is not padded, canonical Base64 is refused in Mcp-Name as in Mcp-Param-*.
+    const unpadded = await post(
+      url,
+      { id: 'n', method: 'tools/call', params: { _meta: META, name: 'zh', arguments: {} } },
+      { 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': '=?base64?emg?=' },
+    );
+    expect([unpadded.status, unpadded.body.id, unpadded.body.error?.code]).to.deep.equal([400, 'n', -32020]);
+    expect(unpadded.body.error?.message).to.include('malformed');
     // Both name one serve does not speak: UnsupportedProtocolVersion, with what is supported and what was asked.
     const future = await post(
       url,
