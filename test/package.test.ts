@@ -216,6 +216,23 @@ function typechecks(project: string): void {
   }
 }
 
+/** Every module a file's static imports reach (a dynamic import() is not followed). */
+function reachedFrom(start: string): Set<string> {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    if (!file.startsWith('/')) return;
+    const text = readFileSync(file, 'utf8');
+    for (const [, spec] of text.matchAll(/^(?:import|export)\s[^;]*?from\s*'([^']+)'|^import\s*'([^']+)'/gm)) {
+      if (spec === undefined) continue;
+      visit(spec.startsWith('.') ? join(dirname(file), spec) : spec);
+    }
+  };
+  visit(start);
+  return seen;
+}
+
 describe('the package', () => {
   for (const [specifier, entry] of Object.entries(ENTRY_POINTS)) {
     const { file, names } = entry;
@@ -237,46 +254,57 @@ describe('the package', () => {
     expect(typings).to.not.match(/\binitialize\(options/);
   });
 
-  it('has imports that point down the layers only', () => {
+  it('has imports that point down the layers only, and no import circle', () => {
     // Lower number, lower layer. A file may import its own layer and the ones below.
     const layerOf = (path: string): number => {
-      if (path.startsWith('cli/')) return 5;
-      if (path.startsWith('cassette/') || path.startsWith('sdk/') || path.startsWith('serve/')) return 4;
+      if (path.startsWith('cli/')) return 6;
+      if (path.startsWith('serve/')) return 5;
+      if (path.startsWith('cassette/') || path.startsWith('sdk/')) return 4;
       if (path.startsWith('client/')) return 3;
       if (path === 'streams.ts' || path === 'index.ts') return 2;
-      if (path.startsWith('framings/')) return 1;
-      return 0; // errors, jsonrpc, json-position, version
+      if (path.startsWith('framings/') || path.startsWith('protocol/')) return 1;
+      return 0; // errors, jsonrpc, json-position, version, debug
     };
     const files = (readdirSync(`${ROOT}lib`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
     const upward: string[] = [];
+    const edges = new Map<string, string[]>();
     for (const file of files) {
       const text = readFileSync(`${ROOT}lib/${file}`, 'utf8');
+      const targets: string[] = [];
       for (const [, spec] of text.matchAll(/from '(\.{1,2}\/[^']+)'/g)) {
         const target = relative(`${ROOT}lib`, join(dirname(`${ROOT}lib/${file}`), spec!)).replace(/\.js$/, '.ts');
+        targets.push(target);
         if (layerOf(target) > layerOf(file) || (target === 'index.ts' && file !== 'index.ts')) upward.push(`${file} -> ${target}`);
       }
+      edges.set(file, targets);
     }
     expect(files.length).to.be.greaterThan(20);
     expect(upward).to.deep.equal([]);
+    // A depth-first walk: a module met again while it is still being walked closes a circle.
+    const circles: string[] = [];
+    const state = new Map<string, 'walking' | 'done'>();
+    const walk = (file: string, path: string[]): void => {
+      if (state.get(file) === 'done') return;
+      if (state.get(file) === 'walking') return void circles.push([...path.slice(path.indexOf(file)), file].join(' -> '));
+      state.set(file, 'walking');
+      for (const target of edges.get(file) ?? []) walk(target, [...path, file]);
+      state.set(file, 'done');
+    };
+    for (const file of files) walk(file, []);
+    expect(circles).to.deep.equal([]);
+  });
+
+  it('loads no sign-in code for mcp-frame/serve: the authorization flow is a dynamic import', () => {
+    const modules = [...reachedFrom(`${ROOT}dist/lib/serve/index.js`)];
+    expect(modules.some((m) => m.endsWith('/client/stdio.js'))).to.equal(true);
+    expect(modules.filter((m) => m.includes('/client/auth/'))).to.deep.equal([]);
+    expect(readFileSync(`${ROOT}dist/lib/client/sign-in.js`, 'utf8')).to.include("import('./auth/session.js')");
+    // A client that signs in still gets the flow.
+    expect([...reachedFrom(`${ROOT}dist/lib/client/auth/session.js`)].some((m) => m.endsWith('/client/auth/dpop.js'))).to.equal(true);
   });
 
   it('loads the Redis client only for serve --store: no static import reaches it from any entry point or the bin', () => {
-    /** Every module a file's static imports reach (a dynamic import() is not followed). */
-    const reached = (start: string): Set<string> => {
-      const seen = new Set<string>();
-      const visit = (file: string): void => {
-        if (seen.has(file)) return;
-        seen.add(file);
-        if (!file.startsWith('/')) return;
-        const text = readFileSync(file, 'utf8');
-        for (const [, spec] of text.matchAll(/^(?:import|export)\s[^;]*?from\s*'([^']+)'|^import\s*'([^']+)'/gm)) {
-          if (spec === undefined) continue;
-          visit(spec.startsWith('.') ? join(dirname(file), spec) : spec);
-        }
-      };
-      visit(start);
-      return seen;
-    };
+    const reached = reachedFrom;
     const store = reached(`${ROOT}dist/lib/serve/redis-store.js`);
     expect(store.has('@redis/client')).to.equal(true);
     for (const entry of ['index.js', 'client/index.js', 'serve/index.js', 'cli/main.js']) {

@@ -9,7 +9,7 @@ import { fileAuthStore } from '../client/auth/store.js';
 import type { AuthEvent, AuthOptions, AuthRecord } from '../client/auth/types.js';
 import { isStdioServer, type RemoteServerConfig, type ServerConfig } from '../client/config.js';
 import { printable, safeLine } from '../errors.js';
-import { serverEntry } from './call.js';
+import { serverEntry } from './entry.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger, writeStdout } from './io.js';
 
 /** The flags every command that may sign in takes. */

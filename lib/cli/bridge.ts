@@ -1,19 +1,19 @@
 import { pipeline } from 'node:stream/promises';
-import { loadConfig, type RemoteServerConfig, serverNamed } from '../client/config.js';
+import type { RemoteServerConfig } from '../client/config.js';
 import type { Connection } from '../client/connection.js';
 import { ConnectionError } from '../client/errors.js';
 import { HttpChannel, type ReconnectOptions } from '../client/http.js';
-import { META_PROTOCOL_VERSION, pickModernVersion } from '../client/modern.js';
+import { META_PROTOCOL_VERSION, pickModernVersion } from '../protocol/modern.js';
 import { SseChannel } from '../client/sse.js';
 import { isObject } from '../jsonrpc.js';
 import { type FrameError, safeLine } from '../errors.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { headersOf } from './call.js';
-import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
+import { headersOf, serverEntry } from './entry.js';
+import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
 
-export const USAGE = `usage: mcp-frame bridge <server> [--config path]
+export const USAGE = `usage: mcp-frame bridge <server> [--config path] [--input id=value]
        mcp-frame bridge --url <url> [--header 'Name: value']... [--header-env Name=VAR]...
 a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
@@ -50,7 +50,8 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   const { values, positionals } = parseOptions(
     args,
     {
-      config: { type: 'string', default: '.mcp.json' },
+      config: { type: 'string' },
+      input: { type: 'string', multiple: true },
       url: { type: 'string' },
       header: { type: 'string', multiple: true },
       'header-env': { type: 'string', multiple: true },
@@ -68,11 +69,17 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   }
   const [name, ...extra] = positionals;
   if (name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
-  const config = await loadConfig(values.config as string, { server: name }).catch((err: Error) => {
-    throw new CliError(err.message, EXIT.config);
-  });
-  const entry = serverNamed(config, name);
-  if (entry === undefined) throw new CliError(`no server "${name}" in ${String(values.config)}`, EXIT.config);
+  // The config a host would find (./.mcp.json, then ./.vscode/mcp.json), as `call` reads it, `--input` included.
+  const entry = await serverEntry(
+    {
+      server: name,
+      command: undefined,
+      env: {},
+      config: values.config as string | undefined,
+      inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+    },
+    'bridge',
+  );
   if (entry.type !== 'http' && entry.type !== 'sse')
     throw new CliError(`server "${name}" is not a remote server (type "${entry.type ?? 'stdio'}")`, EXIT.config);
   return { name, url: entry.url, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };

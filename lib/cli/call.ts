@@ -1,21 +1,13 @@
 import { isObject } from '../jsonrpc.js';
 import { basename } from 'node:path';
-import {
-  ConfigError,
-  configServerNames,
-  findConfig,
-  listNames,
-  parseConfig,
-  readConfigText,
-  type ServerConfig,
-  serverNamed,
-} from '../client/config.js';
+import { listNames } from '../client/config.js';
 import { type Connection, connect, type FrameTrace, RpcError } from '../client/connection.js';
 import { ConnectionError } from '../client/errors.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
+import { headersOf, serverEntry } from './entry.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
 
 export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
@@ -123,30 +115,6 @@ function parseToolArgs(list: string[] | undefined, method: string | undefined, p
     seen.add(key);
   }
   return keyValues(list, '--arg', USAGE);
-}
-
-/**
- * `--header 'Name: value'` and `--header-env Name=VAR` (the value from the environment, so that it is in no argv),
- * for `call --url` and `bridge`.
- */
-export function headersOf(
-  lines: string[] | undefined,
-  fromEnv: string[] | undefined,
-  usage: string,
-  env: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const line of lines ?? []) {
-    const colon = line.indexOf(':');
-    if (colon <= 0) throw new CliError(`--header takes 'Name: value', got ${JSON.stringify(line.slice(0, 40))}\n${usage}`, EXIT.usage);
-    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
-  }
-  for (const [name, variable] of Object.entries(keyValues(fromEnv, '--header-env', usage))) {
-    const value = env[variable];
-    if (value === undefined || value === '') throw new CliError(`--header-env ${name}=${variable}: variable ${variable} is not set`, EXIT.config);
-    headers[name] = value;
-  }
-  return headers;
 }
 
 /**
@@ -308,45 +276,6 @@ async function readArgFiles(texts: Record<string, string>): Promise<Record<strin
 async function readParams(from: string): Promise<unknown> {
   const text = await readInput(from === '-' ? '-' : from.slice(1), 'params');
   return parseParams(text.trim());
-}
-
-/**
- * The entry of the server asked for: `-- <command>` as given, or from --config or the config a host would
- * find (`./.mcp.json`, then `./.vscode/mcp.json`, said on stderr). Only that entry is read: a variable another
- * entry needs does not stop this one.
- */
-export async function serverEntry(
-  opts: Pick<CallArgs, 'command' | 'env' | 'server' | 'config' | 'inputs'> & { url?: string; headers?: Record<string, string>; json?: boolean },
-  who = 'call',
-): Promise<ServerConfig> {
-  if (opts.command !== undefined) {
-    const [command, ...args] = opts.command;
-    return { command: command!, args, env: opts.env };
-  }
-  if (opts.url !== undefined) {
-    try {
-      new URL(opts.url);
-    } catch {
-      throw new CliError(`--url is not a URL: ${JSON.stringify(opts.url.slice(0, 80))}`, EXIT.usage);
-    }
-    return {
-      type: 'http',
-      url: opts.url,
-      ...(opts.headers === undefined || Object.keys(opts.headers).length === 0 ? {} : { headers: opts.headers }),
-    };
-  }
-  const name = opts.server!;
-  const path = opts.config ?? (await findConfig());
-  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
-  if (opts.config === undefined && opts.json !== true) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
-  try {
-    const text = await readConfigText(path);
-    const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
-    if (entry === undefined) throw new CliError(`no server "${name}" in ${path}; it has: ${listNames(configServerNames(text, path))}`, EXIT.config);
-    return entry;
-  } catch (err) {
-    throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
-  }
 }
 
 /** Listeners that print what a host shows: stray output always, and with --trace frames, stderr, reconnections. */

@@ -2,12 +2,13 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { CassetteWriter } from '../cassette/cassette.js';
-import { isStdioServer, loadConfig, serverNamed } from '../client/config.js';
+import { isStdioServer } from '../client/config.js';
 import { serverEnv } from '../client/stdio.js';
-import { CliError, EXIT, parseOptions } from './io.js';
+import { serverEntry } from './entry.js';
+import { CliError, EXIT, keyValues, parseOptions } from './io.js';
 
 export const USAGE = `usage: mcp-frame record --out <cassette> [--no-redact] -- <command> [args...]
-       mcp-frame record --out <cassette> [--no-redact] --config <path> <server>`;
+       mcp-frame record --out <cassette> [--no-redact] [--config <path>] [--input id=value] <server>`;
 
 interface RecordArgs {
   out: string;
@@ -24,7 +25,12 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
   const own = dash === -1 ? args : args.slice(0, dash);
   const { values, positionals } = parseOptions(
     own,
-    { out: { type: 'string' }, config: { type: 'string' }, 'no-redact': { type: 'boolean', default: false } },
+    {
+      out: { type: 'string' },
+      config: { type: 'string' },
+      input: { type: 'string', multiple: true },
+      'no-redact': { type: 'boolean', default: false },
+    },
     USAGE,
   );
   const out = values.out as string | undefined;
@@ -36,15 +42,20 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
     // A host starts this in place of the server, with the environment it means the server to have.
     return { out, command, args: rest, env: process.env, cwd: undefined, redact };
   }
-  const config = values.config as string | undefined;
   const [name, ...extra] = positionals;
-  if (config === undefined || name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
-  const loaded = await loadConfig(config, { server: name }).catch((err: Error) => {
-    throw new CliError(err.message, EXIT.config);
-  });
-  const server = serverNamed(loaded, name);
-  if (server === undefined) throw new CliError(`no server "${name}" in ${config}`, EXIT.config);
-  if (!isStdioServer(server)) throw new CliError(`server "${name}" in ${config} is not a stdio server`, EXIT.config);
+  if (name === undefined || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
+  // The config a host would find, as `call` reads it.
+  const server = await serverEntry(
+    {
+      server: name,
+      command: undefined,
+      env: {},
+      config: values.config as string | undefined,
+      inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+    },
+    'record',
+  );
+  if (!isStdioServer(server)) throw new CliError(`server "${name}" is not a stdio server`, EXIT.config);
   // As `call` and connect() start it: the safe default environment plus the entry's own.
   return { out, command: server.command, args: server.args ?? [], env: serverEnv(server), cwd: server.cwd, redact };
 }

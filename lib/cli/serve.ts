@@ -4,7 +4,7 @@ import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
 import { type ServeOptions, serve } from '../serve/serve.js';
-import { serverEntry } from './call.js';
+import { serverEntry } from './entry.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]

@@ -8,9 +8,10 @@ import { jsonRpcProblem, isObject } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { forwardWhenListened, type Channel, type Direction } from './channel.js';
 import { ConfigError, isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from './config.js';
-import { memoryAuthStore } from './auth/store.js';
 import type { AuthOptions } from './auth/types.js';
+import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
 import { listPages } from '../protocol/paging.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { HttpChannel, type ReconnectOptions } from './http.js';
 import {
@@ -23,16 +24,13 @@ import {
   type ProtocolEra,
   withModernMeta,
   META_SUBSCRIPTION_ID,
-} from './modern.js';
+} from '../protocol/modern.js';
 import { openSocket } from './socket.js';
 import { SseChannel } from './sse.js';
 import { StdioChannel, type StdioOptions } from './stdio.js';
 
-/** The MCP protocol version asked for by default: the newest revision with the initialize handshake. */
-export const LATEST_PROTOCOL_VERSION = '2025-11-25';
-
-/** The handshake revisions this client speaks; a server may answer any of them to a request for the latest. */
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+export { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS };
+export type { ListenFilter };
 
 /** A JSON-RPC error response, as a rejection: the response's code, message and data. */
 export class RpcError extends Error {
@@ -135,55 +133,10 @@ export interface FrameTrace {
   preview: string;
 }
 
-/** What a listen() asks for: list changes by kind, and updates of resources by URI. */
-export interface ListenFilter {
-  toolsListChanged?: boolean;
-  promptsListChanged?: boolean;
-  resourcesListChanged?: boolean;
-  resourceSubscriptions?: string[];
-}
-
 /** An open listen(): what the server agreed to send, and how to stop. */
 export interface Subscription {
   acknowledged: ListenFilter;
   close(): Promise<void>;
-}
-
-/** Whether a notification is one that `filter` asks for. */
-export function wantedBy(filter: ListenFilter, msg: Record<string, unknown>): boolean {
-  switch (msg.method) {
-    case 'notifications/tools/list_changed':
-      return filter.toolsListChanged === true;
-    case 'notifications/prompts/list_changed':
-      return filter.promptsListChanged === true;
-    case 'notifications/resources/list_changed':
-      return filter.resourcesListChanged === true;
-    case 'notifications/resources/updated': {
-      const uri = isObject(msg.params) ? msg.params.uri : undefined;
-      return typeof uri === 'string' && (filter.resourceSubscriptions ?? []).includes(uri);
-    }
-    default:
-      return false;
-  }
-}
-
-/**
- * What a legacy server can give of a listen `filter`, by the capabilities its initialize result declared: the
- * list changes it says it notifies, and resource updates when it takes resources/subscribe.
- */
-export function legacyAgreed(filter: ListenFilter, capabilities: unknown): ListenFilter {
-  const declared = isObject(capabilities) ? capabilities : {};
-  const has = (kind: string, flag: string): boolean => isObject(declared[kind]) && (declared[kind] as Json)[flag] === true;
-  const agreed: ListenFilter = {};
-  if (filter.toolsListChanged === true && has('tools', 'listChanged')) agreed.toolsListChanged = true;
-  if (filter.promptsListChanged === true && has('prompts', 'listChanged')) agreed.promptsListChanged = true;
-  if (filter.resourcesListChanged === true && has('resources', 'listChanged')) agreed.resourcesListChanged = true;
-  const uris =
-    has('resources', 'subscribe') && Array.isArray(filter.resourceSubscriptions)
-      ? filter.resourceSubscriptions.filter((u) => typeof u === 'string')
-      : [];
-  if (uris.length > 0) agreed.resourceSubscriptions = [...new Set(uris)];
-  return agreed;
 }
 
 /** How many times a modern request may come back `input_required` before the client gives up. */
@@ -874,8 +827,12 @@ export class Connection extends EventEmitter {
  */
 export async function connect(server: ServerConfig, options: ConnectOptions = {}): Promise<Connection> {
   server = entryOf(server);
-  // One store for both transports tried: a sign-in on Streamable HTTP serves the SSE fallback too.
-  if (options.auth !== undefined && options.auth.store === undefined) options = { ...options, auth: { ...options.auth, store: memoryAuthStore() } };
+  // One store for every channel connect() tries (the SSE fallback reuses what the first one signed in for);
+  // loaded only when signing in is asked for.
+  if (options.auth !== undefined && options.auth.store === undefined) {
+    const { memoryAuthStore } = await import('./auth/store.js');
+    options = { ...options, auth: { ...options.auth, store: memoryAuthStore() } };
+  }
   const channel = await openChannel(server, options);
   const key = eraKey(server);
   if (server.type !== 'http' || (options.protocolVersion ?? 'auto') !== 'auto') return connectOver(channel, options, key);

@@ -1,6 +1,9 @@
 /*
  * The client's errors: ConnectionError, thrown by connect(), Connection and the channels under it.
  */
+import type { AuthChallenge } from '../protocol/www-authenticate.js';
+
+export type { AuthChallenge };
 
 /** Why a connection to a server failed or ended. Branch on `code`. */
 export type ConnectionErrorCode =
@@ -56,13 +59,6 @@ export type ConnectionErrorCode =
   | 'AUTH_TOKEN'
   /** The token endpoint could not refresh now (a 5xx, a 429, no OAuth error): the tokens are kept, with `status`. */
   | 'AUTH_UNAVAILABLE';
-
-/** A parsed `WWW-Authenticate: Bearer` challenge. */
-export interface AuthChallenge {
-  scheme: string;
-  /** The challenge's parameters (`resource_metadata`, `scope`, `error`, `error_description`, `realm`), lower-cased keys. */
-  params: Record<string, string>;
-}
 
 export class ConnectionError extends Error {
   override readonly name = 'ConnectionError';

@@ -14,10 +14,10 @@ import { decodeUtf8 } from '../framings/bytes.js';
 import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
 import { problemOf, serialize, tryParse } from '../framings/json.js';
 import type { Channel } from './channel.js';
-import type { AuthSession } from './auth/session.js';
+import type { SignIn } from './sign-in.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
-import { META_SUBSCRIPTION_ID, modernHeaders, type ProtocolEra } from './modern.js';
-import { type ParamHeader, paramHeaderValues, scanParamHeaders } from './param-headers.js';
+import { META_SUBSCRIPTION_ID, modernHeaders, type ProtocolEra } from '../protocol/modern.js';
+import { type ParamHeader, paramHeaderValues, scanParamHeaders } from '../protocol/param-headers.js';
 import {
   type HttpChannelOptions,
   ownCopy,
@@ -25,12 +25,12 @@ import {
   RecentIds,
   scrubFrameError,
   type RemoteSettings,
-  readCapped,
   readEventStream,
   reconnectWait,
   remoteRequest,
   remoteSettings,
 } from './remote.js';
+import { readCapped } from '../protocol/body.js';
 
 export type { HttpChannelOptions, ReconnectOptions } from './remote.js';
 
@@ -162,7 +162,7 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   /** The sign-in, when `auth` was given: whether it waits for the user, and how long it has. */
-  get signIn(): AuthSession | undefined {
+  get signIn(): SignIn | undefined {
     return this.#remote.auth;
   }
 

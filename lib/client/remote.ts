@@ -7,9 +7,9 @@ import { FrameError, redact } from '../errors.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
-import { AuthSession, MAX_SIGN_INS_PER_REQUEST } from './auth/session.js';
 import type { AuthOptions } from './auth/types.js';
-import { authChallenge } from './auth/wire.js';
+import { authChallenge } from '../protocol/www-authenticate.js';
+import { MAX_SIGN_INS_PER_REQUEST, SignIn } from './sign-in.js';
 import { ConnectionError } from './errors.js';
 
 export interface ReconnectOptions {
@@ -78,7 +78,7 @@ export interface RemoteSettings {
   /** Replaces each configured secret (see configuredSecrets) and token in server text before it reaches an error, trace or log. */
   scrub: (text: string) => string;
   /** The sign-in state, when `auth` was given. */
-  auth: AuthSession | undefined;
+  auth: SignIn | undefined;
 }
 
 /**
@@ -125,7 +125,7 @@ export function scrubFrameError(error: FrameError, scrub: (text: string) => stri
 export function remoteSettings(url: string | URL, options: HttpChannelOptions): RemoteSettings {
   const parsed = new URL(url);
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`not an http(s) URL: ${parsed.protocol}`);
-  const auth = options.auth === undefined ? undefined : new AuthSession(parsed, options.auth);
+  const auth = options.auth === undefined ? undefined : new SignIn(parsed, options.auth);
   return {
     url: parsed,
     name: options.name ?? parsed.host,
@@ -143,7 +143,7 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
   };
 }
 
-function withAuth(scrub: (text: string) => string, auth: AuthSession | undefined): (text: string) => string {
+function withAuth(scrub: (text: string) => string, auth: SignIn | undefined): (text: string) => string {
   return auth === undefined ? scrub : (text) => auth.scrub(scrub(text));
 }
 
@@ -170,36 +170,6 @@ export function reconnectWait(
   const base = retry === undefined ? clamp(policy.initialDelayMs, 0) : clamp(retry, MIN_RETRY_MS);
   const grown = Math.min(policy.maxDelayMs, base * policy.factor ** failures);
   return clamp(Math.max(base, Math.round(grown * (1 + Math.random() * 0.2))), 0);
-}
-
-/**
- * A body read to its end, or until it passes `cap` bytes: then reading stops (the stream is paused, not
- * destroyed, so that a server can still answer on the connection) and `over` is true. Rejects when the body
- * is cut off before its end.
- */
-export function readCapped(stream: NodeJS.ReadableStream, cap: number): Promise<{ body: Buffer; over: boolean }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: { body: Buffer; over: boolean } | Error): void => {
-      if (settled) return;
-      settled = true;
-      stream.off('data', onData);
-      if (result instanceof Error) reject(result);
-      else resolve(result);
-    };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size <= cap) return void chunks.push(chunk);
-      stream.pause();
-      settle({ body: Buffer.concat(chunks), over: true });
-    };
-    stream.on('data', onData);
-    stream.once('end', () => settle({ body: Buffer.concat(chunks), over: false }));
-    stream.once('error', (err: Error) => settle(err));
-    stream.once('close', () => settle(new Error('the body was cut off before its end')));
-  });
 }
 
 /**

@@ -10,20 +10,20 @@ import { debug, debugFrameError } from '../debug.js';
 import type { FramedEvent } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import type { Channel } from './channel.js';
-import type { AuthSession } from './auth/session.js';
+import type { SignIn } from './sign-in.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import {
   type HttpChannelOptions,
   MAX_TIMER_MS,
   PREVIEW_BODY_BYTES,
   type RemoteSettings,
-  readCapped,
   readEventStream,
   reconnectWait,
   remoteRequest,
   remoteSettings,
   scrubFrameError,
 } from './remote.js';
+import { readCapped } from '../protocol/body.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
@@ -63,7 +63,7 @@ export class SseChannel extends EventEmitter implements Channel {
   }
 
   /** The sign-in, when `auth` was given: whether it waits for the user, and how long it has. */
-  get signIn(): AuthSession | undefined {
+  get signIn(): SignIn | undefined {
     return this.#remote.auth;
   }
 

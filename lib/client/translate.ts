@@ -7,16 +7,10 @@
  * server's notifications (progress, log messages) flow back as they are.
  */
 import type { Channel } from './channel.js';
-import {
-  type Connection,
-  connectOver,
-  LATEST_PROTOCOL_VERSION,
-  type ListenFilter,
-  RpcError,
-  type Subscription,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from './connection.js';
-import { META_SUBSCRIPTION_ID, pickModernVersion } from './modern.js';
+import { type Connection, connectOver, RpcError, type Subscription } from './connection.js';
+import type { ListenFilter } from '../protocol/listen.js';
+import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import { META_SUBSCRIPTION_ID, pickModernVersion } from '../protocol/modern.js';
 import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
 

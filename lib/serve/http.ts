@@ -4,9 +4,9 @@
  * one log line.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../client/connection.js';
-import { readCapped } from '../client/remote.js';
-import { envelopeProblem, headerMismatch, isEnvelopeRequest, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../client/modern.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import { readCapped } from '../protocol/body.js';
+import { envelopeProblem, headerMismatch, isEnvelopeRequest, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../protocol/modern.js';
 import { safeLine } from '../errors.js';
 import { requestTarget } from '../protocol/target.js';
 import { decodeUtf8 } from '../framings/bytes.js';

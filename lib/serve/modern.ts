@@ -22,8 +22,9 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { LATEST_PROTOCOL_VERSION, type ListenFilter, legacyAgreed, wantedBy } from '../client/connection.js';
-import { type ParamHeader, scanParamHeaders } from '../client/param-headers.js';
+import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
+import { LATEST_PROTOCOL_VERSION } from '../protocol/versions.js';
+import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
 import {
   decodeHeaderValue,
   isModernError,
@@ -34,7 +35,7 @@ import {
   META_PROTOCOL_VERSION,
   META_SUBSCRIPTION_ID,
   MODERN_PROTOCOL_VERSIONS,
-} from '../client/modern.js';
+} from '../protocol/modern.js';
 import { listPages } from '../protocol/paging.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';

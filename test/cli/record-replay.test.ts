@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCassette } from '../../lib/cassette/cassette.js';
@@ -117,6 +117,24 @@ describe('mcp-frame record and replay', function () {
     expect(r.stdout).to.equal(frame({ jsonrpc: '2.0', id: 1, result: {} }));
     expect(parseCassette(readFileSync(out, 'utf8')).map((e) => e.from)).to.deep.equal(['client', 'server']);
 
+    // Without --config, the config a host would find, as `call` finds it: ./.mcp.json, then ./.vscode/mcp.json,
+    // with ${input:...} values from --input.
+    const project = join(dir, 'project');
+    mkdirSync(join(project, '.vscode'), { recursive: true });
+    writeFileSync(
+      join(project, '.vscode/mcp.json'),
+      JSON.stringify({
+        inputs: [{ id: 'script', type: 'promptString' }],
+        servers: { demo: { command: process.execPath, args: ['${input:script}'] } },
+      }),
+    );
+    const found = await cli(['record', '--out', join(dir, 'found.cassette'), '--input', `script=${ROOT}dist/examples/server.js`, 'demo'], {
+      cwd: project,
+      stdin: frame({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    expect(found.code, found.stderr).to.equal(0);
+    expect(found.stdout).to.equal(frame({ jsonrpc: '2.0', id: 1, result: {} }));
+    expect(found.stderr).to.include('using .vscode/mcp.json');
     expect((await cli(['record', '--', 'x'])).code).to.equal(2);
     const missing = await cli(['record', '--out', join(dir, 'x.cassette'), '--', 'no-such-command-xyz']);
     expect(missing.code).to.equal(1);

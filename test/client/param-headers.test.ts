@@ -3,7 +3,7 @@
 // break the rules left out of tools/list; a HeaderMismatch answered by reading the tool list again, once.
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connection.js';
-import { paramHeaderValues, scanParamHeaders } from '../../lib/client/param-headers.js';
+import { paramHeaderValues, scanParamHeaders } from '../../lib/protocol/param-headers.js';
 import { hostile, json } from '../helpers/hostile-http.js';
 import { sdk2Http } from '../helpers/sdk2.js';
 

@@ -15,8 +15,6 @@ import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, 
 
 /** Tokens are refreshed this long before they expire. */
 export const REFRESH_EARLY_MS = 60_000;
-/** At most this many sign-ins (authorizations) for one request; then AUTH_SCOPE_LOOP. */
-export const MAX_SIGN_INS_PER_REQUEST = 3;
 /** At most this many sign-ins per server in a minute; then AUTH_SCOPE_LOOP. */
 export const MAX_SIGN_INS_PER_MINUTE = 6;
 /** How long authorize() may take (a user in a browser) unless the authorizer bounds it itself. */

@@ -4,84 +4,14 @@
  */
 import { createHash, createPrivateKey, type KeyObject, randomBytes, randomUUID, sign } from 'node:crypto';
 import { preview, reasonText } from '../../errors.js';
-import { ConnectionError, type AuthChallenge } from '../errors.js';
+import { ConnectionError } from '../errors.js';
+
+export { authChallenge, bearerChallenge, parseChallenges } from '../../protocol/www-authenticate.js';
 
 /** The largest metadata document or token response read (a server could send gigabytes). */
 export const MAX_AUTH_BODY_BYTES = 256 * 1024;
 /** How long one request to an authorization server may take. */
 export const AUTH_REQUEST_TIMEOUT_MS = 30_000;
-
-/**
- * The challenges of a WWW-Authenticate header (RFC 9110 §11.6.1): a scheme, then `key=value` parameters whose
- * values are tokens or quoted strings, separated by commas; a token followed by a space and no `=` starts the
- * next challenge. Malformed parts are skipped, never thrown on.
- */
-export function parseChallenges(header: string | string[] | undefined): AuthChallenge[] {
-  const text = Array.isArray(header) ? header.join(', ') : (header ?? '');
-  const challenges: AuthChallenge[] = [];
-  let current: AuthChallenge | undefined;
-  let i = 0;
-  const n = text.length;
-  const spaces = (): void => {
-    while (i < n && (text[i] === ' ' || text[i] === '\t')) i++;
-  };
-  while (i < n) {
-    while (i < n && (text[i] === ' ' || text[i] === '\t' || text[i] === ',')) i++;
-    const start = i;
-    while (i < n && TCHAR.test(text[i]!)) i++;
-    if (i === start) {
-      i++;
-      continue;
-    }
-    const name = text.slice(start, i);
-    spaces();
-    if (text[i] !== '=' || current === undefined) {
-      current = { scheme: name, params: {} };
-      challenges.push(current);
-      continue;
-    }
-    // `name=` then a value is a parameter; `name==` up to a comma or the end is a token68 (kept as `token68`).
-    let eq = i;
-    while (eq < n && text[eq] === '=') eq++;
-    const after = text.slice(eq).trimStart();
-    if (eq - i > 1 || after === '' || after[0] === ',') {
-      current.params.token68 = text.slice(start, eq);
-      i = eq;
-      continue;
-    }
-    i++;
-    spaces();
-    let value = '';
-    if (text[i] === '"') {
-      i++;
-      while (i < n && text[i] !== '"') {
-        if (text[i] === '\\' && i + 1 < n) i++;
-        value += text[i];
-        i++;
-      }
-      i++;
-    } else {
-      const begin = i;
-      while (i < n && text[i] !== ',' && text[i] !== ' ' && text[i] !== '\t') i++;
-      value = text.slice(begin, i);
-    }
-    current.params[name.toLowerCase()] = value;
-  }
-  return challenges;
-}
-
-const TCHAR = /[!#$%&'*+\-.^_`|~0-9A-Za-z/]/;
-
-/** The Bearer challenge of a WWW-Authenticate header, if it has one. */
-export function bearerChallenge(header: string | string[] | undefined): AuthChallenge | undefined {
-  return parseChallenges(header).find((c) => c.scheme.toLowerCase() === 'bearer');
-}
-
-/** The challenge to sign in by: the Bearer one, else a DPoP one (RFC 9449 §7.1: the server takes only DPoP-bound tokens). */
-export function authChallenge(header: string | string[] | undefined): AuthChallenge | undefined {
-  const all = parseChallenges(header);
-  return all.find((c) => c.scheme.toLowerCase() === 'bearer') ?? all.find((c) => c.scheme.toLowerCase() === 'dpop');
-}
 
 export function base64url(bytes: Buffer): string {
   return bytes.toString('base64url');

@@ -1,0 +1,94 @@
+/*
+ * What every command that talks to a server shares: the server's entry, from `-- <command>`, `--url` or the
+ * config a host would find, and the headers given for a remote one.
+ */
+import {
+  ConfigError,
+  configServerNames,
+  findConfig,
+  listNames,
+  parseConfig,
+  readConfigText,
+  type ServerConfig,
+  serverNamed,
+} from '../client/config.js';
+import { CliError, EXIT, keyValues } from './io.js';
+
+/** How a command names its server. */
+export interface EntryOptions {
+  /** The server's name in the config; undefined for an ad hoc server (`-- <command>`). */
+  server: string | undefined;
+  /** `-- <command> [args...]`: a server started without a config. */
+  command: string[] | undefined;
+  /** `-e KEY=VALUE` for an ad hoc server. */
+  env: Record<string, string>;
+  /** The config named with --config; undefined: found as hosts find theirs. */
+  config: string | undefined;
+  /** Values for `${input:id}` in a VS Code config. */
+  inputs: Record<string, string>;
+  /** `--url`: a remote server named by its URL, with these headers. */
+  url?: string;
+  headers?: Record<string, string>;
+  /** Output is JSON: nothing else on stderr. */
+  json?: boolean;
+}
+
+/**
+ * `--header 'Name: value'` and `--header-env Name=VAR` (the value from the environment, so that it is in no argv),
+ * for `call --url` and `bridge`.
+ */
+export function headersOf(
+  lines: string[] | undefined,
+  fromEnv: string[] | undefined,
+  usage: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const line of lines ?? []) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) throw new CliError(`--header takes 'Name: value', got ${JSON.stringify(line.slice(0, 40))}\n${usage}`, EXIT.usage);
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  for (const [name, variable] of Object.entries(keyValues(fromEnv, '--header-env', usage))) {
+    const value = env[variable];
+    if (value === undefined || value === '') throw new CliError(`--header-env ${name}=${variable}: variable ${variable} is not set`, EXIT.config);
+    headers[name] = value;
+  }
+  return headers;
+}
+
+/**
+ * The entry of the server asked for: `-- <command>` as given, or from --config or the config a host would
+ * find (`./.mcp.json`, then `./.vscode/mcp.json`, said on stderr). Only that entry is read: a variable another
+ * entry needs does not stop this one.
+ */
+export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<ServerConfig> {
+  if (opts.command !== undefined) {
+    const [command, ...args] = opts.command;
+    return { command: command!, args, env: opts.env };
+  }
+  if (opts.url !== undefined) {
+    try {
+      new URL(opts.url);
+    } catch {
+      throw new CliError(`--url is not a URL: ${JSON.stringify(opts.url.slice(0, 80))}`, EXIT.usage);
+    }
+    return {
+      type: 'http',
+      url: opts.url,
+      ...(opts.headers === undefined || Object.keys(opts.headers).length === 0 ? {} : { headers: opts.headers }),
+    };
+  }
+  const name = opts.server!;
+  const path = opts.config ?? (await findConfig());
+  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
+  if (opts.config === undefined && opts.json !== true) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
+  try {
+    const text = await readConfigText(path);
+    const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
+    if (entry === undefined) throw new CliError(`no server "${name}" in ${path}; it has: ${listNames(configServerNames(text, path))}`, EXIT.config);
+    return entry;
+  } catch (err) {
+    throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
+  }
+}

@@ -1,0 +1,10 @@
+/*
+ * The MCP revisions of the initialize era (the "legacy" era, 2024-11-05 to 2025-11-25). The modern revisions,
+ * which have no handshake, are in modern.ts (MODERN_PROTOCOL_VERSIONS).
+ */
+
+/** The MCP protocol version asked for by default: the newest revision with the initialize handshake. */
+export const LATEST_PROTOCOL_VERSION = '2025-11-25';
+
+/** The handshake revisions this client speaks; a server may answer any of them to a request for the latest. */
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
