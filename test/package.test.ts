@@ -167,9 +167,9 @@ const ENTRY_POINTS = {
   },
   'mcp-frame/serve': {
     file: 'serve/index.ts',
-    names: ['ServeHandle', 'ServeOptions', 'serve'],
-    // Two of the three are types, which have no runtime form.
-    runtime: 1,
+    names: ['BridgeOptions', 'BridgeResult', 'ServeHandle', 'ServeOptions', 'bridge', 'serve'],
+    // Four of the six are types, which have no runtime form.
+    runtime: 2,
   },
 } as const;
 

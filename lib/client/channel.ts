@@ -49,6 +49,11 @@ export interface Channel extends EventEmitter {
    * Request timeouts and the handshake deadline leave that time out.
    */
   readonly signIn?: { readonly signingIn: boolean; readonly waitedMs: number } | undefined;
+  /**
+   * Stops reading the peer until the returned function is called (each hold released once), so that a consumer
+   * slower than the peer (a host that does not read) leaves the peer's output in its pipe or socket, not here.
+   */
+  holdInput?(): () => void;
 }
 
 export interface StreamChannelOptions {

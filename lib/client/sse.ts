@@ -67,6 +67,22 @@ export class SseChannel extends EventEmitter implements Channel {
     return this.#remote.auth;
   }
 
+  #holds = 0;
+
+  /**
+   * Stops reading the server's stream until the returned function is called (each hold released once): for a
+   * consumer slower than the server, as HttpChannel.holdInput. A stream opened again while held starts paused.
+   */
+  holdInput(): () => void {
+    if (this.#holds++ === 0) this.#response?.pause();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.#holds === 0) this.#response?.resume();
+    };
+  }
+
   /**
    * Opens the stream and waits for its `endpoint` event, at most `timeoutMs` in all: a server that sends only
    * comments, or nothing, fails with TIMEOUT instead of holding the caller forever.
@@ -157,6 +173,7 @@ export class SseChannel extends EventEmitter implements Channel {
   /** Reads the stream; `ready` once the endpoint is known, `fail` if the stream ends before that. */
   #read(res: http.IncomingMessage, ready: () => void, fail: (err: Error) => void): void {
     this.#response = res;
+    if (this.#holds > 0) res.pause();
     let known = false;
     const endpointEvent = (event: FramedEvent): void => {
       if (event.event !== 'endpoint' || known) return;

@@ -1,0 +1,234 @@
+/*
+ * bridge(): a stdio MCP server (as bytes on `input` and `output`) that forwards every message, both ways, to a
+ * remote server, so that hosts that speak only stdio can use remote servers. `mcp-frame bridge` is this on its
+ * own stdin and stdout.
+ *
+ * - Streamable HTTP with its resumption; a server that refuses the host's initialize with HTTP 400, 404 or 405
+ *   is tried over the deprecated HTTP+SSE transport, as connect() does.
+ * - A modern host (its requests carry the 2026-07-28 `_meta`) passes through, with the headers that revision
+ *   requires.
+ * - A legacy host in front of a modern-only server (it refuses initialize with -32022 naming only modern
+ *   revisions) is translated: see LegacyHostSession.
+ * - A host that does not read its output stops the remote server's streams being read (holdInput), instead of
+ *   this process buffering all they carry.
+ */
+import { pipeline } from 'node:stream/promises';
+import type { Readable, Writable } from 'node:stream';
+import type { AuthOptions } from '../client/auth/types.js';
+import type { Channel } from '../client/channel.js';
+import type { RemoteServerConfig } from '../client/config.js';
+import type { Connection } from '../client/connection.js';
+import { ConnectionError } from '../client/errors.js';
+import { HttpChannel, type ReconnectOptions } from '../client/http.js';
+import { SseChannel } from '../client/sse.js';
+import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
+import { type FrameError, safeLine } from '../errors.js';
+import { isObject } from '../jsonrpc.js';
+import { META_PROTOCOL_VERSION, pickModernVersion } from '../protocol/modern.js';
+import { FrameDecoder, FrameEncoder } from '../streams.js';
+
+export interface BridgeOptions {
+  /** The host's messages, as bytes (newline-delimited JSON). @defaultValue process.stdin */
+  input?: Readable;
+  /** Where the server's messages go, framed. @defaultValue process.stdout */
+  output?: Writable;
+  /** The server's name in messages. @defaultValue the URL's host */
+  name?: string;
+  /** Sent on every request, over the entry's own headers. */
+  headers?: Record<string, string>;
+  reconnect?: ReconnectOptions | false;
+  /** Sign in when the server asks for it. */
+  auth?: AuthOptions;
+  /** A line for each thing worth saying (a fallback, a reconnection, a bad frame). @defaultValue stderr, prefixed `mcp-frame bridge:` */
+  log?: (line: string) => void;
+}
+
+export interface BridgeResult {
+  /** The remote server went away for good (reconnection gave up): the host's input was ended for it. */
+  gaveUp: boolean;
+}
+
+/** Serves the host on `input`/`output` until its input ends (or the server is gone for good). */
+export async function bridge(entry: RemoteServerConfig, options: BridgeOptions = {}): Promise<BridgeResult> {
+  const run = new BridgeRun(entry, options);
+  await run.open();
+  return run.serve();
+}
+
+function isFallbackStatus(err: unknown): boolean {
+  return err instanceof ConnectionError && err.code === 'HTTP_STATUS' && [400, 404, 405].includes(err.status ?? 0);
+}
+
+/** A pass-through channel: to a Streamable HTTP server, or (the fallback) an HTTP+SSE one. */
+type Passage = HttpChannel | SseChannel;
+
+class BridgeRun {
+  readonly #url: string;
+  readonly #remote: { name?: string; headers: Record<string, string>; reconnect?: ReconnectOptions | false; auth?: AuthOptions };
+  readonly #input: Readable;
+  readonly #say: (line: string) => void;
+  readonly #toHost = new FrameEncoder();
+  readonly #written: Promise<void>;
+  #closing = false;
+  #gaveUp = false;
+  /** The host's initialize, until answered: what a fallback or a translation answers. */
+  #hostInit: { id: unknown; params: Record<string, unknown> } | undefined;
+  /** A legacy host's session over a modern-only server, once the server said it is one. */
+  #translated: Promise<LegacyHostSession | undefined> | undefined;
+  #translation: LegacyHostSession | undefined;
+  #connection: Connection | undefined;
+  #current: Passage;
+
+  constructor(entry: RemoteServerConfig, options: BridgeOptions) {
+    this.#url = entry.url;
+    this.#remote = {
+      ...(options.name === undefined ? {} : { name: options.name }),
+      headers: { ...entry.headers, ...options.headers },
+      ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
+      ...(options.auth === undefined ? {} : { auth: options.auth }),
+    };
+    this.#input = options.input ?? process.stdin;
+    this.#say = options.log ?? ((line) => void process.stderr.write(`mcp-frame bridge: ${safeLine(line)}\n`));
+    this.#written = pipeline(this.#toHost, options.output ?? process.stdout).catch(() => undefined);
+    this.#current = entry.type === 'sse' ? new SseChannel(this.#url, this.#remote) : new HttpChannel(this.#url, this.#remote);
+    this.#attach(this.#current);
+  }
+
+  /** An SSE entry opens its stream first (a Streamable HTTP one needs nothing before the host's first message). */
+  async open(): Promise<void> {
+    if (!(this.#current instanceof SseChannel)) return;
+    try {
+      await this.#current.open();
+    } catch (err) {
+      await this.#current.close();
+      this.#toHost.end();
+      throw err;
+    }
+  }
+
+  async serve(): Promise<BridgeResult> {
+    const fromHost = new FrameDecoder({ onInvalid: 'skip' });
+    fromHost.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the host: ${err.code}: ${err.message}`));
+    try {
+      for await (const msg of this.#input.pipe(fromHost)) this.#fromHost(msg);
+    } catch {
+      // The input destroyed after the channel gave up: go on to the end.
+    }
+    this.#closing = true;
+    this.#translation?.close();
+    await Promise.all([this.#current.close(), this.#connection?.close()]);
+    this.#toHost.end();
+    await this.#written;
+    return { gaveUp: this.#gaveUp };
+  }
+
+  /** A request the remote side can no longer answer gets an error response, so that the host does not hang. */
+  #fail(id: unknown, error: Error): void {
+    this.#say(error.message);
+    this.#toHost.write({ jsonrpc: '2.0', id, error: { code: -32000, message: safeLine(error.message) } });
+  }
+
+  /** The listeners of a pass-through channel: messages to the host, with backpressure; reports on the log. */
+  #attach(channel: Passage): void {
+    let release: (() => void) | undefined;
+    channel.on('message', (msg: unknown) => {
+      if (channel !== this.#current) return;
+      const init = this.#hostInit;
+      if (init !== undefined && isObject(msg) && msg.id === init.id) {
+        if (modernOnlyRefusal(msg)) return void this.#translate(msg);
+        this.#hostInit = undefined;
+      }
+      if (this.#toHost.write(msg) || release !== undefined || channel.holdInput === undefined) return;
+      release = channel.holdInput();
+      this.#toHost.once('drain', () => {
+        release?.();
+        release = undefined;
+      });
+    });
+    channel.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the server: ${err.code}: ${err.message}`));
+    channel.on('reconnecting', (r: { attempt: number; waitMs: number; reason: string }) =>
+      this.#say(`reconnecting (attempt ${r.attempt}, in ${r.waitMs} ms): ${r.reason}`),
+    );
+    channel.on('undeliverable', (ids: unknown[], error: ConnectionError) => {
+      for (const id of ids) this.#fail(id, error);
+    });
+    // The channel ends on its own only when it gave up resuming; then the host is told by the end of the output.
+    channel.on('end', () => {
+      // A channel left for another (the SSE fallback, a translation) ends as it should.
+      if (this.#closing || channel !== this.#current || this.#translated !== undefined) return;
+      this.#gaveUp = true;
+      this.#say(channel.endError('the remote server is gone').message);
+      this.#input.destroy();
+    });
+  }
+
+  /** The server is modern-only: a Connection speaks to it, and the host gets a legacy session from here. */
+  #translate(refusal: Record<string, unknown>): void {
+    const init = this.#hostInit!;
+    this.#hostInit = undefined;
+    const old = this.#current;
+    this.#translated = (async () => {
+      let started: Awaited<ReturnType<typeof startLegacyHostSession>>;
+      try {
+        started = await startLegacyHostSession(new HttpChannel(this.#url, this.#remote), init, refusal, (msg) => this.#toHost.write(msg));
+      } catch (err) {
+        this.#fail(init.id, err as Error);
+        return undefined;
+      }
+      this.#translation = started.session;
+      this.#connection = started.connection;
+      this.#say(`the server speaks only ${started.version}: translating for a host of the initialize era`);
+      started.connection.on('end', () => {
+        if (this.#closing) return;
+        this.#gaveUp = true;
+        this.#input.destroy();
+      });
+      return started.session;
+    })();
+    void old.close();
+  }
+
+  #fromHost(msg: unknown): void {
+    if (this.#translated !== undefined) {
+      // In order: each waits for the translation to be ready, and the one before it to be handed on.
+      this.#translated = this.#translated.then((session) => {
+        session?.fromHost(msg);
+        return session;
+      });
+      return;
+    }
+    const request = isObject(msg) && 'method' in msg && 'id' in msg ? (msg as { id: unknown; method: string; params?: unknown }) : undefined;
+    const current = this.#current;
+    if (request?.method === 'initialize') {
+      this.#hostInit = { id: request.id, params: isObject(request.params) ? request.params : {} };
+      // A host that probed the modern way and fell back: the session from here on is a legacy one.
+      if (current instanceof HttpChannel) current.useProtocol('legacy', undefined);
+    }
+    // A modern host's requests carry their revision: the channel then sends the headers it requires.
+    const asked =
+      request !== undefined && isObject(request.params) && isObject(request.params._meta) ? request.params._meta[META_PROTOCOL_VERSION] : undefined;
+    if (typeof asked === 'string' && current instanceof HttpChannel && pickModernVersion([asked]) !== undefined) current.useProtocol('modern', asked);
+    // Each POST starts at once, in the host's order, and is answered on its own stream: a slow request does not
+    // hold back the ones after it (a cancellation among them).
+    void current.send(msg).catch((err: Error) => this.#sendFailed(current, msg, request, err));
+  }
+
+  /** A send that failed: an initialize refused as Streamable HTTP tries HTTP+SSE; anything else fails its request. */
+  async #sendFailed(channel: Channel, msg: unknown, request: { id: unknown; method: string } | undefined, err: Error): Promise<void> {
+    if (request?.method === 'initialize' && channel instanceof HttpChannel && isFallbackStatus(err) && channel === this.#current) {
+      const sse = new SseChannel(this.#url, this.#remote);
+      this.#current = sse;
+      this.#attach(sse);
+      void channel.close();
+      try {
+        await sse.open();
+        this.#say('the server speaks the HTTP+SSE transport (2024-11-05)');
+        return await sse.send(msg);
+      } catch (sseErr) {
+        err = sseErr as Error;
+      }
+    }
+    if (request === undefined) this.#say(err.message);
+    else this.#fail(request.id, err);
+  }
+}
