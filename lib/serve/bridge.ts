@@ -68,6 +68,7 @@ class BridgeRun {
   readonly #input: Readable;
   readonly #say: (line: string) => void;
   readonly #toHost = new FrameEncoder();
+  readonly #fromHostFrames = new FrameDecoder({ onInvalid: 'skip' });
   readonly #written: Promise<void>;
   #closing = false;
   #gaveUp = false;
@@ -107,7 +108,7 @@ class BridgeRun {
   }
 
   async serve(): Promise<BridgeResult> {
-    const fromHost = new FrameDecoder({ onInvalid: 'skip' });
+    const fromHost = this.#fromHostFrames;
     fromHost.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the host: ${err.code}: ${err.message}`));
     try {
       for await (const msg of this.#input.pipe(fromHost)) this.#fromHost(msg);
@@ -120,6 +121,13 @@ class BridgeRun {
     this.#toHost.end();
     await this.#written;
     return { gaveUp: this.#gaveUp };
+  }
+
+  /** The server is gone for good: the host's input is read no more, and serve() goes on to the end. */
+  #stopInput(): void {
+    this.#input.unpipe(this.#fromHostFrames);
+    this.#input.destroy();
+    this.#fromHostFrames.destroy();
   }
 
   /** A request the remote side can no longer answer gets an error response, so that the host does not hang. */
@@ -158,7 +166,7 @@ class BridgeRun {
       if (this.#closing || channel !== this.#current || this.#translated !== undefined) return;
       this.#gaveUp = true;
       this.#say(channel.endError('the remote server is gone').message);
-      this.#input.destroy();
+      this.#stopInput();
     });
   }
 
@@ -181,7 +189,7 @@ class BridgeRun {
       started.connection.on('end', () => {
         if (this.#closing) return;
         this.#gaveUp = true;
-        this.#input.destroy();
+        this.#stopInput();
       });
       return started.session;
     })();
