@@ -4,6 +4,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { FrameError, redact } from '../errors.js';
+import { configuredSecrets, scrubber } from '../redaction.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
 import { SseDecoder } from '../framings/sse.js';
@@ -79,39 +80,6 @@ export interface RemoteSettings {
   scrub: (text: string) => string;
   /** The sign-in state, when `auth` was given. */
   auth: SignIn | undefined;
-}
-
-/**
- * What was configured for a server that its text must never carry out again (a server may echo a request's
- * headers or URL in an error body): every header value, the credential after a scheme (`Bearer ...`), the URL's
- * query values and password, raw and percent-encoded. Values under 6 characters are left: they would hide
- * ordinary words.
- */
-export function configuredSecrets(url: URL, headers: Record<string, string>): string[] {
-  const found = new Set<string>();
-  const add = (value: string): void => {
-    if (value.length < 6) return;
-    found.add(value);
-    found.add(encodeURIComponent(value));
-  };
-  for (const value of Object.values(headers)) {
-    add(value.trim());
-    const credential = /^[A-Za-z-]+\s+(\S.*)$/.exec(value.trim());
-    if (credential !== null) add(credential[1]!);
-  }
-  for (const [, value] of url.searchParams) add(value);
-  if (url.password !== '') add(decodeURIComponent(url.password));
-  // The longest first, so that a value containing another is replaced whole.
-  return [...found].sort((a, b) => b.length - a.length);
-}
-
-/** A function that replaces each of `secrets` in a text with [REDACTED]. */
-export function scrubber(secrets: string[]): (text: string) => string {
-  if (secrets.length === 0) return (text) => text;
-  return (text) => {
-    for (const secret of secrets) if (text.includes(secret)) text = text.split(secret).join('[REDACTED]');
-    return text;
-  };
 }
 
 /** A FrameError whose message and preview went through `scrub`: the same error when neither changed. */

@@ -6,6 +6,7 @@
 import type { AuthSession } from './auth/session.js';
 import type { AuthOptions } from './auth/types.js';
 import type { AuthChallenge } from './errors.js';
+import { MIN_SECRET_LENGTH, replaceSecrets } from '../redaction.js';
 
 /** How many times one request may sign in (or refresh) before it fails with AUTH_SCOPE_LOOP. */
 export const MAX_SIGN_INS_PER_REQUEST = 3;
@@ -56,7 +57,7 @@ export class SignIn {
   scrub(text: string): string {
     if (this.#session !== undefined) return this.#session.scrub(text);
     const secret = this.#options.client?.clientSecret;
-    return secret !== undefined && secret.length >= 6 && text.includes(secret) ? text.split(secret).join('[REDACTED]') : text;
+    return secret !== undefined && secret.length >= MIN_SECRET_LENGTH ? replaceSecrets(text, [secret]) : text;
   }
 
   close(): void {

@@ -15,6 +15,7 @@ import { safeLine } from '../errors.js';
 import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
 import { type ReplicaStore, StoreUnavailable, TUNNEL_WINDOW_BYTES, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
+import { urlWithoutCredentials } from '../redaction.js';
 
 /** How long a replica counts as alive after its last beat. A replica killed outright is gone after this. */
 export const ALIVE_MS = 5000;
@@ -109,14 +110,7 @@ export function pieces(text: string, max: number): string[] {
 
 /** `redis://user:secret@host:6379/0` as `redis://host:6379/0`: a store's password never reaches a log. */
 export function storeName(url: string): string {
-  try {
-    const parsed = new URL(url);
-    parsed.username = '';
-    parsed.password = '';
-    return parsed.toString().replace(/\/$/, '');
-  } catch {
-    return 'the store';
-  }
+  return urlWithoutCredentials(url) ?? 'the store';
 }
 
 export class RedisStore implements ReplicaStore {

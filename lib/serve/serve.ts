@@ -15,6 +15,7 @@ import { HttpFront, type SessionTable } from './http.js';
 import { ModernHub } from './modern.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
 import type { ReplicaStore } from './store.js';
+import { replaceSecrets } from '../redaction.js';
 
 export interface ServeOptions {
   /** The address HTTP listens on. @defaultValue '127.0.0.1' */
@@ -99,7 +100,7 @@ const SESSION_ID = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 function scrubbing(log: (line: string) => void, token: string | undefined): (line: string) => void {
   return (line) => {
     let out = line.replace(SESSION_ID, '$1…');
-    if (token !== undefined && token !== '') out = out.split(token).join('[REDACTED]');
+    if (token !== undefined) out = replaceSecrets(out, [token]);
     debug(`serve: ${out}`);
     log(out);
   };

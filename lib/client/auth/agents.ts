@@ -10,6 +10,7 @@ import { requestTarget } from '../../protocol/target.js';
 import { ConnectionError } from '../errors.js';
 import type { AuthorizeRequest, JwtBearerContext, JwtBearerGrant } from './types.js';
 import { authFetch, oauthErrorText } from './wire.js';
+import { replaceSecrets } from '../../redaction.js';
 
 export interface LoopbackAuthorizerOptions {
   /** The port of the callback server on 127.0.0.1. @defaultValue 0 (any free port; the same one again later) */
@@ -191,11 +192,7 @@ export function crossAppAccess(options: CrossAppAccessOptions): JwtBearerGrant {
       const jag = answer.json?.access_token;
       if (typeof jag === 'string') context.secret?.(jag);
       if (answer.status !== 200 || typeof jag !== 'string' || jag === '') {
-        const scrub = (text: string): string => {
-          for (const secret of [idToken, options.idpClientSecret])
-            if (secret !== undefined && secret !== '') text = text.split(secret).join('[REDACTED]');
-          return text;
-        };
+        const scrub = (text: string): string => replaceSecrets(text, [idToken, options.idpClientSecret ?? '']);
         throw new ConnectionError('AUTH_TOKEN', `the identity provider refused the token exchange: ${oauthErrorText(answer, scrub)}`);
       }
       const type = answer.json?.issued_token_type;

@@ -12,6 +12,7 @@ import { memoryAuthStore } from './store.js';
 import { DPOP_ALG, type DpopKey, DpopNonces, dpopKeyFor } from './dpop.js';
 import type { AuthEvent, AuthOptions, AuthRecord, AuthStore, StoredClient, StoredTokens } from './types.js';
 import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, pkcePair, randomState, signJwt } from './wire.js';
+import { MIN_SECRET_LENGTH, replaceSecrets } from '../../redaction.js';
 
 /** Tokens are refreshed this long before they expire. */
 export const REFRESH_EARLY_MS = 60_000;
@@ -169,8 +170,7 @@ export class AuthSession {
 
   /** `text` with every token and secret of this session replaced by [REDACTED]. */
   scrub(text: string): string {
-    for (const secret of this.#secrets) if (text.includes(secret)) text = text.split(secret).join('[REDACTED]');
-    return text;
+    return replaceSecrets(text, this.#secrets);
   }
 
   /** Stops any sign-in under way (its authorize() sees the abort). */
@@ -277,7 +277,7 @@ export class AuthSession {
   }
 
   #remember(secret: string): void {
-    if (secret.length < 6) return;
+    if (secret.length < MIN_SECRET_LENGTH) return;
     this.#secrets.add(secret);
     // A long-lived session refreshes for days: the oldest secrets go first.
     if (this.#secrets.size > 64) this.#secrets.delete(this.#secrets.values().next().value!);
