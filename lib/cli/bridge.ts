@@ -54,12 +54,12 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   );
   const headers = headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined, USAGE);
   if (values.url !== undefined) {
-    if (positionals.length > 0) throw new CliError(USAGE, 2);
+    if (positionals.length > 0) throw new CliError(USAGE, EXIT.usage);
     const url = values.url as string;
     return { name: new URL(url).host, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
   }
   const [name, ...extra] = positionals;
-  if (name === undefined || extra.length > 0) throw new CliError(USAGE, 2);
+  if (name === undefined || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
   // The config a host would find (./.mcp.json, then ./.vscode/mcp.json), as `call` reads it, `--input` included.
   const entry = await serverEntry(
     {

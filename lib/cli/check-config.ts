@@ -1,6 +1,6 @@
 import { ConfigError, checkConfig, findConfig, readConfigText } from '../client/config.js';
 import { safeLine } from '../errors.js';
-import { CliError, keyValues, parseOptions, writeStdout } from './io.js';
+import { CliError, EXIT, keyValues, parseOptions, writeStdout } from './io.js';
 
 export const USAGE = 'usage: mcp-frame check-config [path] [--input id=value]...';
 
@@ -10,7 +10,7 @@ export const USAGE = 'usage: mcp-frame check-config [path] [--input id=value]...
  */
 export async function checkConfigCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, { input: { type: 'string', multiple: true } }, USAGE);
-  if (positionals.length > 1) throw new CliError(USAGE, 2);
+  if (positionals.length > 1) throw new CliError(USAGE, EXIT.usage);
   const path = positionals[0] ?? (await findConfig());
   if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one');
   const inputs = keyValues(values.input as unknown as string[] | undefined, '--input', USAGE);

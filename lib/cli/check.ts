@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { CassetteError } from '../cassette/cassette.js';
 import { checkCassetteStream, checkStream, formatReport, type CheckReport } from '../cassette/check.js';
 import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/index.js';
-import { CliError, parseOptions, writeStdout } from './io.js';
+import { CliError, EXIT, parseOptions, writeStdout } from './io.js';
 
 export const USAGE = `usage: mcp-frame check [file | -] [--framing ${[...FRAMING_NAMES, 'cassette'].join(' | ')}] [--json]`;
 
@@ -34,11 +34,11 @@ async function detectFormat(path: string): Promise<'cassette' | FramingName> {
 export async function checkCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, { framing: { type: 'string' }, json: { type: 'boolean', default: false } }, USAGE);
   const [path, ...extra] = positionals;
-  if (extra.length > 0) throw new CliError(USAGE, 2);
+  if (extra.length > 0) throw new CliError(USAGE, EXIT.usage);
   const stdin = path === undefined || path === '-';
   let format = values.framing as string | undefined;
   if (format !== undefined && format !== 'cassette' && !isFramingName(format)) {
-    throw new CliError(`unknown framing ${JSON.stringify(format)}\n${USAGE}`, 2);
+    throw new CliError(`unknown framing ${JSON.stringify(format)}\n${USAGE}`, EXIT.usage);
   }
   if (!stdin) {
     try {

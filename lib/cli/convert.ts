@@ -2,7 +2,7 @@ import { pipeline } from 'node:stream/promises';
 import type { FrameError } from '../errors.js';
 import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/index.js';
 import { FrameConverter } from '../streams.js';
-import { CliError, parseOptions, positiveInteger } from './io.js';
+import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
 framings: ${FRAMING_NAMES.join(', ')}`;
@@ -27,11 +27,11 @@ export function parseConvertArgs(args: string[]): ConvertArgs {
     },
     USAGE,
   );
-  if (positionals.length > 0) throw new CliError(`unexpected argument ${positionals[0]}\n${USAGE}`, 2);
+  if (positionals.length > 0) throw new CliError(`unexpected argument ${positionals[0]}\n${USAGE}`, EXIT.usage);
   for (const flag of ['from', 'to'] as const) {
     const name = values[flag] as string | undefined;
-    if (name === undefined) throw new CliError(`--${flag} is required\n${USAGE}`, 2);
-    if (!isFramingName(name)) throw new CliError(`--${flag}: unknown framing ${JSON.stringify(name)}\n${USAGE}`, 2);
+    if (name === undefined) throw new CliError(`--${flag} is required\n${USAGE}`, EXIT.usage);
+    if (!isFramingName(name)) throw new CliError(`--${flag}: unknown framing ${JSON.stringify(name)}\n${USAGE}`, EXIT.usage);
   }
   return {
     from: values.from as FramingName,

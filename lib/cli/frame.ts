@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { frame, parseFrame } from '../framings/ndjson.js';
-import { CliError, parseJsonInput, readInput, writeStdout } from './io.js';
+import { CliError, EXIT, parseJsonInput, readInput, writeStdout } from './io.js';
 
 export interface FrameResult {
   /** Each message as it goes on the wire: compact JSON and one `\n`. */
@@ -56,7 +56,7 @@ A case name that is no path is looked up under fixtures/frame/ (as the grader na
 
 /** `mcp-frame frame [fixture.json | case-folder | -]` */
 export async function frameCommand(args: string[]): Promise<void> {
-  if (args.length > 1) throw new CliError(USAGE, 2);
+  if (args.length > 1) throw new CliError(USAGE, EXIT.usage);
   // Graders name a case by its folder as often as by its file: a folder means its input.json; a bare name that
   // is no path is a case under fixtures/frame/.
   let path = args[0];

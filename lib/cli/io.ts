@@ -71,7 +71,7 @@ export function parseOptions(
     const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
     return { values: values as Record<string, string | boolean | undefined>, positionals };
   } catch (err) {
-    throw new CliError(`${(err as Error).message}\n${usage}`, 2);
+    throw new CliError(`${(err as Error).message}\n${usage}`, EXIT.usage);
   }
 }
 
@@ -79,7 +79,8 @@ export function parseOptions(
 export function positiveInteger(text: string | undefined, option: string, usage: string): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isSafeInteger(n) || n < 1) throw new CliError(`${option} takes a positive whole number, got ${JSON.stringify(text)}\n${usage}`, 2);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new CliError(`${option} takes a positive whole number, got ${JSON.stringify(text)}\n${usage}`, EXIT.usage);
   return n;
 }
 
@@ -88,7 +89,8 @@ export function keyValues(list: string[] | undefined, flag: string, usage: strin
   const out: Record<string, string> = {};
   for (const pair of list ?? []) {
     const eq = pair.indexOf('=');
-    if (eq <= 0 || !key.test(pair.slice(0, eq))) throw new CliError(`${flag} takes KEY=VALUE, got ${JSON.stringify(pair.slice(0, 40))}\n${usage}`, 2);
+    if (eq <= 0 || !key.test(pair.slice(0, eq)))
+      throw new CliError(`${flag} takes KEY=VALUE, got ${JSON.stringify(pair.slice(0, 40))}\n${usage}`, EXIT.usage);
     // defineProperty, so that a key named __proto__ is an ordinary key.
     Object.defineProperty(out, pair.slice(0, eq), { value: pair.slice(eq + 1), enumerable: true, writable: true, configurable: true });
   }

@@ -11,7 +11,7 @@ import { frameCommand, USAGE as FRAME_USAGE } from './frame.js';
 import { recordCommand, USAGE as RECORD_USAGE } from './record.js';
 import { replayCommand, USAGE as REPLAY_USAGE } from './replay.js';
 import { serveCommand, USAGE as SERVE_USAGE } from './serve.js';
-import { CliError } from './io.js';
+import { CliError, EXIT } from './io.js';
 
 const USAGE = `usage: mcp-frame <command> [args]
 
@@ -90,7 +90,7 @@ export async function main(argv: string[]): Promise<number> {
     const usage = USAGES[args[0]];
     if (usage === undefined) {
       process.stderr.write(`mcp-frame: unknown command ${JSON.stringify(args[0])}\n${USAGE}\n`);
-      return 2;
+      return EXIT.usage;
     }
     process.stdout.write(`${usage}\n`);
     return 0;
@@ -110,7 +110,7 @@ export async function main(argv: string[]): Promise<number> {
   const run = COMMANDS[command];
   if (run === undefined) {
     process.stderr.write(`mcp-frame: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
-    return 2;
+    return EXIT.usage;
   }
   try {
     const code = await run(args);

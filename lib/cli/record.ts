@@ -34,11 +34,11 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
     USAGE,
   );
   const out = values.out as string | undefined;
-  if (out === undefined) throw new CliError(`--out is required\n${USAGE}`, 2);
+  if (out === undefined) throw new CliError(`--out is required\n${USAGE}`, EXIT.usage);
   const redact = values['no-redact'] !== true;
   if (dash !== -1) {
     const [command, ...rest] = args.slice(dash + 1);
-    if (command === undefined || positionals.length > 0 || values.config !== undefined) throw new CliError(USAGE, 2);
+    if (command === undefined || positionals.length > 0 || values.config !== undefined) throw new CliError(USAGE, EXIT.usage);
     // A host starts this in place of the server, with the environment it means the server to have.
     return { out, command, args: rest, env: process.env, cwd: undefined, redact };
   }
@@ -73,11 +73,24 @@ export async function recordCommand(argv: string[]): Promise<number> {
   } catch (err) {
     throw new CliError(`cannot write cassette ${opts.out}: ${(err as Error).message}`);
   }
+  // In its own process group, as connect() starts servers: a signal reaches the server and whatever it started
+  // (a wrapper such as npx leaves the real server a grandchild).
+  const grouped = process.platform !== 'win32';
   const child = spawn(opts.command, opts.args, {
     stdio: ['pipe', 'pipe', 'inherit'],
     cwd: opts.cwd,
     env: opts.env,
+    detached: grouped,
+    windowsHide: true,
   });
+  const signalServer = (signal: NodeJS.Signals): void => {
+    try {
+      if (grouped && child.pid !== undefined) process.kill(-child.pid, signal);
+      else child.kill(signal);
+    } catch {
+      // ESRCH: already gone.
+    }
+  };
   const started = new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', (err: NodeJS.ErrnoException) =>
@@ -88,7 +101,7 @@ export async function recordCommand(argv: string[]): Promise<number> {
     writer.close();
     throw err;
   });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => signalServer(signal));
   // The host may close its end first, or the server may die first: neither is an error of the proxy's.
   child.stdin.on('error', () => undefined);
   const upstream = pipeline(process.stdin, writer.tap('client'), child.stdin).catch(() => undefined);

@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import { Cassette, CassetteError } from '../cassette/cassette.js';
-import { CliError, parseOptions } from './io.js';
+import { CliError, EXIT, parseOptions } from './io.js';
 
 export const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order]';
 
@@ -11,7 +11,7 @@ export const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order]';
 export async function replayCommand(args: string[]): Promise<void> {
   const { values, positionals } = parseOptions(args, { 'strict-order': { type: 'boolean', default: false } }, USAGE);
   const [path, ...extra] = positionals;
-  if (path === undefined || extra.length > 0) throw new CliError(USAGE, 2);
+  if (path === undefined || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
   const cassette = await Cassette.load(path).catch((err: unknown) => {
     throw err instanceof CassetteError ? new CliError(err.message) : err;
   });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCassette } from '../../lib/cassette/cassette.js';
@@ -106,6 +107,37 @@ describe('mcp-frame record and replay', function () {
       ['server', 'INVALID_JSON', invalid[0]!.preview],
       ['server', 'INVALID_JSON', '[info] listing tools'],
     ]);
+  });
+
+  it('starts the server in its own process group: a signal to record ends what the server started too', async function () {
+    if (process.platform === 'win32') this.skip();
+    const out = join(dir, 'group.cassette');
+    // A server that leaves a grandchild (as a wrapper such as npx does), and says its pid.
+    const proc = spawn(
+      process.execPath,
+      [`${ROOT}dist/lib/cli/main.js`, 'record', '--out', out, '--', 'sh', '-c', 'sleep 60 & echo "grandchild $!" >&2; exec cat'],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    for (let i = 0; i < 200 && !/grandchild \d+/.test(stderr); i++) await new Promise((r) => setTimeout(r, 10));
+    const pid = Number(/grandchild (\d+)/.exec(stderr)![1]);
+    const alive = (): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).to.equal(true);
+    const exited = new Promise((resolve) => proc.once('exit', resolve));
+    proc.kill('SIGTERM');
+    await exited;
+    for (let i = 0; i < 200 && alive(); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(alive(), 'the grandchild outlived record').to.equal(false);
   });
 
   it('takes the command from .mcp.json with --config, and says what is wrong with its arguments', async () => {
