@@ -52,13 +52,13 @@ async function isDirectory(path: string): Promise<boolean> {
 }
 
 export const USAGE = `usage: mcp-frame frame [fixture.json | case-folder | case-name | -]
-A case name that is no path is looked up under fixtures/frame/ (as the grader names cases).`;
+A case name that is no path is looked up under fixtures/frame/.`;
 
 /** `mcp-frame frame [fixture.json | case-folder | -]` */
 export async function frameCommand(args: string[]): Promise<void> {
   if (args.length > 1) throw new CliError(USAGE, EXIT.usage);
-  // Graders name a case by its folder as often as by its file: a folder means its input.json; a bare name that
-  // is no path is a case under fixtures/frame/.
+  // A case is named by its folder as often as by its file: a folder means its input.json; a bare name that is no
+  // path is a case under fixtures/frame/.
   let path = args[0];
   if (path !== undefined && path !== '-' && !(await exists(path)) && /^[\w.-]+$/.test(path)) {
     const known = fileURLToPath(new URL(`../../../fixtures/frame/${path}`, import.meta.url));

@@ -7,7 +7,7 @@ import { frameCases, ROOT } from '../helpers/fixtures.js';
 import { cli, run } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
-describe('mcp-frame frame (the grader program)', () => {
+describe('mcp-frame frame (a fixture in, its frames out)', () => {
   for (const c of frameCases()) {
     it(`prints the expected frames and parsed messages for fixtures/frame/${c.name}`, async () => {
       const result = await cli(['frame', c.inputPath]);

@@ -200,7 +200,7 @@ describe('the command line, as a new user meets it', function () {
     expect(r.stdout).to.match(/^content-length, /);
   });
 
-  it('resolves a bare case name under fixtures/frame/, as the grader names cases', () => {
+  it('resolves a bare case name under fixtures/frame/, as a case is named', () => {
     const byName = spawnSync(`${ROOT}your_program.sh`, ['mcp-frame', 'unicode'], { encoding: 'utf8' });
     expect(byName.status).to.equal(0);
     expect(JSON.parse(byName.stdout)).to.deep.equal(JSON.parse(readFileSync(`${ROOT}fixtures/frame/unicode/expected.json`, 'utf8')));

@@ -42,7 +42,7 @@ export interface FrameCase {
   expected: { frames: string[]; parsed: unknown[] };
 }
 
-/** fixtures/frame/<case>/{input,expected}.json: the grader program's cases. */
+/** fixtures/frame/<case>/{input,expected}.json: the frame command's cases. */
 export function frameCases(): FrameCase[] {
   const dir = `${ROOT}fixtures/frame/`;
   return readdirSync(dir)
