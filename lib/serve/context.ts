@@ -61,7 +61,7 @@ export function rpcError(
   return { jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } };
 }
 
-/** The JSON-RPC error code for a failure of the server behind the bridge. */
+/** The JSON-RPC error code for a failure of the server behind serve. */
 export const SERVER_ERROR = -32000;
 
 /**

@@ -1,5 +1,5 @@
 /*
- * Who may talk to the bridge: requests whose Host is not the address it listens on (DNS rebinding), whose
+ * Who may talk to serve: requests whose Host is not the address it listens on (DNS rebinding), whose
  * Origin is foreign, or that lack the bearer token are refused before anything else is read.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';

@@ -130,7 +130,7 @@ function checkProtocolVersion(req: IncomingMessage): void {
 /**
  * The request of a modern POST, or undefined: one request written the modern way (`_meta` names a protocol
  * version, or the MCP-Protocol-Version header a modern revision; see isEnvelopeRequest). Its envelope must be
- * whole (-32602), its headers must match its body (-32020) and its version be one this bridge speaks (-32022),
+ * whole (-32602), its headers must match its body (-32020) and its version be one serve speaks (-32022),
  * each a 400 (the revision's statuses), checked here for every child, modern or translated.
  */
 function modernRequest(messages: unknown[], req: IncomingMessage): JsonRpcRequest | undefined {

@@ -1,6 +1,6 @@
 /*
  * Modern (2026-07-28) requests through `serve`: they carry no session, so they all go to one shared child
- * process. Each gets a bridge-wide id (and progress token) on the way in, so that clients' ids cannot collide,
+ * process. Each gets a serve-wide id (and progress token) on the way in, so that clients' ids cannot collide,
  * and its own response: JSON when the answer comes first (with the status the spec gives a modern error), an
  * event stream when a notification comes before it. A client that closes its response cancels the request.
  *
@@ -50,7 +50,7 @@ import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-s
  */
 const UNREAD_BYTES = 8 * 1024 * 1024;
 
-/** How long a `server/discover` may go unanswered before the bridge says the server does not speak it. */
+/** How long a `server/discover` may go unanswered before serve says the server does not speak it. */
 const DISCOVER_TIMEOUT_MS = 2000;
 
 /** How long a legacy child's question waits for the modern client to come back with the answer. */
@@ -58,7 +58,7 @@ export const INPUT_WAIT_MS = 5 * 60_000;
 
 /** A legacy child's question during a call, turned into input_required: what the client's retry resumes. */
 interface Suspended {
-  /** The child's request id (the bridge-wide id of the call). */
+  /** The child's request id (the serve-wide id of the call). */
   n: number;
   /** The id of the child's own request, to answer. */
   askId: unknown;
@@ -91,7 +91,7 @@ const QUESTION_CAPABILITY: Record<string, string> = {
   'roots/list': 'roots',
 };
 
-/** What the bridge declares to a legacy child: the questions it can relay to a modern client as input_required. */
+/** What serve declares to a legacy child: the questions it can relay to a modern client as input_required. */
 const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 
 /**
@@ -116,7 +116,7 @@ export class ModernHub {
   #droppedCount = 0;
   /** The child's era, found when it starts: modern (requests pass through), or legacy (translated). */
   #legacy: Record<string, unknown> | undefined;
-  /** Answers the bridge waits for itself (the probe, initialize), by id. */
+  /** Answers serve waits for itself (the probe, initialize), by id. */
   readonly #own = new Map<string, (msg: Record<string, unknown>) => void>();
   readonly #suspended = new Map<string, Suspended>();
   /**
@@ -200,7 +200,7 @@ export class ModernHub {
   #send(child: StdioChannel, n: number, exchange: Exchange, msg: JsonRpcRequest, params: Record<string, unknown> | undefined): void {
     if (msg.method === 'server/discover') {
       exchange.timer = setTimeout(
-        () => this.#answer(n, rpcError(n, -32601, 'the server behind this bridge does not answer server/discover')),
+        () => this.#answer(n, rpcError(n, -32601, 'the server behind serve does not answer server/discover')),
         DISCOVER_TIMEOUT_MS,
       );
     }
@@ -273,7 +273,7 @@ export class ModernHub {
     return this.#starting;
   }
 
-  /** Found at the first modern request, by the bridge's own probe; undefined until a verdict. */
+  /** Found at the first modern request, by serve's own probe; undefined until a verdict. */
   #era: 'modern' | 'legacy' | undefined;
 
   async #start(): Promise<StdioChannel> {
@@ -302,7 +302,7 @@ export class ModernHub {
       this.#legacy = undefined;
       return child;
     }
-    // A legacy server: one session for every modern client, declaring what the bridge relays.
+    // A legacy server: one session for every modern client, declaring what serve relays.
     const init = await this.#ask(
       child,
       'initialize',
@@ -418,7 +418,7 @@ export class ModernHub {
     return undefined;
   }
 
-  /** A request of the bridge's own to the child, and its answer (undefined after `timeoutMs`). */
+  /** A request of serve's own to the child, and its answer (undefined after `timeoutMs`). */
   #ask(child: StdioChannel, method: string, params: unknown, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
     const id = `mcp-frame-${method}-${randomUUID()}`;
     return new Promise((resolve) => {
@@ -648,7 +648,7 @@ function discoverFrom(init: Record<string, unknown>): Record<string, unknown> {
 }
 
 /**
- * The era the answer to the bridge's own server/discover shows: modern for a DiscoverResult; legacy for method
+ * The era the answer to serve's own server/discover shows: modern for a DiscoverResult; legacy for method
  * not found, an unsupported-version error listing no modern revision, or no answer; undefined for anything else.
  */
 function eraOf(probe: Record<string, unknown> | undefined): 'modern' | 'legacy' | undefined {

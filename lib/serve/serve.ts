@@ -181,9 +181,9 @@ async function listenHttp(server: http.Server, host: string, port: number): Prom
  *
  * @example
  * ```ts
- * const bridge = await serve({ command: 'node', args: ['server.js'] }, { port: 0 });
- * console.log(bridge.url); // http://127.0.0.1:<port>/mcp
- * await bridge.close();
+ * const served = await serve({ command: 'node', args: ['server.js'] }, { port: 0 });
+ * console.log(served.url); // http://127.0.0.1:<port>/mcp
+ * await served.close();
  * ```
  */
 export async function serve(entry: StdioServerConfig, options: ServeOptions = {}): Promise<ServeHandle> {
