@@ -1,11 +1,8 @@
-// The era verdict kept per server entry: a second connection to a known legacy server skips the probe. And, for
-// every test of the suite, a root hook that forgets the verdicts first: servers on 127.0.0.1 come and go, and a
-// port used again would otherwise inherit the verdict about the server that held it before.
+// The era verdict kept per server entry: a second connection to a known legacy server skips the probe. (The suite
+// forgets the process's verdicts before every test: test/setup.ts.)
 import { expect } from 'chai';
-import { connect, forgetEras } from '../lib/client/connection.js';
+import { connect, EraCache } from '../lib/client/connection.js';
 import { hostile, legacyHttp } from './helpers/hostile-http.js';
-
-beforeEach(() => forgetEras());
 
 describe('the era verdict, kept per server entry', function () {
   this.timeout(20_000);
@@ -18,15 +15,20 @@ describe('the era verdict, kept per server entry', function () {
       answer(req, res, body);
     });
     try {
-      await (await connect({ type: 'http', url: server.url })).close();
+      const eraCache = new EraCache();
+      await (await connect({ type: 'http', url: server.url }, { eraCache })).close();
       expect(probes).to.have.length(1);
-      const second = await connect({ type: 'http', url: server.url });
+      const second = await connect({ type: 'http', url: server.url }, { eraCache });
       expect(second.era).to.equal('legacy');
       await second.close();
       expect(probes).to.have.length(1);
-      forgetEras();
-      await (await connect({ type: 'http', url: server.url })).close();
+      eraCache.forget();
+      await (await connect({ type: 'http', url: server.url }, { eraCache })).close();
       expect(probes).to.have.length(2);
+      // No cache: every connection probes.
+      await (await connect({ type: 'http', url: server.url }, { eraCache: false })).close();
+      await (await connect({ type: 'http', url: server.url }, { eraCache: false })).close();
+      expect(probes).to.have.length(4);
     } finally {
       await server.close();
     }

@@ -106,6 +106,8 @@ const ENTRY_POINTS = {
       'ConnectionError',
       'ConnectionErrorCode',
       'DEFAULT_INHERITED_ENV',
+      'EraCache',
+      'defaultEraCache',
       'Direction',
       'ExitStatus',
       'FrameTrace',

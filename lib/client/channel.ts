@@ -2,6 +2,7 @@
  * A channel moves messages: it sends one, delivers what arrives, reports bad frames, and closes. The session
  * (Connection) never knows which channel carries it.
  */
+import type { ProtocolEra } from '../protocol/modern.js';
 import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
 import type { FrameError } from '../errors.js';
@@ -54,6 +55,15 @@ export interface Channel extends EventEmitter {
    * slower than the peer (a host that does not read) leaves the peer's output in its pipe or socket, not here.
    */
   holdInput?(): () => void;
+  /** The eras the channel can carry; undefined: both. (The deprecated HTTP+SSE transport carries only the legacy one.) */
+  readonly eras?: readonly ProtocolEra[];
+  /**
+   * True when every request gets an answer of some kind (HTTP: a status at least), so that silence to the era
+   * probe is an outage, never the legacy verdict it is on a pipe.
+   */
+  readonly answersEveryRequest?: boolean;
+  /** For a channel that sends each era its own way (HTTP headers): the era, and the modern revision, from now on. */
+  useProtocol?(era: ProtocolEra, version: string | undefined): void;
 }
 
 export interface StreamChannelOptions {

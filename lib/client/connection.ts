@@ -70,7 +70,7 @@ export interface ConnectOptions extends StdioOptions {
    * `'auto'`: find the server's era. A modern server (2026-07-28 on) answers a `server/discover` sent the modern
    * way; anything else (an error that is not a modern one, an HTTP 4xx, or on stdio no answer within
    * `probeTimeoutMs`) is taken as legacy, and the initialize handshake follows, asking for
-   * LATEST_PROTOCOL_VERSION. The verdict is kept for the process's lifetime per server entry. A revision
+   * LATEST_PROTOCOL_VERSION. The verdict is kept per server entry in `eraCache`. A revision
    * instead skips detection: a modern one is spoken at once, a legacy one asked for in initialize.
    * @defaultValue 'auto'
    */
@@ -104,6 +104,8 @@ export interface ConnectOptions extends StdioOptions {
    * @defaultValue true
    */
   elicitationDefaults?: boolean;
+  /** Where the era found for each server is kept, so that it is not probed again; `false`: probe every time. @defaultValue defaultEraCache */
+  eraCache?: EraCache | false;
 }
 
 /**
@@ -183,16 +185,30 @@ function left(deadline: number, timeoutMs: number | undefined): number {
   return timeoutMs === Infinity ? Infinity : Math.max(0, deadline - Date.now());
 }
 
-/** The era found per server entry, for this process's lifetime: a known server is not probed again. */
-const KNOWN_ERAS = new Map<string, ProtocolEra>();
-
 /**
- * @internal Forgets every era verdict, as a new process would start: for tests, where one URL (a port used
- * again) can name a server of another era than the one it named before.
+ * The era found per server entry (its command line, URL or socket path), so that a server this process has
+ * spoken to is not probed again. connect() uses `defaultEraCache` unless given one (`eraCache`), or `false`.
  */
-export function forgetEras(): void {
-  KNOWN_ERAS.clear();
+export class EraCache {
+  readonly #eras = new Map<string, ProtocolEra>();
+
+  get(key: string): ProtocolEra | undefined {
+    return this.#eras.get(key);
+  }
+
+  set(key: string, era: ProtocolEra): void {
+    this.#eras.set(key, era);
+  }
+
+  /** Forgets one entry's verdict, or every one (a server that moved to another era, a port used again). */
+  forget(key?: string): void {
+    if (key === undefined) this.#eras.clear();
+    else this.#eras.delete(key);
+  }
 }
+
+/** The process's own EraCache, for the life of the process. */
+export const defaultEraCache = new EraCache();
 
 /**
  * Whether a failed probe says "legacy server": any JSON-RPC error (a modern one was handled before), on HTTP a
@@ -607,11 +623,12 @@ export class Connection extends EventEmitter {
       if (isModernVersion(asked)) return void (await this.#probe(options, { ...meta, protocolVersion: asked }, true));
       return this.#handshake(options, asked);
     }
-    const known = eraKey === undefined ? undefined : KNOWN_ERAS.get(eraKey);
-    // The deprecated HTTP+SSE transport is of the legacy era by definition.
-    const probed = known !== 'legacy' && !(this.#channel instanceof SseChannel);
+    const cache = options.eraCache === false ? undefined : (options.eraCache ?? defaultEraCache);
+    const known = eraKey === undefined ? undefined : cache?.get(eraKey);
+    // A channel that carries only the legacy era (the deprecated HTTP+SSE transport) needs no probe.
+    const probed = known !== 'legacy' && (this.#channel.eras?.includes('modern') ?? true);
     const modern = probed && (await this.#probe(options, { ...meta, protocolVersion: MODERN_PROTOCOL_VERSIONS[0]! }, false));
-    if (eraKey !== undefined) KNOWN_ERAS.set(eraKey, modern ? 'modern' : 'legacy');
+    if (eraKey !== undefined) cache?.set(eraKey, modern ? 'modern' : 'legacy');
     if (modern) return;
     try {
       // Time spent waiting for the user to sign in moves the deadline.
@@ -625,7 +642,7 @@ export class Connection extends EventEmitter {
           err.code === MODERN_ERRORS.unsupportedProtocolVersion && isObject(err.data) ? pickModernVersion(err.data.supported) : undefined;
         if (modernVersion !== undefined) {
           await this.#probe({ ...options, timeoutMs: left(deadline, options.timeoutMs) }, { ...meta, protocolVersion: modernVersion }, true);
-          if (eraKey !== undefined) KNOWN_ERAS.set(eraKey, 'modern');
+          if (eraKey !== undefined) cache?.set(eraKey, 'modern');
           return;
         }
         throw new ConnectionError('REFUSED', `server "${this.#channel.name}" refused the handshake: error ${err.code}: ${preview(err.message)}`, {
@@ -644,7 +661,7 @@ export class Connection extends EventEmitter {
   #useModern(protocolVersion: string, meta: Omit<ClientMeta, 'protocolVersion'> = this.#meta!): void {
     this.#meta = { ...meta, protocolVersion };
     this.#era = 'modern';
-    if (this.#channel instanceof HttpChannel) this.#channel.useProtocol('modern', protocolVersion);
+    this.#channel.useProtocol?.('modern', protocolVersion);
   }
 
   /**
@@ -653,13 +670,13 @@ export class Connection extends EventEmitter {
    */
   async #probe(options: ConnectOptions, meta: ClientMeta, strict: boolean, retried = false): Promise<boolean> {
     this.#useModern(meta.protocolVersion, meta);
-    const http = this.#channel instanceof HttpChannel;
-    // On stdio, silence is a legacy verdict: the probe takes at most half the handshake's budget.
+    const http = this.#channel.answersEveryRequest === true;
+    // On a pipe, silence is a legacy verdict: the probe takes at most half the handshake's budget.
     const timeoutMs = strict || http ? options.timeoutMs! : Math.min(options.probeTimeoutMs ?? 2000, options.timeoutMs! / 2);
     try {
       const result = await this.#call('server/discover', withModernMeta(undefined, meta), { timeoutMs }, false);
       // A DiscoverResult names the versions; a server that answers any method with some result is not modern.
-      if (!isObject(result) || !Array.isArray(result.supportedVersions)) return this.#legacy(http);
+      if (!isObject(result) || !Array.isArray(result.supportedVersions)) return this.#legacy();
       if (!result.supportedVersions.includes(meta.protocolVersion)) {
         this.#useModern(this.#versionFrom(new RpcError(0, '', { supported: result.supportedVersions }), meta.protocolVersion));
       }
@@ -672,20 +689,20 @@ export class Connection extends EventEmitter {
         const legacy = Array.isArray(offered) ? SUPPORTED_PROTOCOL_VERSIONS.find((v) => offered.includes(v)) : undefined;
         if (!strict && pickModernVersion(offered) === undefined && legacy !== undefined) {
           this.#legacyVersion = legacy;
-          return this.#legacy(http);
+          return this.#legacy();
         }
         if (!retried) return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion, true) }, strict, true);
       }
       if (strict || (err instanceof RpcError && isModernError(err.code)) || !isLegacyVerdict(err, http)) throw err;
-      return this.#legacy(http);
+      return this.#legacy();
     }
   }
 
   /** The probe's verdict "legacy": the modern metadata is dropped before the handshake. */
-  #legacy(http: boolean): false {
+  #legacy(): false {
     this.#meta = undefined;
     this.#era = undefined;
-    if (http) (this.#channel as HttpChannel).useProtocol('legacy', undefined);
+    this.#channel.useProtocol?.('legacy', undefined);
     return false;
   }
 

@@ -134,6 +134,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   readonly #warned = new Set<string>();
   /** Holds on the input taken by holdInput() and not released yet. */
   #holds = 0;
+  /** Every request gets a status: silence to the era probe is an outage. */
+  readonly answersEveryRequest = true;
 
   constructor(url: string | URL, options: HttpChannelOptions = {}) {
     super();

@@ -47,6 +47,8 @@ export {
   connect,
   connectOver,
   Connection,
+  defaultEraCache,
+  EraCache,
   RpcError,
   LATEST_PROTOCOL_VERSION,
   SUPPORTED_PROTOCOL_VERSIONS,

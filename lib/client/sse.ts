@@ -2,6 +2,7 @@
  * The deprecated HTTP+SSE channel (MCP 2024-11-05): one long GET stream that names, in its `endpoint` event,
  * where to POST messages; every answer comes back on the stream.
  */
+import type { ProtocolEra } from '../protocol/modern.js';
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type http from 'node:http';
@@ -68,6 +69,8 @@ export class SseChannel extends EventEmitter implements Channel {
   }
 
   #holds = 0;
+  /** The deprecated HTTP+SSE transport is of the legacy era by definition. */
+  readonly eras: readonly ProtocolEra[] = ['legacy'];
 
   /**
    * Stops reading the server's stream until the returned function is called (each hold released once): for a

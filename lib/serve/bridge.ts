@@ -97,9 +97,10 @@ class BridgeRun {
 
   /** An SSE entry opens its stream first (a Streamable HTTP one needs nothing before the host's first message). */
   async open(): Promise<void> {
-    if (!(this.#current instanceof SseChannel)) return;
+    const current = this.#current;
+    if (!('open' in current)) return;
     try {
-      await this.#current.open();
+      await current.open();
     } catch (err) {
       await this.#current.close();
       this.#toHost.end();
@@ -206,16 +207,16 @@ class BridgeRun {
       return;
     }
     const request = isObject(msg) && 'method' in msg && 'id' in msg ? (msg as { id: unknown; method: string; params?: unknown }) : undefined;
-    const current = this.#current;
+    const current: Channel = this.#current;
     if (request?.method === 'initialize') {
       this.#hostInit = { id: request.id, params: isObject(request.params) ? request.params : {} };
       // A host that probed the modern way and fell back: the session from here on is a legacy one.
-      if (current instanceof HttpChannel) current.useProtocol('legacy', undefined);
+      current.useProtocol?.('legacy', undefined);
     }
     // A modern host's requests carry their revision: the channel then sends the headers it requires.
     const asked =
       request !== undefined && isObject(request.params) && isObject(request.params._meta) ? request.params._meta[META_PROTOCOL_VERSION] : undefined;
-    if (typeof asked === 'string' && current instanceof HttpChannel && pickModernVersion([asked]) !== undefined) current.useProtocol('modern', asked);
+    if (typeof asked === 'string' && pickModernVersion([asked]) !== undefined) current.useProtocol?.('modern', asked);
     // Each POST starts at once, in the host's order, and is answered on its own stream: a slow request does not
     // hold back the ones after it (a cancellation among them).
     void current.send(msg).catch((err: Error) => this.#sendFailed(current, msg, request, err));
@@ -223,7 +224,9 @@ class BridgeRun {
 
   /** A send that failed: an initialize refused as Streamable HTTP tries HTTP+SSE; anything else fails its request. */
   async #sendFailed(channel: Channel, msg: unknown, request: { id: unknown; method: string } | undefined, err: Error): Promise<void> {
-    if (request?.method === 'initialize' && channel instanceof HttpChannel && isFallbackStatus(err) && channel === this.#current) {
+    // Only Streamable HTTP falls back (the channel that carries both eras); an SSE channel is the fallback.
+    const streamable = channel.eras === undefined;
+    if (request?.method === 'initialize' && streamable && isFallbackStatus(err) && channel === this.#current) {
       const sse = new SseChannel(this.#url, this.#remote);
       this.#current = sse;
       this.#attach(sse);
