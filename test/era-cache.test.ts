@@ -1,7 +1,8 @@
 // The era verdict kept per server entry: a second connection to a known legacy server skips the probe. (The suite
 // forgets the process's verdicts before every test: test/setup.ts.)
 import { expect } from 'chai';
-import { connect, EraCache } from '../lib/client/connection.js';
+import { EraCache } from '../lib/client/connection.js';
+import { connect } from '../lib/client/connect.js';
 import { hostile, legacyHttp } from './helpers/hostile-http.js';
 
 describe('the era verdict, kept per server entry', function () {

@@ -1,7 +1,8 @@
 import { isObject } from '../jsonrpc.js';
 import { basename } from 'node:path';
 import { listNames } from '../client/config.js';
-import { type Connection, connect, type FrameTrace, RpcError } from '../client/connection.js';
+import { type Connection, type FrameTrace, RpcError } from '../client/connection.js';
+import { connect } from '../client/connect.js';
 import { ConnectionError } from '../client/errors.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';

@@ -43,8 +43,8 @@ export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.
 export { HttpChannel, type HttpChannelOptions, type ReconnectOptions } from './http.js';
 export { SseChannel } from './sse.js';
 export { MODERN_PROTOCOL_VERSIONS, type ProtocolEra } from '../protocol/modern.js';
+export { connect } from './connect.js';
 export {
-  connect,
   connectOver,
   Connection,
   defaultEraCache,

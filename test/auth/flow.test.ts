@@ -3,7 +3,8 @@
 // issuers; servers that echo tokens, send huge metadata, never finish a sign-in. Each rule of staying signed in
 // has a test here that fails without it.
 import { expect } from 'chai';
-import { connect, type Connection } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { fileAuthStore, memoryAuthStore } from '../../lib/client/auth/store.js';
 import type { AuthEvent, AuthOptions, AuthStore } from '../../lib/client/auth/types.js';

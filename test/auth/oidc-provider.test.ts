@@ -1,7 +1,8 @@
 // Signing in to an MCP server behind a real authorization server: oidc-provider (dynamic registration, PKCE
 // required, refresh-token rotation, resource indicators, OpenID configuration only), on 127.0.0.1.
 import { expect } from 'chai';
-import { type Connection, connect } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { memoryAuthStore } from '../../lib/client/auth/store.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { rejection } from '../helpers/rejection.js';

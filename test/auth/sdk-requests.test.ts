@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { headlessAuthorize, OAuthServer } from '../helpers/oauth-server.js';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';

@@ -6,7 +6,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { hostile, legacyHttp } from '../helpers/hostile-http.js';
 import { cli } from '../helpers/run.js';

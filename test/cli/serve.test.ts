@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { gone } from '../helpers/processes.js';
 import { cli } from '../helpers/run.js';
 import { ROOT } from '../helpers/fixtures.js';

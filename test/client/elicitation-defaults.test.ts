@@ -1,7 +1,8 @@
 // SEP-1034: an accepted elicitation form gets the requested schema's defaults for the fields the handler left
 // out, in both eras, against the conformance fixture (the MCP SDK 2.x) on stdio as a real child process.
 import { expect } from 'chai';
-import { type Connection, connect } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { ROOT } from '../helpers/fixtures.js';
 
 const FIXTURE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/conformance.js`] };

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { PassThrough } from 'node:stream';
 import { StreamChannel } from '../../lib/client/channel.js';
-import { type Connection, connect, connectOver, type FrameTrace, type RpcError } from '../../lib/client/connection.js';
+import { type Connection, connectOver, type FrameTrace, type RpcError } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { cutProxy } from '../helpers/cut-proxy.js';
 import { startEverything } from '../helpers/everything-http.js';

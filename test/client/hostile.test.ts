@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import type { ConfigError } from '../../lib/client/config.js';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { MAX_TIMER_MS, MIN_RETRY_MS, RecentIds, reconnectWait } from '../../lib/client/remote.js';
 import { hostile, json, legacyHttp } from '../helpers/hostile-http.js';

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { type Connection, connect } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
 
 describe("connect over Streamable HTTP to the MCP SDK's server", () => {

@@ -3,7 +3,8 @@
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import type http from 'node:http';
-import { connect, type RpcError } from '../../lib/client/connection.js';
+import type { RpcError } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { hostile, json } from '../helpers/hostile-http.js';
 import { rejection } from '../helpers/rejection.js';

@@ -4,7 +4,8 @@
 // only legacy versions, a server that starts slowly and fixed its era on the probe, the log level.
 import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
-import { type Connection, connect, MAX_INPUT_ROUNDS } from '../../lib/client/connection.js';
+import { type Connection, MAX_INPUT_ROUNDS } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';

@@ -2,7 +2,7 @@
 // mirrored into Mcp-Param-* headers, against the MCP SDK 2.4 server that checks them; tools whose annotations
 // break the rules left out of tools/list; a HeaderMismatch answered by reading the tool list again, once.
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { paramHeaderValues, scanParamHeaders } from '../../lib/protocol/param-headers.js';
 import { hostile, json } from '../helpers/hostile-http.js';
 import { sdk2Http } from '../helpers/sdk2.js';

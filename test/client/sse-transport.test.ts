@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { type Connection, connect } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { rejection } from '../helpers/rejection.js';
 import { sseServer } from '../helpers/sse-server.js';

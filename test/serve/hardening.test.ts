@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { Guard } from '../../lib/serve/guard.js';
 import { MCP_HEADERS, openStream, rawRequest, rawTarget } from '../helpers/raw-http.js';

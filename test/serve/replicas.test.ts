@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ALIVE_MS, type RedisStore, redisStore } from '../../lib/serve/redis-store.js';

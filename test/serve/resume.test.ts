@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { type Connection, connect } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { type CutProxy, cutProxy } from '../helpers/cut-proxy.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';

@@ -2,7 +2,8 @@
 // probe, the envelope, version and header errors with their statuses and ids, and for a translated legacy child
 // per-request capabilities, the removed methods, and listen served from its notifications.
 import { expect } from 'chai';
-import { type Connection, connect } from '../../lib/client/connection.js';
+import type { Connection } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { gone } from '../helpers/processes.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';

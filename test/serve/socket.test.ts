@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
-import { connect } from '../../lib/client/connection.js';
+import { connect } from '../../lib/client/connect.js';
 import { ConnectionError } from '../../lib/client/errors.js';
 import { serve, type ServeHandle } from '../../lib/serve/index.js';
 import { ROOT } from '../helpers/fixtures.js';
