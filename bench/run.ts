@@ -505,7 +505,7 @@ section(
 
 // One large result over stdio, each client in a fresh process: time and the client's peak RSS ----------------
 const tripRows: string[] = [];
-const trips = new Map<string, { ms?: number; peak?: number; failed?: string }>();
+const trips = new Map<string, { ms?: number | undefined; peak?: number | undefined; failed?: string | undefined }>();
 for (const mib of [6, 20]) {
   // N: the result's base64 text, nearly all of the message on the wire.
   const n = Math.ceil((mib * MiB) / 3) * 4;

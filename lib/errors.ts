@@ -36,11 +36,11 @@ export type FrameErrorCode =
 
 export interface FrameErrorPosition {
   /** Byte offset in the stream where the offending frame starts. */
-  offset?: number;
+  offset?: number | undefined;
   /** 1-based line number of the frame's first line, for line-based framings. */
-  line?: number;
+  line?: number | undefined;
   /** 1-based number of the frame in the stream, for framings that count frames rather than lines. */
-  index?: number;
+  index?: number | undefined;
 }
 
 /**

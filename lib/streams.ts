@@ -377,7 +377,7 @@ export class FrameConverter extends DecodingTransform {
   constructor(options: FrameConverterOptions) {
     super(options, {});
     this.#encoder = framingByName(options.to).createEncoder(options.eventId === undefined ? {} : { eventId: options.eventId });
-    keepShape(FrameConverter, () => new FrameConverter({ framing: options.framing, to: options.to }));
+    keepShape(FrameConverter, () => new FrameConverter({ ...(options.framing === undefined ? {} : { framing: options.framing }), to: options.to }));
   }
 
   protected deliver(msg: unknown): void {

@@ -47,7 +47,7 @@ export async function startLegacyHostSession(
   const version = pickModernVersion(data.supported);
   const hostCapabilities = isObject(init.params.capabilities) ? init.params.capabilities : {};
   const connection = await connectOver(channel, {
-    protocolVersion: version,
+    ...(version === undefined ? {} : { protocolVersion: version }),
     capabilities: hostCapabilities,
     ...(isObject(init.params.clientInfo) ? { clientInfo: init.params.clientInfo as { name: string; version: string } } : {}),
   });

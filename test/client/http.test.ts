@@ -224,7 +224,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
   });
 
   it('treats a silent stream as broken and resumes it, failing nothing', async () => {
-    await start({ stallGet: true, keepAliveMs: undefined });
+    await start({ stallGet: true });
     const c = await client({ idleTimeoutMs: 150 });
     const reason = await new Promise<string>((resolve) => c.once('reconnecting', (r: { reason: string }) => resolve(r.reason)));
     expect(reason).to.match(/no bytes for 150 ms|no answer for 150 ms|closed|aborted/);

@@ -28,7 +28,9 @@ function withEventsourceParser(chunks: Buffer[]): DecodeEvent[] {
  * Each message's id and the position the decoder gives for it (lastPosition), and each bad frame's code and position,
  * in order, as the core alone reports them for `chunks`.
  */
-function positions(chunks: Buffer[]): Array<{ id?: unknown; at?: unknown; invalid?: string; index?: number; line?: number; offset?: number }> {
+function positions(
+  chunks: Buffer[],
+): Array<{ id?: unknown; at?: unknown; invalid?: string; index?: number | undefined; line?: number | undefined; offset?: number | undefined }> {
   const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
   const out: ReturnType<typeof positions> = [];
   const sink: DecodeSink = {

@@ -490,7 +490,7 @@ export async function conformanceHttp(): Promise<ConformanceHttp> {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     const request = new Request(`http://127.0.0.1${req.url}`, {
-      method: req.method,
+      method: req.method ?? 'GET',
       headers,
       signal: abort.signal,
       ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body: Buffer.concat(chunks) }),

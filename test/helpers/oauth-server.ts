@@ -45,7 +45,7 @@ export interface OAuthFaults {
   /** The authorization endpoint redirects with this error instead of a code. */
   deny?: string;
   /** Refresh requests get this status and a body that is no OAuth error (a 503 or 429 of a busy server); nothing is spent. */
-  refreshStatus?: number;
+  refreshStatus?: number | undefined;
 }
 
 export interface Logged {

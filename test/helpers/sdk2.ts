@@ -99,7 +99,7 @@ export async function sdk2Http(era: 'modern' | 'dual'): Promise<Sdk2Http> {
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     const request = new Request(`http://${req.headers.host}${req.url}`, {
-      method: req.method,
+      method: req.method ?? 'GET',
       headers,
       signal: abort.signal,
       ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),

@@ -33,7 +33,8 @@ export class DpopKey {
   private constructor(privateKey: KeyObject) {
     this.#privateKey = privateKey;
     const { kty, crv, x, y } = createPublicKey(privateKey).export({ format: 'jwk' });
-    this.publicJwk = { kty, crv, x, y };
+    // An EC key exports all four.
+    this.publicJwk = { kty: kty!, crv: crv!, x: x!, y: y! };
     this.thumbprint = jwkThumbprint(this.publicJwk);
   }
 

@@ -479,8 +479,8 @@ export class AuthSession {
       await (authorize as WithRedirect).close?.();
       throw err;
     }
-    record.client = this.#options.client === undefined ? client : undefined;
-    if (record.client === undefined) delete record.client;
+    if (this.#options.client === undefined) record.client = client;
+    else delete record.client;
     const pkce = pkcePair();
     const state = randomState();
     const url = new URL(found.authorizationEndpoint);
