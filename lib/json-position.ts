@@ -5,7 +5,7 @@
  */
 
 /** A place in a text. */
-export interface TextPosition {
+interface TextPosition {
   offset: number;
   /** 1-based. */
   line: number;

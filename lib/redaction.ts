@@ -7,7 +7,7 @@
  */
 
 /** What a hidden secret becomes. */
-export const REDACTED = '[REDACTED]';
+const REDACTED = '[REDACTED]';
 
 /**
  * Known secrets shorter than this are not looked for in text a server sends back: they would hide ordinary

@@ -296,6 +296,39 @@ describe('the package', () => {
     expect(circles).to.deep.equal([]);
   });
 
+  it("exports nothing that nothing imports: an export is an entry point's, or another module's import", () => {
+    const tsFiles = (dir: string): string[] =>
+      (readdirSync(`${ROOT}${dir}`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`);
+    const library = tsFiles('lib');
+    const readers = [...library, ...tsFiles('test'), ...tsFiles('bench'), ...tsFiles('examples')];
+    const exported: string[] = [];
+    for (const file of library) {
+      // An entry point's exports are the package's; the bin's are its own.
+      if (file.endsWith('/index.ts') || file === 'lib/cli/main.ts') continue;
+      const text = readFileSync(`${ROOT}${file}`, 'utf8');
+      const declared =
+        /^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum|abstract class)\s+([A-Za-z_$][\w$]*)/gm;
+      for (const [, name] of text.matchAll(declared)) exported.push(`${file}:${name}`);
+    }
+    const imported = new Set<string>();
+    for (const file of readers) {
+      const text = readFileSync(`${ROOT}${file}`, 'utf8');
+      for (const [, names, spec] of text.matchAll(/(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s*from\s*'(\.[^']+)'/g)) {
+        const target = relative(ROOT, join(dirname(`${ROOT}${file}`), spec!)).replace(/\.js$/, '.ts');
+        for (const part of names!.split(',')) {
+          const name = part
+            .trim()
+            .replace(/^type\s+/, '')
+            .split(/\s+as\s+/)[0]!
+            .trim();
+          if (name !== '') imported.add(`${target}:${name}`);
+        }
+      }
+    }
+    expect(exported.length).to.be.greaterThan(100);
+    expect(exported.filter((e) => !imported.has(e))).to.deep.equal([]);
+  });
+
   it('loads no sign-in code for mcp-frame/serve: the authorization flow is a dynamic import', () => {
     const modules = [...reachedFrom(`${ROOT}dist/lib/serve/index.js`)];
     expect(modules.some((m) => m.endsWith('/client/stdio.js'))).to.equal(true);

@@ -39,7 +39,7 @@ export interface EventRecorder {
   readonly redact?: boolean;
 }
 
-export interface RecordOptions {
+interface RecordOptions {
   /**
    * Hide secrets in what is recorded: values under keys that look secret become "[REDACTED]", and bearer
    * tokens, URL passwords and `key=value` secrets in strings are hidden. `false` keeps every value as sent.
@@ -135,7 +135,7 @@ export function isCassetteEvent(v: unknown): v is CassetteEvent {
 }
 
 /** The error for a cassette line that is not JSON, with the column where it stops being JSON. */
-export function notJson(file: string, line: number, text: string): CassetteError {
+function notJson(file: string, line: number, text: string): CassetteError {
   const at = jsonErrorPosition(text);
   return new CassetteError(file, line, `not JSON${at ? ` (column ${at.column})` : ''}`);
 }
@@ -184,14 +184,14 @@ function canonical(value: unknown): string {
  * `initialize` matches by method alone, since every client names itself differently. No params and `{}` are
  * the same request (clients differ in which they send).
  */
-export function requestKey(method: string, params: unknown): string {
+function requestKey(method: string, params: unknown): string {
   if (method === 'initialize') return method;
   const rest = isObject(params) ? Object.fromEntries(Object.entries(params).filter(([k]) => k !== '_meta')) : params;
   return `${method} ${canonical(redactMessage(rest ?? {}))}`;
 }
 
 /** A recorded client request and what the server sent for it: notifications on the way, then its response. */
-export interface Exchange {
+interface Exchange {
   key: string;
   request: Obj;
   replies: Obj[];

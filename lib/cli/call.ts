@@ -20,9 +20,9 @@ options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --tim
 sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms`;
 
 /** What the command does once connected. */
-export type CallAction = 'call' | 'tools' | 'resources' | 'prompts';
+type CallAction = 'call' | 'tools' | 'resources' | 'prompts';
 
-export interface CallArgs {
+interface CallArgs {
   /** The server's name in the config; undefined for an ad hoc server (`-- <command>`). */
   server: string | undefined;
   /** `-- <command> [args...]`: a server started without a config. */
@@ -124,7 +124,7 @@ function parseToolArgs(list: string[] | undefined, method: string | undefined, p
  * the text can be. Without a type, JSON when it parses, else the text. A text the schema cannot take is a usage
  * error naming the argument and the type.
  */
-export function typedArg(key: string, text: string, schema: unknown): unknown {
+function typedArg(key: string, text: string, schema: unknown): unknown {
   const declared = isObject(schema) ? schema.type : undefined;
   const types = Array.isArray(declared) ? declared.map(String) : typeof declared === 'string' ? [declared] : [];
   let json: unknown;

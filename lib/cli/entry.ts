@@ -15,7 +15,7 @@ import {
 import { CliError, EXIT, keyValues } from './io.js';
 
 /** How a command names its server. */
-export interface EntryOptions {
+interface EntryOptions {
   /** The server's name in the config; undefined for an ad hoc server (`-- <command>`). */
   server: string | undefined;
   /** `-- <command> [args...]`: a server started without a config. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { frame, parseFrame } from '../framings/ndjson.js';
 import { CliError, EXIT, parseJsonInput, readInput, writeStdout } from './io.js';
 
-export interface FrameResult {
+interface FrameResult {
   /** Each message as it goes on the wire: compact JSON and one `\n`. */
   frames: string[];
   /** parseFrame of each frame. */

@@ -211,7 +211,7 @@ function parseJson(text: string, path: string): Json {
  * `/* *\/` comments and trailing commas become spaces, so that every other character keeps its line and column
  * and a parse error still points where it is in the file. Text inside strings is never touched.
  */
-export function stripJsonc(text: string): string {
+function stripJsonc(text: string): string {
   const out = text.split('');
   const n = text.length;
   /** Where the last character that is not space or comment is, in `out`. */
@@ -402,7 +402,7 @@ class EntryReader {
 }
 
 /** KEY=VALUE lines; `#` comments, blank lines and `export ` are skipped; single or double quotes are taken off. */
-export function parseDotenv(text: string): Record<string, string> {
+function parseDotenv(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.trim();

@@ -109,7 +109,7 @@ export interface ConnectOptions extends StdioOptions {
  * An accepted elicitation's content with the requested schema's defaults for the fields it leaves out (SEP-1034);
  * any other result as it is.
  */
-export function withElicitationDefaults(params: unknown, result: unknown): unknown {
+function withElicitationDefaults(params: unknown, result: unknown): unknown {
   if (!isObject(result) || result.action !== 'accept' || !isObject(params)) return result;
   const schema = isObject(params.requestedSchema) ? params.requestedSchema : undefined;
   const properties = schema !== undefined && isObject(schema.properties) ? schema.properties : undefined;
@@ -148,7 +148,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * A timeout as a timer delay: undefined for no timeout (Infinity), a RangeError for a value a timer cannot
  * wait (negative, NaN, or 2^31 ms and over, which Node would turn into 1 ms).
  */
-export function timerDelay(ms: number, what: string): number | undefined {
+function timerDelay(ms: number, what: string): number | undefined {
   if (ms === Infinity) return undefined;
   if (!(ms >= 0 && ms <= MAX_TIMER_MS)) {
     throw new RangeError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS}, or Infinity for none; got ${String(ms)}`);

@@ -176,7 +176,7 @@ export function ownCopy(text: string): string {
   return text.length < 13 ? text : Buffer.from(text, 'utf8').toString('utf8');
 }
 
-export interface EventStreamHandlers {
+interface EventStreamHandlers {
   /** A frame's JSON text, before its message (for a trace); '' for a large frame when `tracing` said no. */
   frame?(text: string): void;
   /** Whether frame() uses its text now; when it does not, a large frame is parsed without making its text. */
@@ -240,7 +240,7 @@ export function readEventStream(res: http.IncomingMessage, maxMessageBytes: numb
 }
 
 /** What remoteRequest sends. `longLived`: a POST whose response stays open (a listen stream), on the stream agent. */
-export interface RemoteRequest {
+interface RemoteRequest {
   method: string;
   url?: URL;
   headers: Record<string, string>;

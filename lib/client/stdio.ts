@@ -88,7 +88,7 @@ export function serverEnv(server: StdioServerConfig, inheritEnv = false): NodeJS
 }
 
 /** Starts the server in its own process group, with no shell. */
-export function spawnServer(server: StdioServerConfig, env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
+function spawnServer(server: StdioServerConfig, env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
   return spawn(server.command, server.args ?? [], {
     cwd: server.cwd,
     env,

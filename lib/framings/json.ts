@@ -20,7 +20,7 @@ export function serialize(msg: unknown): string {
 }
 
 /** Why a frame holding JSON `null` is rejected, in every framing. */
-export const NULL_MESSAGE = 'null is not a message (an object stream cannot carry it)';
+const NULL_MESSAGE = 'null is not a message (an object stream cannot carry it)';
 
 /**
  * How deeply a message may nest objects and arrays by default. JSON.parse itself takes any depth, but

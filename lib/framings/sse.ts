@@ -717,7 +717,7 @@ export class SseDecoder implements FrameDecoderCore {
   }
 }
 
-export function createSseEncoder(options: EncoderSettings = {}): FrameEncoderCore {
+function createSseEncoder(options: EncoderSettings = {}): FrameEncoderCore {
   const eventId = options.eventId;
   if (eventId === undefined) return { encode: (msg) => frameSse(msg) };
   let seq = 0;

@@ -5,9 +5,9 @@
 import { isObject } from '../jsonrpc.js';
 
 /** Pages read at most for one listing. */
-export const MAX_PAGES = 1000;
+const MAX_PAGES = 1000;
 
-export interface Listing {
+interface Listing {
   /** Every item of every page read, in order. */
   items: unknown[];
   /** Why the listing stopped before the server said it was done, or undefined when it did. */

@@ -6,7 +6,7 @@
  */
 
 /** A request's path and query, as sent. */
-export interface RequestTarget {
+interface RequestTarget {
   /** The path, as sent (no dot-segment or percent-decoding: `/mcp` is the only spelling of `/mcp`). */
   path: string;
   query: URLSearchParams;

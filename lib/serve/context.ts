@@ -68,7 +68,7 @@ export const SERVER_ERROR = -32000;
  * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name
  * found in no folder of PATH. (On Windows, where PATHEXT decides, it is left to the first session.)
  */
-export async function missingCommand(command: string, path: string, cwd: string): Promise<string | undefined> {
+async function missingCommand(command: string, path: string, cwd: string): Promise<string | undefined> {
   if (process.platform === 'win32') return undefined;
   const executable = (file: string): Promise<boolean> =>
     access(file, constants.X_OK).then(

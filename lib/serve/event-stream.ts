@@ -15,7 +15,7 @@ export interface EventStreamOptions {
 }
 
 /** What an event stream needs of its session besides the settings. */
-export interface EventStreamHooks {
+interface EventStreamHooks {
   /** Stops reading the session's server until the returned release is called (a slow reader's backpressure). */
   hold?(): () => void;
 }
@@ -118,7 +118,7 @@ const holding = new WeakSet<ServerResponse>();
  * sooner (the usual tool call) is written with the headers in one write, with a Content-Length: the client reads
  * one response instead of a chunked stream, and no event waits longer for it.
  */
-export const FIRST_EVENT_WAIT_MS = 50;
+const FIRST_EVENT_WAIT_MS = 50;
 
 /** An event id `<stream>-<seq>`, split; undefined when the text is not one. */
 export function parseEventId(text: string): { stream: number; seq: number } | undefined {

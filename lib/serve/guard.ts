@@ -8,7 +8,7 @@ import { networkInterfaces } from 'node:os';
 import { isLoopback } from '../protocol/loopback.js';
 import type { Refusal } from './session.js';
 
-export interface GuardOptions {
+interface GuardOptions {
   /** The address the server listens on. */
   host: string;
   port: number;

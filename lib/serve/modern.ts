@@ -54,7 +54,7 @@ const UNREAD_BYTES = 8 * 1024 * 1024;
 const DISCOVER_TIMEOUT_MS = 2000;
 
 /** How long a legacy child's question waits for the modern client to come back with the answer. */
-export const INPUT_WAIT_MS = 5 * 60_000;
+const INPUT_WAIT_MS = 5 * 60_000;
 
 /** A legacy child's question during a call, turned into input_required: what the client's retry resumes. */
 interface Suspended {

@@ -32,7 +32,7 @@ const OWNERS_KEPT = 10_000;
  * default), and with it every other tunnel's frames in flight: no one message may come near that, and with the
  * tunnel's window no one response keeps more than a few MiB on its way.
  */
-export const PIECE_CHARS = 256 * 1024;
+const PIECE_CHARS = 256 * 1024;
 /** The holding replica acknowledges what its client drained in steps of this many bytes. */
 const ACK_BYTES = TUNNEL_WINDOW_BYTES / 4;
 /** How long the pieces of a request body wait for the rest before they are dropped (the sender died). */
@@ -95,7 +95,7 @@ interface Carried {
 }
 
 /** `text` in pieces of at most `max` characters, never between the two halves of a surrogate pair. */
-export function pieces(text: string, max: number): string[] {
+function pieces(text: string, max: number): string[] {
   if (text.length <= max) return [text];
   const out: string[] = [];
   for (let at = 0; at < text.length; ) {
@@ -109,7 +109,7 @@ export function pieces(text: string, max: number): string[] {
 }
 
 /** `redis://user:secret@host:6379/0` as `redis://host:6379/0`: a store's password never reaches a log. */
-export function storeName(url: string): string {
+function storeName(url: string): string {
   return urlWithoutCredentials(url) ?? 'the store';
 }
 

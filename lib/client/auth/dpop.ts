@@ -13,7 +13,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, typ
 export const DPOP_ALG = 'ES256';
 
 /** The RFC 7638 thumbprint of an EC public JWK (SHA-256, base64url): the `jkt` a bound token names. */
-export function jwkThumbprint(jwk: JsonWebKey): string {
+function jwkThumbprint(jwk: JsonWebKey): string {
   const canonical = JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y });
   return createHash('sha256').update(canonical).digest('base64url');
 }

@@ -15,11 +15,11 @@ import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, 
 import { MIN_SECRET_LENGTH, replaceSecrets } from '../../redaction.js';
 
 /** Tokens are refreshed this long before they expire. */
-export const REFRESH_EARLY_MS = 60_000;
+const REFRESH_EARLY_MS = 60_000;
 /** At most this many sign-ins per server in a minute; then AUTH_SCOPE_LOOP. */
-export const MAX_SIGN_INS_PER_MINUTE = 6;
+const MAX_SIGN_INS_PER_MINUTE = 6;
 /** How long authorize() may take (a user in a browser) unless the authorizer bounds it itself. */
-export const AUTHORIZE_TIMEOUT_MS = 5 * 60_000;
+const AUTHORIZE_TIMEOUT_MS = 5 * 60_000;
 
 /** Keys of the authorization request that the flow sets itself: authorizeParams may not carry them. */
 const FLOW_PARAMS = new Set(['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource']);

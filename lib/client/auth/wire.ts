@@ -9,11 +9,11 @@ import { ConnectionError } from '../errors.js';
 export { authChallenge, bearerChallenge, parseChallenges } from '../../protocol/www-authenticate.js';
 
 /** The largest metadata document or token response read (a server could send gigabytes). */
-export const MAX_AUTH_BODY_BYTES = 256 * 1024;
+const MAX_AUTH_BODY_BYTES = 256 * 1024;
 /** How long one request to an authorization server may take. */
-export const AUTH_REQUEST_TIMEOUT_MS = 30_000;
+const AUTH_REQUEST_TIMEOUT_MS = 30_000;
 
-export function base64url(bytes: Buffer): string {
+function base64url(bytes: Buffer): string {
   return bytes.toString('base64url');
 }
 
