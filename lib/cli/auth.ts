@@ -157,7 +157,7 @@ export async function authCommand(args: string[]): Promise<number> {
         env: {},
         server,
         config: values.config as string | undefined,
-        inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+        inputs: keyValues(values.input, '--input', USAGE),
       },
       'auth',
     );

@@ -52,7 +52,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
     },
     USAGE,
   );
-  const headers = headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined, USAGE);
+  const headers = headersOf(values.header, values['header-env'], USAGE);
   if (values.url !== undefined) {
     if (positionals.length > 0) throw new CliError(USAGE, EXIT.usage);
     const url = values.url as string;
@@ -67,7 +67,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
       command: undefined,
       env: {},
       config: values.config as string | undefined,
-      inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+      inputs: keyValues(values.input, '--input', USAGE),
     },
     'bridge',
   );

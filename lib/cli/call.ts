@@ -78,14 +78,11 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     throw new CliError(`name a server (or give --url, or -- <command>)\n${USAGE}`, EXIT.usage);
   if (extra.length > 0) throw new CliError(`unexpected argument ${JSON.stringify(extra[0])}: params go in one JSON argument\n${USAGE}`, EXIT.usage);
   if (action !== 'call' && method !== undefined) throw new CliError(`${action} takes a server and no method\n${USAGE}`, EXIT.usage);
-  const envPairs = values.env as unknown as string[] | undefined;
+  const envPairs = values.env;
   if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
-  const toolArgs = parseToolArgs(values.arg as unknown as string[] | undefined, method, paramsText);
+  const toolArgs = parseToolArgs(values.arg, method, paramsText);
   const fromFile = paramsText !== undefined && (paramsText === '-' || paramsText.startsWith('@'));
-  const remote =
-    url === undefined
-      ? {}
-      : { url, headers: headersOf(values.header as unknown as string[] | undefined, values['header-env'] as unknown as string[] | undefined, USAGE) };
+  const remote = url === undefined ? {} : { url, headers: headersOf(values.header, values['header-env'], USAGE) };
   return {
     server,
     command,
@@ -96,7 +93,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     toolArgs,
     ...remote,
     config: values.config as string | undefined,
-    inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+    inputs: keyValues(values.input, '--input', USAGE),
     trace: values.trace === true,
     timeoutMs: positiveInteger(values.timeout as string | undefined, '--timeout', USAGE),
     json: values.json === true,

@@ -13,7 +13,7 @@ export async function checkConfigCommand(args: string[]): Promise<number> {
   if (positionals.length > 1) throw new CliError(USAGE, EXIT.usage);
   const path = positionals[0] ?? (await findConfig());
   if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one');
-  const inputs = keyValues(values.input as unknown as string[] | undefined, '--input', USAGE);
+  const inputs = keyValues(values.input, '--input', USAGE);
   let problems: ConfigError[];
   try {
     problems = checkConfig(await readConfigText(path), path, { inputs });

@@ -62,14 +62,14 @@ export function writeStdout(data: string): Promise<void> {
 type OptionSpecs = NonNullable<ParseArgsConfig['options']>;
 
 /** node:util's parseArgs, with its errors turned into usage errors (exit code 2) that show `usage`. */
-export function parseOptions(
+export function parseOptions<const O extends OptionSpecs>(
   args: string[],
-  options: OptionSpecs,
+  options: O,
   usage: string,
-): { values: Record<string, string | boolean | undefined>; positionals: string[] } {
+): ReturnType<typeof parseArgs<{ args: string[]; options: O; allowPositionals: true; strict: true }>> {
   try {
-    const { values, positionals } = parseArgs({ args, options, allowPositionals: true, strict: true });
-    return { values: values as Record<string, string | boolean | undefined>, positionals };
+    // Typed by the specs: a `multiple` option's value is a string[], a boolean one's a boolean.
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (err) {
     throw new CliError(`${(err as Error).message}\n${usage}`, EXIT.usage);
   }

@@ -51,7 +51,7 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
       command: undefined,
       env: {},
       config: values.config as string | undefined,
-      inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+      inputs: keyValues(values.input, '--input', USAGE),
     },
     'record',
   );

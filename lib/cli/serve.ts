@@ -134,7 +134,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseOptions(own, OPTIONS, USAGE);
   if (command !== undefined && (command.length === 0 || positionals.length > 0)) throw new CliError(USAGE, EXIT.usage);
   if (command === undefined && positionals.length !== 1) throw new CliError(USAGE, EXIT.usage);
-  const envPairs = values.env as unknown as string[] | undefined;
+  const envPairs = values.env;
   if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
   const options = serveOptions(values);
   const entry = await serverEntry(
@@ -143,7 +143,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       server: positionals[0],
       config: values.config as string | undefined,
       env: keyValues(envPairs, '-e', USAGE, /^[A-Za-z_][A-Za-z0-9_]*$/),
-      inputs: keyValues(values.input as unknown as string[] | undefined, '--input', USAGE),
+      inputs: keyValues(values.input, '--input', USAGE),
     },
     'serve',
   );
