@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,13 +125,15 @@ describe('mcp-frame record and replay', function () {
     proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     for (let i = 0; i < 200 && !/grandchild \d+/.test(stderr); i++) await new Promise((r) => setTimeout(r, 10));
     const pid = Number(/grandchild (\d+)/.exec(stderr)![1]);
+    // A killed process whose parent is gone stays a zombie until something reaps it (PID 1 need not): gone.
     const alive = (): boolean => {
       try {
         process.kill(pid, 0);
-        return true;
       } catch {
         return false;
       }
+      const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+      return !/^\d+ \(.*\) Z/.test(stat);
     };
     expect(alive()).to.equal(true);
     const exited = new Promise((resolve) => proc.once('exit', resolve));
