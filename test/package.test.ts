@@ -131,6 +131,7 @@ const ENTRY_POINTS = {
       'StdioServerConfig',
       'StreamChannel',
       'StreamChannelOptions',
+      'ToolPolicy',
       'checkConfig',
       'connect',
       'connectOver',

@@ -17,7 +17,7 @@ import type { Channel } from './channel.js';
 import type { SignIn } from './sign-in.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import { META_SUBSCRIPTION_ID, modernHeaders, type ProtocolEra } from '../protocol/modern.js';
-import { type ParamHeader, paramHeaderValues, scanParamHeaders } from '../protocol/param-headers.js';
+import { ToolPolicy } from './tool-policy.js';
 import {
   type HttpChannelOptions,
   ownCopy,
@@ -36,24 +36,6 @@ export type { HttpChannelOptions, ReconnectOptions } from './remote.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
-
-/**
- * Modern era: methods a request of which may be sent again when its stream breaks, since running it twice does
- * no harm. Anything else fails with STREAM_LOST: whether to run it again is the caller's decision.
- */
-const HARMLESS_METHODS = new Set([
-  'ping',
-  // A listen stream opened again (its notifications keep the id of the first, see #receive).
-  'subscriptions/listen',
-  'server/discover',
-  'tools/list',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'prompts/list',
-  'prompts/get',
-  'completion/complete',
-]);
 
 /**
  * How long the end of a legacy handshake waits for the GET stream's answer before going on without it: a server
@@ -126,14 +108,10 @@ export class HttpChannel extends EventEmitter implements Channel {
   /** Modern era: how many times each request (by its first id) was sent again. */
   readonly #resent = new Map<Id, number>();
   #nextAlias = 1;
-  /** Modern era: tools annotated as safe to run twice (readOnlyHint or idempotentHint), from tools/list. */
-  readonly #harmlessTools = new Set<string>();
-  /** Modern era: each tool's x-mcp-header declarations, from tools/list. */
-  readonly #paramHeaders = new Map<string, ParamHeader[]>();
-  /** Tools already said to break the x-mcp-header rules. */
-  readonly #warned = new Set<string>();
   /** Holds on the input taken by holdInput() and not released yet. */
   #holds = 0;
+  /** Modern era: what the server's tools/list says of its tools (harmless ones, x-mcp-header declarations). */
+  readonly #policy: ToolPolicy;
   /** Every request gets a status: silence to the era probe is an outage. */
   readonly answersEveryRequest = true;
 
@@ -141,6 +119,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     super();
     this.#remote = remoteSettings(url, options);
     this.name = this.#remote.name;
+    this.#policy = options.toolPolicy ?? new ToolPolicy();
   }
 
   /**
@@ -242,7 +221,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     const res = await this.#request(
       'POST',
       text,
-      this.#modern ? { ...modernHeaders(msg, this.#protocolVersion!), ...this.#paramHeadersOf(msg) } : {},
+      this.#modern ? { ...modernHeaders(msg, this.#protocolVersion!), ...this.#policy.headersFor(msg) } : {},
       owed.size === 1 ? (req) => this.#trackPost(only!, req) : undefined,
       // A listen stream stays open for as long as it listens: on the stream sockets, as a GET stream is, so that
       // listens never take the sockets every other request needs.
@@ -384,7 +363,7 @@ export class HttpChannel extends EventEmitter implements Channel {
         this.#protocolVersion = msg.result.protocolVersion;
       }
       const first = this.#aliases.get(id);
-      if (this.#modern) this.#learnTools(this.#inFlight.get(first ?? id), msg);
+      if (this.#modern) this.#policy.learn(this.#inFlight.get(first ?? id), msg, this.name);
       this.#inFlight.delete(first ?? id);
       this.#resent.delete(first ?? id);
       if (first !== undefined) {
@@ -491,7 +470,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     const request = this.#inFlight.get(first);
     const policy = this.#remote.reconnect;
     const attempts = this.#resent.get(first) ?? 0;
-    const safe = request !== undefined && policy !== false && (policy.resend === 'all' || this.#harmlessTwice(request));
+    const safe = request !== undefined && policy !== false && (policy.resend === 'all' || this.#policy.harmlessTwice(request));
     if (request === undefined || policy === false || !safe || attempts >= Math.min(RESEND_ATTEMPTS, policy.maxAttempts)) {
       this.#inFlight.delete(first);
       this.#resent.delete(first);
@@ -543,59 +522,6 @@ export class HttpChannel extends EventEmitter implements Channel {
     const req = this.#posts.get(id);
     this.#posts.delete(id);
     req?.destroy();
-  }
-
-  /**
-   * Whether a request can be sent again on its own after its stream broke: the 2026-07-28 revision makes a
-   * closed stream the request's cancellation, but the server may have acted on it already. Reading and listing
-   * methods can, and a tool that the server's tools/list annotated readOnlyHint or idempotentHint.
-   */
-  #harmlessTwice(request: Json): boolean {
-    if (typeof request.method !== 'string') return false;
-    if (HARMLESS_METHODS.has(request.method)) return true;
-    if (request.method !== 'tools/call' || !isObject(request.params)) return false;
-    return this.#harmlessTools.has(String(request.params.name));
-  }
-
-  /** Modern era: the Mcp-Param-* headers a tools/call carries, from its tool's x-mcp-header declarations. */
-  #paramHeadersOf(msg: unknown): Record<string, string> {
-    if (!isObject(msg) || msg.method !== 'tools/call' || !isObject(msg.params) || typeof msg.params.name !== 'string') return {};
-    const declared = this.#paramHeaders.get(msg.params.name);
-    return declared === undefined ? {} : paramHeaderValues(declared, msg.params.arguments);
-  }
-
-  /** Modern era: notes which tools a tools/list answer says can run twice without harm. */
-  #learnTools(request: Json | undefined, answer: Json): void {
-    if (request?.method !== 'tools/list' || !isObject(answer.result) || !Array.isArray(answer.result.tools)) return;
-    // Tools whose x-mcp-header annotations break the rules cannot be called as the transport requires: they are
-    // left out of the list (and said once each), as the spec tells clients to do.
-    const kept = answer.result.tools.filter((tool: unknown) => {
-      if (!isObject(tool) || typeof tool.name !== 'string') return true;
-      const scanned = scanParamHeaders(tool.inputSchema);
-      if ('headers' in scanned) {
-        if (scanned.headers.length > 0) this.#paramHeaders.set(tool.name, scanned.headers);
-        else this.#paramHeaders.delete(tool.name);
-        return true;
-      }
-      this.#paramHeaders.delete(tool.name);
-      if (!this.#warned.has(tool.name)) {
-        this.#warned.add(tool.name);
-        process.emitWarning(
-          `"${this.name}" lists tool "${tool.name}" with an x-mcp-header that breaks the rules (${scanned.invalid}); it is left out`,
-          {
-            code: 'MCP_FRAME_TOOL_HEADERS',
-          },
-        );
-      }
-      return false;
-    });
-    answer.result.tools = kept;
-    for (const tool of kept) {
-      if (!isObject(tool) || typeof tool.name !== 'string') continue;
-      const hints = isObject(tool.annotations) ? tool.annotations : {};
-      if (hints.readOnlyHint === true || hints.idempotentHint === true) this.#harmlessTools.add(tool.name);
-      else this.#harmlessTools.delete(tool.name);
-    }
   }
 
   /** Modern era: cancels a request by closing the stream its answer would come on (or the POST still waiting). */

@@ -42,6 +42,7 @@ export { StreamChannel, type Channel, type Direction, type StreamChannelOptions 
 export { StdioChannel, DEFAULT_INHERITED_ENV, type StdioOptions } from './stdio.js';
 export { HttpChannel, type HttpChannelOptions, type ReconnectOptions } from './http.js';
 export { SseChannel } from './sse.js';
+export { ToolPolicy } from './tool-policy.js';
 export { MODERN_PROTOCOL_VERSIONS, type ProtocolEra } from '../protocol/modern.js';
 export { connect } from './connect.js';
 export {

@@ -11,6 +11,7 @@ import { SseDecoder } from '../framings/sse.js';
 import type { AuthOptions } from './auth/types.js';
 import { authChallenge } from '../protocol/www-authenticate.js';
 import { MAX_SIGN_INS_PER_REQUEST, SignIn } from './sign-in.js';
+import type { ToolPolicy } from './tool-policy.js';
 import { ConnectionError } from './errors.js';
 
 export interface ReconnectOptions {
@@ -34,6 +35,8 @@ export interface ReconnectOptions {
 }
 
 export interface HttpChannelOptions {
+  /** Modern era: what is learnt of the server's tools (which can run twice, which headers they take). @defaultValue a new ToolPolicy */
+  toolPolicy?: ToolPolicy;
   /** A name for the server in error messages. @defaultValue the URL's host */
   name?: string;
   /** Sent on every request (Authorization, cookies, API keys); they appear nowhere else. */
