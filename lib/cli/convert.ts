@@ -4,7 +4,7 @@ import { FRAMING_NAMES, isFramingName, type FramingName } from '../framings/inde
 import { FrameConverter } from '../streams.js';
 import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
 
-export const USAGE = `usage: mcp-frame convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
+export const USAGE = `usage: mcp-frame convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-message-bytes n]
 framings: ${FRAMING_NAMES.join(', ')}`;
 
 interface ConvertArgs {
@@ -23,6 +23,8 @@ export function parseConvertArgs(args: string[]): ConvertArgs {
       to: { type: 'string' },
       'skip-invalid': { type: 'boolean', default: false },
       validate: { type: 'boolean', default: false },
+      'max-message-bytes': { type: 'string' },
+      // The older spelling, kept: serve's name is the one shown.
       'max-bytes': { type: 'string' },
     },
     USAGE,
@@ -38,7 +40,10 @@ export function parseConvertArgs(args: string[]): ConvertArgs {
     to: values.to as FramingName,
     skipInvalid: values['skip-invalid'] === true,
     validate: values.validate === true,
-    maxMessageBytes: positiveInteger(values['max-bytes'] as string | undefined, '--max-bytes', USAGE),
+    maxMessageBytes:
+      values['max-message-bytes'] !== undefined
+        ? positiveInteger(values['max-message-bytes'], '--max-message-bytes', USAGE)
+        : positiveInteger(values['max-bytes'], '--max-bytes', USAGE),
   };
 }
 

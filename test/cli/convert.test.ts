@@ -58,7 +58,11 @@ describe('mcp-frame convert', () => {
     });
     expect(bad.code).to.equal(1);
     expect(bad.stderr).to.match(/INVALID_MESSAGE: not a JSON-RPC 2\.0 message/);
-    const big = await cli(['convert', '--from', 'ndjson', '--to', 'ndjson', '--max-bytes', '10'], { stdin: frame({ long: 'x'.repeat(20) }) });
+    const big = await cli(['convert', '--from', 'ndjson', '--to', 'ndjson', '--max-message-bytes', '10'], { stdin: frame({ long: 'x'.repeat(20) }) });
+    // The older spelling still works.
+    const older = await cli(['convert', '--from', 'ndjson', '--to', 'ndjson', '--max-bytes', '10'], { stdin: frame({ long: 'x'.repeat(20) }) });
+    expect(older.code).to.equal(big.code);
+    expect(older.stderr).to.equal(big.stderr);
     expect(big.code).to.equal(1);
     expect(big.stderr).to.match(/MESSAGE_TOO_LARGE/);
   });
