@@ -10,7 +10,12 @@ import { forwardWhenListened, type Channel, type Direction } from './channel.js'
 import type { AuthOptions } from './auth/types.js';
 import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
 import { listPages } from '../protocol/paging.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import {
+  LATEST_LEGACY_PROTOCOL_VERSION,
+  LATEST_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '../protocol/versions.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 import type { ReconnectOptions } from './http.js';
 import {
@@ -26,7 +31,7 @@ import {
 } from '../protocol/modern.js';
 import type { StdioOptions } from './stdio.js';
 
-export { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS };
+export { LATEST_LEGACY_PROTOCOL_VERSION, LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS };
 export type { ListenFilter };
 
 /** A JSON-RPC error response, as a rejection: the response's code, message and data. */
@@ -67,7 +72,7 @@ export interface ConnectOptions extends StdioOptions {
    * `'auto'`: find the server's era. A modern server (2026-07-28 on) answers a `server/discover` sent the modern
    * way; anything else (an error that is not a modern one, an HTTP 4xx, or on stdio no answer within
    * `probeTimeoutMs`) is taken as legacy, and the initialize handshake follows, asking for
-   * LATEST_PROTOCOL_VERSION. The verdict is kept per server entry in `eraCache`. A revision
+   * LATEST_LEGACY_PROTOCOL_VERSION. The verdict is kept per server entry in `eraCache`. A revision
    * instead skips detection: a modern one is spoken at once, a legacy one asked for in initialize.
    * @defaultValue 'auto'
    */
@@ -445,7 +450,7 @@ export class Connection extends EventEmitter {
     const theirs = Array.isArray(offered) ? offered.map(String).join(', ') : 'none named';
     throw new ConnectionError(
       'UNSUPPORTED_VERSION',
-      `server "${this.#channel.name}" does not speak protocol ${asked}; it speaks ${preview(theirs)}, this client ${[...MODERN_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS].join(', ')}`,
+      `server "${this.#channel.name}" does not speak protocol ${asked}; it speaks ${preview(theirs)}, this client ${[...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS].join(', ')}`,
     );
   }
 
@@ -630,7 +635,10 @@ export class Connection extends EventEmitter {
     try {
       // Time spent waiting for the user to sign in moves the deadline.
       const signIn = this.#channel.signIn?.waitedMs ?? 0;
-      await this.#handshake({ ...options, timeoutMs: left(deadline + signIn, options.timeoutMs) }, this.#legacyVersion ?? LATEST_PROTOCOL_VERSION);
+      await this.#handshake(
+        { ...options, timeoutMs: left(deadline + signIn, options.timeoutMs) },
+        this.#legacyVersion ?? LATEST_LEGACY_PROTOCOL_VERSION,
+      );
     } catch (err) {
       if (err instanceof RpcError) {
         // A server that fixed its era on the probe it answered late (it started slowly) refuses initialize naming
@@ -683,7 +691,7 @@ export class Connection extends EventEmitter {
       if (err instanceof RpcError && err.code === MODERN_ERRORS.unsupportedProtocolVersion) {
         const offered = isObject(err.data) ? err.data.supported : undefined;
         // Only legacy versions offered: the handshake follows, at the newest one both sides speak.
-        const legacy = Array.isArray(offered) ? SUPPORTED_PROTOCOL_VERSIONS.find((v) => offered.includes(v)) : undefined;
+        const legacy = Array.isArray(offered) ? LEGACY_PROTOCOL_VERSIONS.find((v) => offered.includes(v)) : undefined;
         if (!strict && pickModernVersion(offered) === undefined && legacy !== undefined) {
           this.#legacyVersion = legacy;
           return this.#legacy();
@@ -717,10 +725,10 @@ export class Connection extends EventEmitter {
       );
     }
     // The server may negotiate down to any revision this client speaks; one it does not is an error naming both.
-    if (result.protocolVersion !== asked && !SUPPORTED_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
+    if (result.protocolVersion !== asked && !LEGACY_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
       throw new ConnectionError(
         'INVALID_RESPONSE',
-        `server "${this.#channel.name}" speaks protocol ${preview(result.protocolVersion)}; this client asked for ${asked} and speaks ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
+        `server "${this.#channel.name}" speaks protocol ${preview(result.protocolVersion)}; this client asked for ${asked} and speaks ${LEGACY_PROTOCOL_VERSIONS.join(', ')}`,
       );
     }
     this.#initializeResult = result;

@@ -9,7 +9,7 @@
 import type { Channel } from './channel.js';
 import { type Connection, connectOver, RpcError, type Subscription } from './connection.js';
 import type { ListenFilter } from '../protocol/listen.js';
-import { LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { META_SUBSCRIPTION_ID, pickModernVersion } from '../protocol/modern.js';
 import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
@@ -28,7 +28,7 @@ export function modernOnlyRefusal(msg: unknown): boolean {
   if (!isObject(msg) || !isObject(msg.error) || msg.error.code !== -32022) return false;
   const data = msg.error.data;
   const supported = isObject(data) && Array.isArray(data.supported) ? data.supported : [];
-  return supported.length > 0 && !supported.some((v) => SUPPORTED_PROTOCOL_VERSIONS.includes(String(v)));
+  return supported.length > 0 && !supported.some((v) => LEGACY_PROTOCOL_VERSIONS.includes(String(v)));
 }
 
 /**
@@ -181,7 +181,7 @@ export class LegacyHostSession {
       ? meta['io.modelcontextprotocol/serverInfo']
       : { name: 'remote', version: '0' };
     const result: Json = {
-      protocolVersion: typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_PROTOCOL_VERSION,
+      protocolVersion: typeof asked === 'string' && LEGACY_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_LEGACY_PROTOCOL_VERSION,
       capabilities: this.#hostCapabilities(),
       serverInfo,
     };

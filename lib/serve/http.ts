@@ -4,7 +4,7 @@
  * one log line.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import { LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { readCapped } from '../protocol/body.js';
 import { envelopeProblem, headerMismatch, isEnvelopeRequest, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../protocol/modern.js';
 import { safeLine } from '../errors.js';
@@ -110,7 +110,7 @@ function parseMessages(body: string): unknown[] {
   return messages;
 }
 
-const VERSIONS = [...MODERN_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS];
+const VERSIONS = [...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS];
 
 /** The revision's UnsupportedProtocolVersionError: 400, -32022, with what is supported and what was asked. */
 function unsupported(requested: string, supported: readonly string[], where: string): never {

@@ -23,7 +23,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
-import { LATEST_PROTOCOL_VERSION } from '../protocol/versions.js';
+import { LATEST_LEGACY_PROTOCOL_VERSION } from '../protocol/versions.js';
 import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
 import {
   decodeHeaderValue,
@@ -306,7 +306,11 @@ export class ModernHub {
     const init = await this.#ask(
       child,
       'initialize',
-      { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: RELAYED_CAPABILITIES, clientInfo: { name: 'mcp-frame serve', version: VERSION } },
+      {
+        protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
+        capabilities: RELAYED_CAPABILITIES,
+        clientInfo: { name: 'mcp-frame serve', version: VERSION },
+      },
       30_000,
     );
     if (!isObject(init?.result)) throw new Error(`the server refused initialize: ${JSON.stringify(init?.error ?? 'no answer').slice(0, 200)}`);
