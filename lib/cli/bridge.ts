@@ -2,11 +2,11 @@ import type { RemoteServerConfig } from '../client/config.js';
 import type { ReconnectOptions } from '../client/http.js';
 import { bridge } from '../serve/bridge.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { headersOf, serverEntry } from './entry.js';
+import { headersOf, isServerUrl, serverEntry } from './entry.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame bridge <server> [--config path] [--input id=value]
-       mcp-frame bridge --url <url> [--header 'Name: value']... [--header-env Name=VAR]...
+       mcp-frame bridge [--url] <url> [--header 'Name: value']... [--header-env Name=VAR]...
 a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
        --no-browser  --callback-port n  --auth-timeout ms`;
@@ -53,9 +53,10 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
     USAGE,
   );
   const headers = headersOf(values.header, values['header-env'], USAGE);
-  if (values.url !== undefined) {
+  // `bridge https://host/mcp`: a URL where the server's name goes is --url.
+  const url = values.url ?? (isServerUrl(positionals[0]) ? positionals.shift() : undefined);
+  if (url !== undefined) {
     if (positionals.length > 0) throw new CliError(USAGE, EXIT.usage);
-    const url = values.url as string;
     return { name: new URL(url).host, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
   }
   const [name, ...extra] = positionals;

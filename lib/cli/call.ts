@@ -8,14 +8,14 @@ import { type FrameError, printable, printableJson, safeLine } from '../errors.j
 import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { headersOf, serverEntry } from './entry.js';
+import { headersOf, isServerUrl, serverEntry } from './entry.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
 
 export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
        mcp-frame call <server> <tool> [--arg key=value | --arg key=@file]... [options]
        mcp-frame call [method [params] | <tool> --arg key=value...] [options] -- <command> [args...]
-       mcp-frame call --url <url> [--header 'Name: value'] [--header-env Name=VAR] [method [params] | <tool> ...]
-       mcp-frame tools | resources | prompts <server> [options]   (or --url <url>, or [options] -- <command> [args...])
+       mcp-frame call [--url] <url> [--header 'Name: value'] [--header-env Name=VAR] [method [params] | <tool> ...]
+       mcp-frame tools | resources | prompts <server> [options]   (or [--url] <url>, or [options] -- <command> [args...])
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
 sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms`;
 
@@ -69,7 +69,9 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     },
     USAGE,
   );
-  const url = values.url as string | undefined;
+  // `call https://host/mcp tools/list`: a URL where the server's name goes is --url.
+  const urlInPlace = values.url === undefined && command === undefined && isServerUrl(positionals[0]);
+  const url = urlInPlace ? positionals.shift() : values.url;
   if (url !== undefined && command !== undefined) throw new CliError(`--url and -- <command> name two servers; give one\n${USAGE}`, EXIT.usage);
   if (command !== undefined && command.length === 0) throw new CliError(`-- needs a command\n${USAGE}`, EXIT.usage);
   const [server, ...rest] = command === undefined && url === undefined ? positionals : [undefined, ...positionals];

@@ -14,6 +14,11 @@ import {
 } from '../client/config.js';
 import { CliError, EXIT, keyValues } from './io.js';
 
+/** An http(s) URL given where a server's name goes (as the Inspector and mcp-remote take one): a remote server. */
+export function isServerUrl(text: string | undefined): text is string {
+  return text !== undefined && /^https?:\/\/[^\s]+$/i.test(text);
+}
+
 /** How a command names its server. */
 interface EntryOptions {
   /** The server's name in the config; undefined for an ad hoc server (`-- <command>`). */

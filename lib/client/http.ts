@@ -665,6 +665,9 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
     Object.assign(headers, extra);
     return remoteRequest(this.#remote, this.name, { method, headers, body, longLived }, (req) => {
+      // A request that went out only after close() (it waited for the sign-in, say) would hold a socket open
+      // that nothing closes, and the process with it.
+      if (this.#closed) return void req.destroy(this.endError(`${method} ${this.name}`));
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
       onRequest?.(req);

@@ -271,6 +271,9 @@ export class SseChannel extends EventEmitter implements Channel {
   }
 
   #request(method: string, url: URL, body: string | undefined, extra: Record<string, string>): Promise<http.IncomingMessage> {
-    return remoteRequest(this.#remote, this.name, { method, url, headers: { ...this.#remote.headers, ...extra }, body });
+    return remoteRequest(this.#remote, this.name, { method, url, headers: { ...this.#remote.headers, ...extra }, body }, (req) => {
+      // As HttpChannel: a request that goes out only after close() is ended at once.
+      if (this.#closed) req.destroy(this.endError(`${method} ${this.name}`));
+    });
   }
 }

@@ -1,6 +1,8 @@
 // What a new user runs into, through the real binary: a closed pipe, servers without resources, editors' JSONC
 // configs, --help everywhere, params from files and stdin, remote servers by URL, JSON output, exit codes that
 // follow one table, and error texts that say what happened.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -152,6 +154,40 @@ describe('the command line, as a new user meets it', function () {
       const unset = await cli(['tools', '--url', url, '--header-env', 'Authorization=NOT_SET_ANYWHERE']);
       expect(unset.code).to.equal(3);
       expect(unset.stderr).to.include('variable NOT_SET_ANYWHERE is not set');
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('takes an http(s) URL where a server name goes, as the Inspector and mcp-remote do: tools, call and bridge', async () => {
+    const served = await serve(DEMO, { port: 0, log: () => undefined });
+    try {
+      const url = served.url!;
+      const tools = await cli(['tools', url]);
+      expect(tools.code, tools.stderr).to.equal(0);
+      expect(tools.stdout).to.match(/^echo /);
+      const call = await cli(['call', url, 'echo', '--arg', 'text=in place']);
+      expect(call.code, call.stderr).to.equal(0);
+      expect(JSON.parse(call.stdout).content[0].text).to.equal('in place');
+      const host = new Client({ name: 'stdio-only-host', version: '1.0.0' });
+      await host.connect(new StdioClientTransport({ command: process.execPath, args: [`${ROOT}dist/lib/cli/main.js`, 'bridge', url] }));
+      try {
+        expect((await host.listTools()).tools.map((t) => t.name)).to.include('echo');
+      } finally {
+        await host.close();
+      }
+      // A host that ends its input while its first request is still in flight: the bridge exits (it used to keep
+      // a socket of a request sent after closing, and never exit).
+      const init = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'h', version: '1' } },
+      });
+      const ended = await cli(['bridge', url], { stdin: `${init}\n` });
+      expect(ended.code, ended.stderr).to.equal(0);
+      // A name that is no URL is still looked up in the config.
+      expect((await cli(['tools', 'not-a-url-or-server'])).code).to.equal(3);
     } finally {
       await served.close();
     }
