@@ -58,10 +58,20 @@ export class Guard {
     this.#token = options.token === undefined ? undefined : digest(options.token);
   }
 
+  /** The Host values admitted (`host:port`), for the log at start. */
+  get hosts(): string[] {
+    return [...this.#hosts];
+  }
+
   /** Why `req` is refused, or undefined when it may go on. */
   check(req: IncomingMessage): (Refusal & { headers?: Record<string, string> }) | undefined {
     const host = (req.headers.host ?? '').toLowerCase();
-    if (!this.#hosts.has(host)) return { status: 403, reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on` };
+    if (!this.#hosts.has(host)) {
+      return {
+        status: 403,
+        reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on (admit the name clients use with --allow-host)`,
+      };
+    }
     const origin = req.headers.origin;
     if (origin !== undefined && !this.originAllowed(origin)) {
       return { status: 403, reason: `Origin ${JSON.stringify(origin.slice(0, 60))} is not allowed (add it with --allow-origin)` };

@@ -209,6 +209,10 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
     store?.onForwarded((request, res) => front.forwarded(request, res));
     if (!isLoopback(host) && options.token === undefined)
       ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
+    // On every interface, the names clients may use are this machine's addresses: anything else (a DNS name, a
+    // balancer's) is refused 403 until --allow-host admits it.
+    if (host === '0.0.0.0' || host === '::')
+      ctx.log(`admitting Host ${guard.hosts.join(', ')} (others are refused 403: add the names clients use with --allow-host)`);
   }
   if (socketServer !== undefined) {
     let connections = 0;

@@ -24,6 +24,19 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     }
   }
 
+  it('on every interface, says which Host names it admits, and a refused Host is told of --allow-host', async () => {
+    ({ bridge, log } = await served(undefined, { host: '0.0.0.0', token: 'tok-0123456789abcdef' }));
+    const admitting = log.find((l) => l.startsWith('admitting Host'));
+    expect(admitting).to.include(`127.0.0.1:${bridge.port}`).and.include('--allow-host');
+    const foreign = await rawRequest(`http://127.0.0.1:${bridge.port}/mcp`, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, host: `mcp.example.com:${bridge.port}`, authorization: 'Bearer tok-0123456789abcdef' },
+      body: INIT,
+    });
+    expect(foreign.status).to.equal(403);
+    expect(foreign.body).to.include('--allow-host');
+  });
+
   describe('with the defaults', () => {
     beforeEach(async () => ({ bridge, log } = await served()));
 
