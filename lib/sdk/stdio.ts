@@ -33,15 +33,22 @@ export class StdioTransport {
   sessionId?: string | undefined;
   readonly #server: StdioServerConfig;
   readonly #options: StdioOptions;
+  readonly #stderr: 'inherit' | 'pipe';
   #channel: StdioChannel | undefined;
   #closed = false;
   #closing = false;
   /** Requests sent and not answered: what an exit leaves without an answer. */
   readonly #pending = new Set<string | number>();
 
-  constructor(server: StdioServerConfig, options: StdioOptions = {}) {
+  /**
+   * `stderr`, as the SDK's transport takes it: `'inherit'` (the default, as the SDK's) writes the server's stderr
+   * to this process's; `'pipe'` leaves it to `stderr` only. Either way its last lines are kept for errors.
+   */
+  constructor(server: StdioServerConfig, options: StdioOptions & { stderr?: 'inherit' | 'pipe' } = {}) {
     this.#server = server;
-    this.#options = options;
+    const { stderr, ...rest } = options;
+    this.#options = rest;
+    this.#stderr = stderr ?? 'inherit';
   }
 
   /** The server's process id, once started. */
@@ -67,6 +74,7 @@ export class StdioTransport {
     if (this.#channel !== undefined) throw new Error('StdioTransport already started');
     const channel = new StdioChannel(this.#server, this.#options);
     this.#channel = channel;
+    if (this.#stderr === 'inherit') channel.child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
     channel.on('message', (msg: Message) => {
       if (!('method' in msg) && (typeof msg.id === 'string' || typeof msg.id === 'number')) this.#pending.delete(msg.id);
       this.onmessage?.(msg);

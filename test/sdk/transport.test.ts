@@ -63,6 +63,28 @@ describe("mcp-frame/sdk: StdioTransport under the MCP SDK's Client", function ()
     expect(errors.map((e) => e.message).join('\n')).to.match(/line is not valid JSON: .*banner/i);
   });
 
+  it("shows the server's stderr on this process's, as the SDK's transport does, unless stderr: 'pipe'", async () => {
+    const shown: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      if (String(chunk).includes('from the server')) shown.push(String(chunk));
+      return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    const script = "process.stderr.write('a word from the server\\n'); setInterval(() => undefined, 1000)";
+    try {
+      for (const stderr of ['inherit', 'pipe'] as const) {
+        const transport = new StdioTransport({ command: process.execPath, args: ['-e', script] }, { stderr });
+        await transport.start();
+        for (let i = 0; i < 100 && transport.stderrTail.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(transport.stderrTail, stderr).to.deep.equal(['a word from the server']);
+        await transport.close();
+      }
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(shown).to.deep.equal(['a word from the server\n']);
+  });
+
   it("puts a server's exit code and last stderr lines in the error the SDK's Client rejects with", async () => {
     const c = client();
     const errors: Error[] = [];
