@@ -9,7 +9,7 @@ import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { headersOf, isServerUrl, serverEntry } from './entry.js';
-import { CliError, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
+import { CliError, envValues, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
 
 export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
        mcp-frame call <server> <tool> [--arg key=value | --arg key=@file]... [options]
@@ -88,7 +88,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
   return {
     server,
     command,
-    env: keyValues(envPairs, '-e', USAGE, /^[A-Za-z_][A-Za-z0-9_]*$/),
+    env: envValues(envPairs, USAGE),
     method,
     params: paramsText === undefined || fromFile ? undefined : parseParams(paramsText),
     ...(fromFile ? { paramsFrom: paramsText } : {}),

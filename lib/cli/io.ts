@@ -71,8 +71,41 @@ export function parseOptions<const O extends OptionSpecs>(
     // Typed by the specs: a `multiple` option's value is a string[], a boolean one's a boolean.
     return parseArgs({ args, options, allowPositionals: true, strict: true });
   } catch (err) {
+    // An unknown option is said plainly, with the nearest known one, and the usage's first line only.
+    const unknown = (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec((err as Error).message)?.[1] : undefined;
+    if (unknown !== undefined) {
+      const near = nearest(unknown.replace(/^-+/, '').split('=')[0]!, Object.keys(options));
+      const hint = near === undefined ? '' : `; did you mean --${near}?`;
+      throw new CliError(`unknown option ${unknown}${hint}\n${usage.split('\n')[0]}`, EXIT.usage);
+    }
     throw new CliError(`${(err as Error).message}\n${usage}`, EXIT.usage);
   }
+}
+
+/** The option name within two edits of `typed`, the nearest, or undefined. */
+function nearest(typed: string, names: string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of names) {
+    const distance = editDistance(typed, name);
+    if (distance <= 2 && (best === undefined || distance < best.distance)) best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance, with a swap of two neighbours counted as one edit. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = best;
+    }
+  }
+  return d[a.length]![b.length]!;
 }
 
 /** A positive whole number from an option's text, or a usage error naming the option. */
@@ -82,6 +115,25 @@ export function positiveInteger(text: string | undefined, option: string, usage:
   if (!Number.isSafeInteger(n) || n < 1)
     throw new CliError(`${option} takes a positive whole number, got ${JSON.stringify(text)}\n${usage}`, EXIT.usage);
   return n;
+}
+
+/**
+ * `-e KEY=VALUE` for a server's environment, and `-e KEY` alone for this process's value of KEY (as `docker -e`
+ * takes it), so that a secret need not be on the command line; a KEY that is not set is a config error.
+ */
+export function envValues(list: string[] | undefined, usage: string, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const name = /^[A-Za-z_][A-Za-z0-9_]*$/;
+  const pairs: string[] = [];
+  for (const item of list ?? []) {
+    if (item.includes('=') || !name.test(item)) {
+      pairs.push(item);
+      continue;
+    }
+    const value = env[item];
+    if (value === undefined) throw new CliError(`-e ${item}: variable ${item} is not set here, so there is no value to pass on`, EXIT.config);
+    pairs.push(`${item}=${value}`);
+  }
+  return keyValues(pairs, '-e', usage, name);
 }
 
 /** `KEY=VALUE` flags (`--input`, `-e`, `--arg`) as a map, or a usage error naming the bad one. */

@@ -5,7 +5,7 @@ import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
 import { type ServeOptions, serve } from '../serve/serve.js';
 import { serverEntry } from './entry.js';
-import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
+import { CliError, envValues, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
        mcp-frame serve [options] <server> [--config path] [--input id=value]...
@@ -142,7 +142,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       command,
       server: positionals[0],
       config: values.config as string | undefined,
-      env: keyValues(envPairs, '-e', USAGE, /^[A-Za-z_][A-Za-z0-9_]*$/),
+      env: envValues(envPairs, USAGE),
       inputs: keyValues(values.input, '--input', USAGE),
     },
     'serve',

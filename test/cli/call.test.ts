@@ -283,7 +283,7 @@ describe('mcp-frame call', () => {
     expect(() => parseCallArgs(['s', 'm'], 'tools')).to.throw(CliError, /tools takes a server and no method/);
     expect(() => parseCallArgs(['s', '--timeout', '0'])).to.throw(/--timeout takes a positive whole number/);
     expect(() => parseCallArgs(['s', '--timeout=-5'])).to.throw(/--timeout takes a positive whole number/);
-    expect(() => parseCallArgs(['s', '--bogus'])).to.throw(CliError, /Unknown option '--bogus'/);
+    expect(() => parseCallArgs(['s', '--bogus'])).to.throw(CliError, /^unknown option --bogus\nusage: mcp-frame call /);
     for (const bad of ['[1]', '"text"', '3', 'null'])
       expect(() => parseCallArgs(['s', 'm', bad]), bad).to.throw(CliError, /params must be a JSON object/);
   });

@@ -193,6 +193,30 @@ describe('the command line, as a new user meets it', function () {
     }
   });
 
+  it('says an unknown option plainly, with the nearest known one, and the usage line only (exit 2)', async () => {
+    const typo = await cli(['call', 'demo', '--tiemout', '5']);
+    expect(typo.code).to.equal(2);
+    expect(typo.stderr).to.equal(
+      'mcp-frame call: unknown option --tiemout; did you mean --timeout?\nusage: mcp-frame call <server> [method [params-json | @file | -]] [options]\n',
+    );
+    const far = await cli(['serve', '--zzzzzz', '--', 'x']);
+    expect(far.code).to.equal(2);
+    expect(far.stderr).to.match(/^mcp-frame serve: unknown option --zzzzzz\nusage: /);
+  });
+
+  it("passes this process's value of a variable with -e KEY alone, so that no secret goes on argv", async () => {
+    const steps = ['--', process.execPath, `${ROOT}dist/test/helpers/servers/steps.js`];
+    const params = (name: string): string => JSON.stringify({ name: 'env', arguments: { name } });
+    const passed = await cli(['call', 'tools/call', params('MCP_FRAME_PASSED'), '-e', 'MCP_FRAME_PASSED', ...steps], {
+      env: { ...process.env, MCP_FRAME_PASSED: 'from-here' },
+    });
+    expect(passed.code, passed.stderr).to.equal(0);
+    expect(JSON.parse(passed.stdout).content[0].text).to.equal('from-here');
+    const unset = await cli(['call', 'tools/call', params('MCP_FRAME_UNSET'), '-e', 'MCP_FRAME_UNSET', ...steps]);
+    expect(unset.code).to.equal(3);
+    expect(unset.stderr).to.include('variable MCP_FRAME_UNSET is not set here');
+  });
+
   it('prints listings as JSON with --json, and no informational lines', async () => {
     const r = await cli(['tools', 'demo', '--json']);
     expect(r.code).to.equal(0);
