@@ -266,7 +266,7 @@ async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<n
 async function readArgFiles(texts: Record<string, string>): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [key, text] of Object.entries(texts)) {
-    const value = text.startsWith('@@') ? text.slice(1) : text.startsWith('@') ? await readInput(text.slice(1), `--arg ${key}`) : text;
+    const value = text.startsWith('@@') ? text.slice(1) : text.startsWith('@') ? await readInput(text.slice(1), `--arg ${key}`, EXIT.usage) : text;
     Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   }
   return out;
@@ -274,7 +274,14 @@ async function readArgFiles(texts: Record<string, string>): Promise<Record<strin
 
 /** The params of `@file` or `-` (stdin), read and checked as params-json is. */
 async function readParams(from: string): Promise<unknown> {
-  const text = await readInput(from === '-' ? '-' : from.slice(1), 'params');
+  // A file named on the command line that cannot be read is a usage error, as a bad argument is.
+  const text = await readInput(from === '-' ? '-' : from.slice(1), 'params', EXIT.usage);
+  if (text.trim() === '') {
+    throw new CliError(
+      `the params ${from === '-' ? 'on stdin' : `in ${from.slice(1)}`} are empty: give a JSON object (or no params at all)`,
+      EXIT.usage,
+    );
+  }
   return parseParams(text.trim());
 }
 

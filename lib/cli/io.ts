@@ -28,14 +28,14 @@ export class CliError extends Error {
 }
 
 /** Reads a whole file, or stdin for `-` or no path; a failure names the path. */
-export async function readInput(path: string | undefined, what: string): Promise<string> {
+export async function readInput(path: string | undefined, what: string, exitCode: number = EXIT.failure): Promise<string> {
   if (path === undefined || path === '-') return readStreamText(process.stdin);
   try {
     return await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const reason = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    throw new CliError(`cannot read ${what} ${path}: ${reason}`);
+    throw new CliError(`cannot read ${what} ${path}: ${reason}`, exitCode);
   }
 }
 

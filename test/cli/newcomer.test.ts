@@ -133,8 +133,13 @@ describe('the command line, as a new user meets it', function () {
     const literal = await cli(['call', 'demo', 'echo', '--arg', 'text=@@home']);
     expect(JSON.parse(literal.stdout).content[0].text).to.equal('@home');
     const missing = await cli(['call', 'demo', 'tools/call', `@${join(dir, 'nope.json')}`]);
-    expect(missing.code).to.equal(1);
+    expect(missing.code).to.equal(2);
     expect(missing.stderr).to.match(/cannot read params .*nope\.json: no such file/);
+    const missingArg = await cli(['call', 'demo', 'echo', '--arg', `text=@${join(dir, 'nope.txt')}`]);
+    expect(missingArg.code).to.equal(2);
+    const empty = await cli(['call', 'demo', 'tools/call', '-'], { stdin: '' });
+    expect(empty.code).to.equal(2);
+    expect(empty.stderr).to.include('the params on stdin are empty');
   });
 
   it('call --url reaches a remote server without a config, with headers from arguments or the environment', async () => {
