@@ -76,6 +76,17 @@ export async function recordCommand(argv: string[]): Promise<number> {
   // In its own process group, as connect() starts servers: a signal reaches the server and whatever it started
   // (a wrapper such as npx leaves the real server a grandchild).
   const grouped = process.platform !== 'win32';
+  // The handlers are in place before the server starts: a signal that comes at once still reaches its group.
+  let server: { pid?: number | undefined; kill(signal: NodeJS.Signals): boolean } | undefined;
+  const signalServer = (signal: NodeJS.Signals): void => {
+    try {
+      if (grouped && server?.pid !== undefined) process.kill(-server.pid, signal);
+      else server?.kill(signal);
+    } catch {
+      // ESRCH: already gone.
+    }
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => signalServer(signal));
   const child = spawn(opts.command, opts.args, {
     stdio: ['pipe', 'pipe', 'inherit'],
     cwd: opts.cwd,
@@ -83,14 +94,7 @@ export async function recordCommand(argv: string[]): Promise<number> {
     detached: grouped,
     windowsHide: true,
   });
-  const signalServer = (signal: NodeJS.Signals): void => {
-    try {
-      if (grouped && child.pid !== undefined) process.kill(-child.pid, signal);
-      else child.kill(signal);
-    } catch {
-      // ESRCH: already gone.
-    }
-  };
+  server = child;
   const started = new Promise<void>((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', (err: NodeJS.ErrnoException) =>
@@ -101,7 +105,6 @@ export async function recordCommand(argv: string[]): Promise<number> {
     writer.close();
     throw err;
   });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => signalServer(signal));
   // The host may close its end first, or the server may die first: neither is an error of the proxy's.
   child.stdin.on('error', () => undefined);
   const upstream = pipeline(process.stdin, writer.tap('client'), child.stdin).catch(() => undefined);

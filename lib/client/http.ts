@@ -666,8 +666,8 @@ export class HttpChannel extends EventEmitter implements Channel {
     Object.assign(headers, extra);
     return remoteRequest(this.#remote, this.name, { method, headers, body, longLived }, (req) => {
       // A request that went out only after close() (it waited for the sign-in, say) would hold a socket open
-      // that nothing closes, and the process with it.
-      if (this.#closed) return void req.destroy(this.endError(`${method} ${this.name}`));
+      // that nothing closes, and the process with it; close()'s own DELETE, bounded there, is the one that may.
+      if (this.#closed && method !== 'DELETE') return void req.destroy(this.endError(`${method} ${this.name}`));
       this.#requests.add(req);
       req.on('close', () => this.#requests.delete(req));
       onRequest?.(req);

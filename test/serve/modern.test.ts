@@ -282,8 +282,8 @@ describe('serve: modern (2026-07-28) requests', function () {
   it('gives a log message of the shared child to the one request in flight that asked for logs, and drops it when two did', async () => {
     ({ bridge, log } = await served(PAGED));
     const asks = { 'io.modelcontextprotocol/logLevel': 'info' };
-    const call = (id: number, who: string, meta: Record<string, unknown>, ms = 30) =>
-      rawRequest(bridge.url!, modernPost(id, 'tools/call', { name: 'logs', arguments: { who, ms }, _meta: meta }));
+    const call = (id: number, who: string, meta: Record<string, unknown>, ms = 30, before = 0) =>
+      rawRequest(bridge.url!, modernPost(id, 'tools/call', { name: 'logs', arguments: { who, ms, before }, _meta: meta }));
     const [a, quiet] = await Promise.all([call(1, 'A', asks), call(2, 'B', {})]);
     const events = (body: string) =>
       body
@@ -293,8 +293,9 @@ describe('serve: modern (2026-07-28) requests', function () {
     expect(events(a.body).map((e) => e.params?.data ?? e.result?.content?.[0]?.text)).to.deep.equal(['log for A', 'logged A']);
     expect(quiet.body).not.to.include('log for');
     expect(bridge.unattributed).to.equal(0);
-    // Two requests asked: the log message is nobody's for sure, and is counted, not guessed.
-    const [first, second] = await Promise.all([call(3, 'C', asks, 100), call(4, 'D', asks, 100)]);
+    // Two requests asked: the log message is nobody's for sure, and is counted, not guessed. Each logs only
+    // after 300 ms, so that both are in flight by then, however slowly the second arrives.
+    const [first, second] = await Promise.all([call(3, 'C', asks, 100, 300), call(4, 'D', asks, 100, 300)]);
     expect(first.body + second.body).not.to.match(/log for [CD]/);
     expect(bridge.unattributed).to.equal(2);
   });

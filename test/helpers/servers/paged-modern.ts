@@ -52,9 +52,15 @@ function handle(msg: Json): void {
     case 'tools/call': {
       const args = (params.arguments ?? {}) as Json;
       if (params.name === 'logs') {
-        if (meta['io.modelcontextprotocol/logLevel'] !== undefined)
-          write({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `log for ${String(args.who)}` } });
-        return void setTimeout(() => answer({ content: [{ type: 'text', text: `logged ${String(args.who)}` }] }), Number(args.ms ?? 30));
+        // `before` ms, then the log message (for a request that asked), then `ms` more, then the answer.
+        return void setTimeout(
+          () => {
+            if (meta['io.modelcontextprotocol/logLevel'] !== undefined)
+              write({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `log for ${String(args.who)}` } });
+            setTimeout(() => answer({ content: [{ type: 'text', text: `logged ${String(args.who)}` }] }), Number(args.ms ?? 30));
+          },
+          Number(args.before ?? 0),
+        );
       }
       if (params.name === 'change') {
         for (const id of listens) write({ jsonrpc: '2.0', method: 'notifications/tools/list_changed', params: { _meta: { [SUB]: id } } });
