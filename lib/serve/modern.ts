@@ -81,6 +81,11 @@ interface Exchange {
   agreed?: ListenFilter;
 }
 
+/** An exchange with no progress token and no logs asked: a retry's, or a listen's. */
+function quietExchange(msg: JsonRpcRequest, res: ServerResponse, capabilities: Record<string, unknown>): Exchange {
+  return { id: msg.id, method: msg.method, res, token: undefined, streaming: false, timer: undefined, logs: false, capabilities };
+}
+
 /** The methods the 2026-07-28 revision removed: a translated child's answer to them would not be the revision's. */
 const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
 
@@ -228,16 +233,7 @@ export class ModernHub {
     clearTimeout(suspended.timer);
     const meta = isObject(params._meta) ? params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? (meta[META_CLIENT_CAPABILITIES] as Record<string, unknown>) : {};
-    const exchange: Exchange = {
-      id: msg.id,
-      method: msg.method,
-      res,
-      token: undefined,
-      streaming: false,
-      timer: undefined,
-      logs: false,
-      capabilities,
-    };
+    const exchange = quietExchange(msg, res, capabilities);
     this.#exchanges.set(suspended.n, exchange);
     whenGone(res, () => {
       if (this.#exchanges.get(suspended.n) !== exchange || !this.#forget(suspended.n)) return;
@@ -345,17 +341,7 @@ export class ModernHub {
     if (subscribed.length > 0) agreed.resourceSubscriptions = subscribed;
     else delete agreed.resourceSubscriptions;
     const n = this.#next++;
-    const exchange: Exchange = {
-      id: msg.id,
-      method: msg.method,
-      res,
-      token: undefined,
-      streaming: false,
-      timer: undefined,
-      logs: false,
-      capabilities,
-      agreed,
-    };
+    const exchange: Exchange = { ...quietExchange(msg, res, capabilities), agreed };
     this.#exchanges.set(n, exchange);
     whenGone(res, () => {
       this.#forget(n);

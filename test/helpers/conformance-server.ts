@@ -20,6 +20,7 @@ import {
   ResourceTemplate,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { writeResponse } from './sdk2.js';
 
 /** A 1x1 PNG and a minimal WAV, small enough to inline. */
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
@@ -497,14 +498,7 @@ export async function conformanceHttp(): Promise<ConformanceHttp> {
     });
     // A localhost server refuses a Host that is not localhost (DNS rebinding), as the SDK's own examples do.
     const response = hostHeaderValidationResponse(request, localhostAllowedHostnames()) ?? (await handler.fetch(request));
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    if (response.body === null) return void res.end();
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
-    } catch {
-      // The client went away.
-    }
-    res.end();
+    await writeResponse(res, response);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

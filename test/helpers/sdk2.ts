@@ -105,14 +105,7 @@ export async function sdk2Http(era: 'modern' | 'dual'): Promise<Sdk2Http> {
       ...(req.method === 'GET' || req.method === 'HEAD' ? {} : { body }),
     });
     const response = await handler.fetch(request);
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    if (response.body === null) return void res.end();
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
-    } catch {
-      // The client went away.
-    }
-    res.end();
+    await writeResponse(res, response);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;
@@ -126,4 +119,16 @@ export async function sdk2Http(era: 'modern' | 'dual'): Promise<Sdk2Http> {
       await handler.close();
     },
   };
+}
+
+/** A web-standard Response (the SDK's handlers answer with one) written out on a node:http response. */
+export async function writeResponse(res: http.ServerResponse, response: Response): Promise<void> {
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (response.body === null) return void res.end();
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
+  } catch {
+    // The client went away.
+  }
+  res.end();
 }
