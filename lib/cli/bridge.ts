@@ -2,8 +2,8 @@ import type { RemoteServerConfig } from '../client/config.js';
 import type { ReconnectOptions } from '../client/http.js';
 import { bridge } from '../serve/bridge.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
-import { headersOf, isServerUrl, serverEntry } from './entry.js';
-import { CliError, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
+import { headersOf, isServerUrl, namedEntry } from './entry.js';
+import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame bridge <server> [--config path] [--input id=value]
        mcp-frame bridge [--url] <url> [--header 'Name: value']... [--header-env Name=VAR]...
@@ -59,19 +59,9 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
     if (positionals.length > 0) throw new CliError(USAGE, EXIT.usage);
     return { name: new URL(url).host, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
   }
-  const [name, ...extra] = positionals;
-  if (name === undefined || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
   // The config a host would find (./.mcp.json, then ./.vscode/mcp.json), as `call` reads it, `--input` included.
-  const entry = await serverEntry(
-    {
-      server: name,
-      command: undefined,
-      env: {},
-      config: values.config as string | undefined,
-      inputs: keyValues(values.input, '--input', USAGE),
-    },
-    'bridge',
-  );
+  const entry = await namedEntry(positionals, values, USAGE, 'bridge');
+  const name = positionals[0]!;
   if (entry.type !== 'http' && entry.type !== 'sse')
     throw new CliError(`server "${name}" is not a remote server (type "${entry.type ?? 'stdio'}")`, EXIT.config);
   return { name, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };

@@ -97,3 +97,18 @@ export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<Ser
     throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
   }
 }
+
+/**
+ * The entry of the one server a command names (`positionals`, nothing more), from `--config` or the config a
+ * host would find, with `--input` values: as `call` reads it.
+ */
+export async function namedEntry(
+  positionals: string[],
+  values: { config?: string | undefined; input?: string[] | undefined },
+  usage: string,
+  who: string,
+): Promise<ServerConfig> {
+  const [name, ...extra] = positionals;
+  if (name === undefined || extra.length > 0) throw new CliError(usage, EXIT.usage);
+  return serverEntry({ server: name, command: undefined, env: {}, config: values.config, inputs: keyValues(values.input, '--input', usage) }, who);
+}

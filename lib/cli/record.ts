@@ -4,8 +4,8 @@ import { pipeline } from 'node:stream/promises';
 import { CassetteWriter } from '../cassette/cassette.js';
 import { isStdioServer } from '../client/config.js';
 import { serverEnv } from '../client/stdio.js';
-import { serverEntry } from './entry.js';
-import { CliError, EXIT, keyValues, parseOptions } from './io.js';
+import { namedEntry } from './entry.js';
+import { CliError, EXIT, parseOptions } from './io.js';
 
 export const USAGE = `usage: mcp-frame record --out <cassette> [--no-redact] -- <command> [args...]
        mcp-frame record --out <cassette> [--no-redact] [--config <path>] [--input id=value] <server>`;
@@ -42,19 +42,9 @@ async function parseRecordArgs(args: string[]): Promise<RecordArgs> {
     // A host starts this in place of the server, with the environment it means the server to have.
     return { out, command, args: rest, env: process.env, cwd: undefined, redact };
   }
-  const [name, ...extra] = positionals;
-  if (name === undefined || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
   // The config a host would find, as `call` reads it.
-  const server = await serverEntry(
-    {
-      server: name,
-      command: undefined,
-      env: {},
-      config: values.config as string | undefined,
-      inputs: keyValues(values.input, '--input', USAGE),
-    },
-    'record',
-  );
+  const server = await namedEntry(positionals, values, USAGE, 'record');
+  const name = positionals[0]!;
   if (!isStdioServer(server)) throw new CliError(`server "${name}" is not a stdio server`, EXIT.config);
   // As `call` and connect() start it: the safe default environment plus the entry's own.
   return { out, command: server.command, args: server.args ?? [], env: serverEnv(server), cwd: server.cwd, redact };
