@@ -81,7 +81,10 @@ const SECRET_MEMBER = new RegExp(
 const SECRET_ASSIGNMENT = new RegExp(String.raw`([\w.-]*${SECRET_WORD}[\w.-]*=)[^\s&,;'"]+`, 'gi');
 /** `api_key: value`, as YAML or a log line writes it (a value after "Bearer " is left to BEARER). */
 const SECRET_FIELD = new RegExp(String.raw`(^|[\s{,])([\w.-]*${SECRET_WORD}[\w.-]*\s*:\s+)(?!(?:bearer|basic)\s)(?!\[REDACTED\])[^\s,}]+`, 'gim');
-const BEARER = /\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+/gi;
+const BEARER = /\b(bearer|basic)\s+([A-Za-z0-9._~+/=-]+)/gi;
+/** A word after "bearer" or "basic" that is prose, not a credential: lower-case letters only ("bearer token", "basic auth"). */
+const PROSE_WORD = /^[a-z]+$/;
+const AUTHORIZATION_BEFORE = /authorization["']?\s*[:=]\s*["']?$/i;
 /** The password in `scheme://user:password@host`. */
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]*:\/\/[^\s/:@]*:)[^\s/@]+@/gi;
 /** Tokens whose form gives them away wherever they stand. */
@@ -163,7 +166,10 @@ export function isSecretKey(key: string): boolean {
 export function redact(text: string): string {
   return text
     .replace(ESCAPED_PLAIN, (_m, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
-    .replace(BEARER, '$1 [REDACTED]')
+    .replace(BEARER, (match, scheme: string, value: string, at: number, whole: string) =>
+      // After an Authorization key it is a credential whatever it looks like; elsewhere a lower-case word is prose.
+      PROSE_WORD.test(value) && !AUTHORIZATION_BEFORE.test(whole.slice(Math.max(0, at - 40), at)) ? match : `${scheme} [REDACTED]`,
+    )
     .replace(SECRET_MEMBER, (match, key: string, quote: string) =>
       isSecretKey(key.slice(1, key.indexOf(quote, 1))) ? `${key}${quote}[REDACTED]${quote}` : match,
     )

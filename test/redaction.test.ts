@@ -25,4 +25,13 @@ describe('redaction', () => {
     expect(urlWithoutCredentials('redis://user:pa55word@10.0.0.1:6379/0')).to.equal('redis://10.0.0.1:6379/0');
     expect(urlWithoutCredentials('not a url')).to.equal(undefined);
   });
+
+  it("leaves the program's own words alone: a lower-case word after bearer or basic is prose, unless an Authorization key names it", async () => {
+    const { redact } = await import('../lib/redaction.js');
+    expect(redact('the server refused the bearer token given')).to.equal('the server refused the bearer token given');
+    expect(redact('basic auth is not offered')).to.equal('basic auth is not offered');
+    expect(redact('Authorization: Bearer abcdefgh')).to.equal('Authorization: Bearer [REDACTED]');
+    expect(redact('sent Bearer sk-abc123 twice')).to.equal('sent Bearer [REDACTED] twice');
+    expect(redact('Basic dXNlcjpwYXNz')).to.equal('Basic [REDACTED]');
+  });
 });
