@@ -11,7 +11,7 @@ const REDACTED = '[REDACTED]';
 
 /**
  * Known secrets shorter than this are not looked for in text a server sends back: they would hide ordinary
- * words. (A secret this process checks itself, such as serve's token, is replaced whatever its length.)
+ * words. The same rule holds for serve's token, which warns at start about one that short.
  */
 export const MIN_SECRET_LENGTH = 6;
 

@@ -6,7 +6,7 @@ describe('redaction', () => {
   it('replaces known secrets exactly, the longest first, so a secret holding another goes whole', () => {
     expect(replaceSecrets('key sk-abcdef and sk-abcdef-longer', ['sk-abcdef', 'sk-abcdef-longer'])).to.equal('key [REDACTED] and [REDACTED]');
     expect(replaceSecrets('nothing here', ['', 'absent-secret'])).to.equal('nothing here');
-    // serve's token: replaced whatever its length.
+    // What it is given it replaces, whatever its length: the callers apply MIN_SECRET_LENGTH.
     expect(replaceSecrets('t=abc', ['abc'])).to.equal('t=[REDACTED]');
   });
 

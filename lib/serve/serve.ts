@@ -15,7 +15,7 @@ import { HttpFront, type SessionTable } from './http.js';
 import { ModernHub } from './modern.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
 import type { ReplicaStore } from './store.js';
-import { replaceSecrets } from '../redaction.js';
+import { MIN_SECRET_LENGTH, replaceSecrets } from '../redaction.js';
 
 export interface ServeOptions {
   /** The address HTTP listens on. @defaultValue '127.0.0.1' */
@@ -93,14 +93,20 @@ export interface ServeHandle {
 /** A whole session id (a UUID) in a log line: only its first characters are kept (see shortId). */
 const SESSION_ID = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
 
+/** Tokens shorter than this get a warning at start. */
+const SHORT_TOKEN = 16;
+
 /**
  * Every log line passes here: the token serve checks and whole session ids never reach a log, whatever text
  * (a client's request line, a server's stderr) carried them.
  */
 function scrubbing(log: (line: string) => void, token: string | undefined): (line: string) => void {
+  // A token shorter than MIN_SECRET_LENGTH is not looked for: every `t` of a line would go for a token `t`
+  // (serve warns at start about a token that short, which protects nothing).
+  const secret = token !== undefined && token.length >= MIN_SECRET_LENGTH ? [token] : [];
   return (line) => {
     let out = line.replace(SESSION_ID, '$1…');
-    if (token !== undefined) out = replaceSecrets(out, [token]);
+    out = replaceSecrets(out, secret);
     debug(`serve: ${out}`);
     log(out);
   };
@@ -207,6 +213,10 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
     const front = new HttpFront(ctx, guard, table, modern);
     httpServer.on('request', (req, res) => front.handle(req, res));
     store?.onForwarded((request, res) => front.forwarded(request, res));
+    if (options.token !== undefined && options.token.length < SHORT_TOKEN)
+      ctx.log(
+        `warning: the token is ${options.token.length} characters: one that short is easy to guess (use ${SHORT_TOKEN * 2} or more random ones)`,
+      );
     if (!isLoopback(host) && options.token === undefined)
       ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
     // On every interface, the names clients may use are this machine's addresses: anything else (a DNS name, a

@@ -37,6 +37,16 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     expect(foreign.body).to.include('--allow-host');
   });
 
+  it('warns at start about a short token, and does not hunt a token of a few characters through its log lines', async () => {
+    ({ bridge, log } = await served(undefined, { token: 't' }));
+    expect(log.some((l) => l.includes('warning: the token is 1 characters'))).to.equal(true);
+    const refused = await rawRequest(bridge.url!, { method: 'POST', headers: MCP_HEADERS, body: INIT });
+    expect(refused.status).to.equal(401);
+    const line = log.find((l) => l.startsWith('401 POST /mcp'));
+    expect(line).to.equal('401 POST /mcp: no Authorization header');
+    expect(line).to.not.include('[REDACTED]');
+  });
+
   describe('with the defaults', () => {
     beforeEach(async () => ({ bridge, log } = await served()));
 
