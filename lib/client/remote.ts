@@ -274,7 +274,10 @@ export async function remoteRequest(
   request: RemoteRequest,
   track?: (req: http.ClientRequest) => void,
 ): Promise<http.IncomingMessage> {
-  const auth = remote.auth;
+  // Credentials given in an Authorization header are the caller's: no sign-in takes their place, and a 401 says
+  // they were refused (not that none were given).
+  const given = Object.keys(request.headers).some((key) => key.toLowerCase() === 'authorization');
+  const auth = given ? undefined : remote.auth;
   const url = request.url ?? remote.url;
   let nonceRetried = false;
   for (let signIns = 0; ; signIns++) {
@@ -299,10 +302,10 @@ export async function remoteRequest(
     if (auth === undefined) {
       if (res.statusCode === 403) return res;
       res.resume();
-      throw new ConnectionError('AUTH_REQUIRED', `"${name}" requires authorization (HTTP 401): connect with \`auth\` to sign in`, {
-        status: 401,
-        challenge,
-      });
+      const why = given
+        ? `"${name}" refused the credentials given in the Authorization header (HTTP 401); no sign-in is tried in their place`
+        : `"${name}" requires authorization (HTTP 401): connect with \`auth\` to sign in`;
+      throw new ConnectionError('AUTH_REQUIRED', why, { status: 401, challenge });
     }
     res.resume();
     if (signIns >= MAX_SIGN_INS_PER_REQUEST) {

@@ -156,6 +156,11 @@ describe('the command line, as a new user meets it', function () {
       expect(withEnv.stdout).to.match(/^echo /);
       const withHeader = await cli(['call', '--url', url, '--header', 'Authorization: Bearer tok-0123456789abcdef', 'echo', '--arg', 'text=hi']);
       expect(JSON.parse(withHeader.stdout).content[0].text).to.equal('hi');
+      // A wrong token given in a header is said to be refused, not missing, and no sign-in is tried.
+      const wrong = await cli(['tools', '--url', url, '--header', 'Authorization: Bearer tok-wrong-0123456789']);
+      expect(wrong.code).to.equal(7);
+      expect(wrong.stderr).to.include('refused the credentials given in the Authorization header');
+      expect(wrong.stderr).to.not.include('tok-wrong');
       const unset = await cli(['tools', '--url', url, '--header-env', 'Authorization=NOT_SET_ANYWHERE']);
       expect(unset.code).to.equal(3);
       expect(unset.stderr).to.include('variable NOT_SET_ANYWHERE is not set');
