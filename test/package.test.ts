@@ -209,9 +209,24 @@ function typechecks(project: string): void {
   const compilers: Array<[string, string[], Record<string, unknown>]> = [
     ['TypeScript 7, nodenext', [process.execPath, `${ROOT}node_modules/typescript/bin/tsc`], { module: 'nodenext', moduleResolution: 'nodenext' }],
   ];
-  if (existsSync(TSC5))
+  if (existsSync(TSC5)) {
     compilers.push(['TypeScript 5.9, node10', [process.execPath, TSC5], { module: 'commonjs', moduleResolution: 'node10', target: 'es2022' }]);
-  else console.log('      skipped: TypeScript 5.9 for the node10 check is not installed (npm ci --prefix peers; .ci/run does it)');
+    // The typings themselves checked (no skipLibCheck), without esModuleInterop: a default import of a Node
+    // module in them (`import http from 'node:http'`) would fail there.
+    compilers.push([
+      'TypeScript 5.9, node10, the typings checked',
+      [process.execPath, TSC5],
+      {
+        module: 'commonjs',
+        moduleResolution: 'node10',
+        target: 'es2022',
+        skipLibCheck: false,
+        esModuleInterop: false,
+        types: ['node'],
+        typeRoots: [`${ROOT}node_modules/@types`],
+      },
+    ]);
+  } else console.log('      skipped: TypeScript 5.9 for the node10 check is not installed (npm ci --prefix peers; .ci/run does it)');
   for (const [label, tsc, options] of compilers) {
     const good = compile(tsc, options, 'use.ts', source);
     expect(good.out, label).to.equal('');

@@ -7,7 +7,7 @@
  */
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
-import type http from 'node:http';
+import type * as http from 'node:http';
 import { FrameError, preview, reasonText, redact } from '../errors.js';
 import { debug, debugFrameError } from '../debug.js';
 import { decodeUtf8 } from '../framings/bytes.js';

@@ -1,8 +1,8 @@
 /*
  * What the two HTTP channels share: their settings from options, and the wait before a reconnection.
  */
-import http from 'node:http';
-import https from 'node:https';
+import * as http from 'node:http';
+import * as https from 'node:https';
 import { FrameError, redact } from '../errors.js';
 import { configuredSecrets, scrubber } from '../redaction.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';

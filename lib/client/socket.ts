@@ -1,7 +1,7 @@
 /*
  * The socket channel: a server behind a local socket (`mcp-frame serve --socket`), NDJSON both ways.
  */
-import net from 'node:net';
+import * as net from 'node:net';
 import { StreamChannel } from './channel.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
 

@@ -5,7 +5,7 @@
 import type { ProtocolEra } from '../protocol/modern.js';
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
-import type http from 'node:http';
+import type * as http from 'node:http';
 import { preview, reasonText } from '../errors.js';
 import { debug, debugFrameError } from '../debug.js';
 import type { FramedEvent } from '../framings/codec.js';

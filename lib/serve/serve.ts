@@ -3,8 +3,8 @@
  * and a local socket, one child process per session, safe by default.
  */
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import net from 'node:net';
+import * as http from 'node:http';
+import * as net from 'node:net';
 import type { StdioServerConfig } from '../client/config.js';
 import type { StdioChannel } from '../client/stdio.js';
 import { debug } from '../debug.js';

@@ -3,7 +3,7 @@
  * stdio, with one child per connection. The socket file is private to its owner (0600) and removed on close.
  */
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
-import net from 'node:net';
+import * as net from 'node:net';
 import { StreamChannel } from '../client/channel.js';
 import type { StdioChannel } from '../client/stdio.js';
 import type { FrameError } from '../errors.js';

@@ -2,7 +2,7 @@
  * Ways to get a grant: a browser sent to the authorization server with a loopback redirect (RFC 8252), and
  * cross-app access (an identity provider's ID token exchanged for an ID-JAG, presented with the jwt-bearer grant).
  */
-import http from 'node:http';
+import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { preview } from '../../errors.js';
