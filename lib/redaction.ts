@@ -17,15 +17,23 @@ export const MIN_SECRET_LENGTH = 6;
 
 /** `text` with each of `secrets` replaced by [REDACTED], the longest first (a value containing another goes whole). */
 export function replaceSecrets(text: string, secrets: Iterable<string>): string {
-  const sorted = [...secrets].filter((s) => s !== '').sort((a, b) => b.length - a.length);
-  for (const secret of sorted) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
-  return text;
+  return replaceLongestFirst(text, longestFirst(secrets));
 }
 
-/** A function that replaces each of `secrets` in a text with [REDACTED]. */
+/** A function that replaces each of `secrets` in a text with [REDACTED]; the list is ordered once, here. */
 export function scrubber(secrets: string[]): (text: string) => string {
-  if (secrets.length === 0) return (text) => text;
-  return (text) => replaceSecrets(text, secrets);
+  const sorted = longestFirst(secrets);
+  if (sorted.length === 0) return (text) => text;
+  return (text) => replaceLongestFirst(text, sorted);
+}
+
+function longestFirst(secrets: Iterable<string>): string[] {
+  return [...secrets].filter((s) => s !== '').sort((a, b) => b.length - a.length);
+}
+
+function replaceLongestFirst(text: string, sorted: string[]): string {
+  for (const secret of sorted) if (text.includes(secret)) text = text.split(secret).join(REDACTED);
+  return text;
 }
 
 /**

@@ -20,6 +20,7 @@ import { ConnectionError, type ExitStatus } from './errors.js';
 import type { ReconnectOptions } from './http.js';
 import {
   type ClientMeta,
+  INPUT_CAPABILITIES,
   isModernError,
   isModernVersion,
   MODERN_ERRORS,
@@ -423,9 +424,7 @@ export class Connection extends EventEmitter {
    */
   #capabilities(): Json {
     const declared: Json = {};
-    if (this.#requestHandlers.has('sampling/createMessage')) declared.sampling = {};
-    if (this.#requestHandlers.has('elicitation/create')) declared.elicitation = {};
-    if (this.#requestHandlers.has('roots/list')) declared.roots = {};
+    for (const [method, capability] of Object.entries(INPUT_CAPABILITIES)) if (this.#requestHandlers.has(method)) declared[capability] = {};
     return { ...declared, ...this.#declared };
   }
 

@@ -10,15 +10,12 @@ import type { Channel } from './channel.js';
 import { type Connection, connectOver, RpcError, type Subscription } from './connection.js';
 import type { ListenFilter } from '../protocol/listen.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
-import { META_SUBSCRIPTION_ID, pickModernVersion } from '../protocol/modern.js';
+import { INPUT_CAPABILITIES, META_SUBSCRIPTION_ID, pickModernVersion } from '../protocol/modern.js';
 import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
-
-/** The input kinds a host may be asked for, and the capability that says it can answer each. */
-const INPUTS: Record<string, string> = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling', 'roots/list': 'roots' };
 
 /**
  * Whether a response to the host's initialize says the server is modern-only: an UnsupportedProtocolVersion
@@ -84,7 +81,7 @@ export class LegacyHostSession {
   constructor(conn: Connection, toHost: (msg: Json) => void, hostCapabilities: Json) {
     this.#conn = conn;
     this.#toHost = toHost;
-    for (const [method, capability] of Object.entries(INPUTS)) {
+    for (const [method, capability] of Object.entries(INPUT_CAPABILITIES)) {
       if (hostCapabilities[capability] !== undefined) conn.onRequest(method, (params) => this.#askHost(method, params));
     }
     conn.on('notification', (msg: Json) => {

@@ -19,6 +19,16 @@ export const META_SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 /** The log level a modern request asks for (the modern era has no logging/setLevel). */
 export const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
 
+/**
+ * The requests a server may ask a client (a legacy server as its own requests, a modern one as inputRequests),
+ * and the client capability that says it can answer each.
+ */
+export const INPUT_CAPABILITIES: Readonly<Record<string, string>> = {
+  'sampling/createMessage': 'sampling',
+  'elicitation/create': 'elicitation',
+  'roots/list': 'roots',
+};
+
 /** JSON-RPC error codes only a modern server sends: each one says the server is modern. */
 export const MODERN_ERRORS = {
   headerMismatch: -32020,

@@ -27,6 +27,7 @@ import { LATEST_LEGACY_PROTOCOL_VERSION } from '../protocol/versions.js';
 import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
 import {
   decodeHeaderValue,
+  INPUT_CAPABILITIES,
   isModernError,
   MODERN_ERRORS,
   META_CLIENT_CAPABILITIES,
@@ -88,13 +89,6 @@ function quietExchange(msg: JsonRpcRequest, res: ServerResponse, capabilities: R
 
 /** The methods the 2026-07-28 revision removed: a translated child's answer to them would not be the revision's. */
 const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
-
-/** Which client capability answering each of a legacy child's questions takes. */
-const QUESTION_CAPABILITY: Record<string, string> = {
-  'elicitation/create': 'elicitation',
-  'sampling/createMessage': 'sampling',
-  'roots/list': 'roots',
-};
 
 /** What serve declares to a legacy child: the questions it can relay to a modern client as input_required. */
 const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
@@ -533,7 +527,7 @@ export class ModernHub {
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
     }
     const [n, exchange] = waiting[0]!;
-    const needed = QUESTION_CAPABILITY[ask.method];
+    const needed = INPUT_CAPABILITIES[ask.method];
     if (needed !== undefined && exchange.capabilities[needed] === undefined) {
       // The calling client cannot answer it: the revision's -32021 for the client, the call cancelled.
       this.#forget(n);
