@@ -41,6 +41,9 @@ export type JsonRpcBatch = JsonRpcMessage[];
 
 type Obj = Record<string, unknown>;
 /** A JSON object: not null, not an array. */
+/** A request id (or progress token) as a map key: `1` and `"1"` are different ids. */
+export const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
+
 export const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Obj, key: string): boolean => Object.hasOwn(o, key);
 const isId = (v: unknown): v is JsonRpcId => typeof v === 'string' || typeof v === 'number';

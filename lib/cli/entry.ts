@@ -112,3 +112,31 @@ export async function namedEntry(
   if (name === undefined || extra.length > 0) throw new CliError(usage, EXIT.usage);
   return serverEntry({ server: name, command: undefined, env: {}, config: values.config, inputs: keyValues(values.input, '--input', usage) }, who);
 }
+
+/**
+ * The entries of several servers of one config (for a gateway): every one with `all`, else those named, in the
+ * order named. The config is --config or the one a host would find.
+ */
+export async function serverEntries(
+  names: string[],
+  all: boolean,
+  opts: { config: string | undefined; inputs: Record<string, string> },
+  who: string,
+): Promise<Array<[string, ServerConfig]>> {
+  const path = opts.config ?? (await findConfig());
+  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
+  if (opts.config === undefined) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
+  try {
+    const text = await readConfigText(path);
+    const known = configServerNames(text, path);
+    const wanted = all ? known : names;
+    const missing = wanted.filter((name) => !known.includes(name));
+    if (missing.length > 0)
+      throw new CliError(`no server ${missing.map((n) => `"${n}"`).join(', ')} in ${path}; it has: ${listNames(known)}`, EXIT.config);
+    if (wanted.length === 0) throw new CliError(`${path} names no server`, EXIT.config);
+    // Each entry read alone: a variable one entry needs and the environment lacks names that entry.
+    return wanted.map((name) => [name, serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name)!]);
+  } catch (err) {
+    throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
+  }
+}

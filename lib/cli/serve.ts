@@ -1,14 +1,16 @@
 import { constants } from 'node:os';
-import { isStdioServer } from '../client/config.js';
+import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../client/config.js';
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
-import { type ServeOptions, serve } from '../serve/serve.js';
-import { serverEntry } from './entry.js';
+import { type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
+import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
+import { serverEntries, serverEntry } from './entry.js';
 import { CliError, envValues, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
        mcp-frame serve [options] <server> [--config path] [--input id=value]...
+       mcp-frame serve [options] --all | <server> <server>...   (a gateway: every server, or those named)
 options:
   --host <address>         listen on this address (default 127.0.0.1)
   --port <n>               listen on this port (default 0: a free one, printed)
@@ -26,7 +28,19 @@ options:
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   -e KEY=VALUE             environment for a server given with -- <command> (repeatable)
-  --trace                  log every message, redacted`;
+  --trace                  log every message, redacted
+gateway (several servers behind one endpoint):
+  --all                    every server of the config
+  --name <name>            the gateway's name in its serverInfo (default mcp-frame)
+  --prefix <mode>          tool and prompt names: always <server>__<name> (default), conflicts (only where two
+                           servers offer one name), never (a name two offer is refused at start)
+  --separator <text>       what joins server and tool names (default __)
+  --allow-tools <glob>     offer only the tools whose exposed names match (repeatable; * and ?)
+  --deny-tools <glob>      leave out the tools whose exposed names match (repeatable)
+  --allow-prompts <glob>   the same, for prompts
+  --deny-prompts <glob>
+  --upstream-start-ms <n>  how long a session waits for its servers to start (default 10000)
+  --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it`;
 
 const OPTIONS = {
   host: { type: 'string' },
@@ -47,6 +61,16 @@ const OPTIONS = {
   config: { type: 'string' },
   input: { type: 'string', multiple: true },
   trace: { type: 'boolean', default: false },
+  all: { type: 'boolean', default: false },
+  name: { type: 'string' },
+  prefix: { type: 'string' },
+  separator: { type: 'string' },
+  'allow-tools': { type: 'string', multiple: true },
+  'deny-tools': { type: 'string', multiple: true },
+  'allow-prompts': { type: 'string', multiple: true },
+  'deny-prompts': { type: 'string', multiple: true },
+  'upstream-start-ms': { type: 'string' },
+  ...AUTH_FLAGS,
 } as const;
 
 type Values = Record<string, string | boolean | string[] | undefined>;
@@ -109,7 +133,9 @@ function serveOptions(values: Values): ServeOptions {
     maxMessageBytes: 'max-message-bytes',
     replayBytes: 'replay-bytes',
     drainMs: 'drain-ms',
+    upstreamStartMs: 'upstream-start-ms',
   };
+  Object.assign(options, gatewayOptions(values));
   for (const [key, value] of Object.entries(set)) if (value !== undefined) Object.assign(options, { [key]: value });
   for (const [key, flag] of Object.entries(numbers)) {
     const value = number(flag);
@@ -119,6 +145,70 @@ function serveOptions(values: Values): ServeOptions {
   if (options.http === false && options.store !== undefined)
     throw new CliError(`--store shares HTTP sessions: it does not go with --no-http\n${USAGE}`, EXIT.usage);
   return options;
+}
+
+const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;
+
+/** The gateway's naming and filters, checked. */
+function gatewayOptions(values: Values): ServeOptions {
+  const options: ServeOptions = {};
+  const prefix = values.prefix as string | undefined;
+  if (prefix !== undefined) {
+    if (!(PREFIX_MODES as readonly string[]).includes(prefix))
+      throw new CliError(`--prefix takes always, conflicts or never, got ${JSON.stringify(prefix.slice(0, 40))}`, EXIT.usage);
+    options.prefix = prefix as ServeOptions['prefix'] & string;
+  }
+  if (values.separator !== undefined) {
+    if (values.separator === '') throw new CliError('--separator takes a non-empty text, such as __ or .', EXIT.usage);
+    options.separator = values.separator as string;
+  }
+  if (values.name !== undefined) options.name = values.name as string;
+  const globs = { allowTools: 'allow-tools', denyTools: 'deny-tools', allowPrompts: 'allow-prompts', denyPrompts: 'deny-prompts' } as const;
+  for (const [key, flag] of Object.entries(globs)) {
+    const list = values[flag] as string[] | undefined;
+    if (list !== undefined) options[key as keyof typeof globs] = list;
+  }
+  return options;
+}
+
+/**
+ * What to serve: `-- <command>` or one named stdio server as they always were; several named servers, `--all`,
+ * or one remote server: a gateway in front of them. A gateway's remote servers sign in from the token store.
+ */
+async function serveTarget(values: Values, positionals: string[], command: string[] | undefined): Promise<ServeTarget> {
+  const config = values.config as string | undefined;
+  const inputs = keyValues(values.input as string[] | undefined, '--input', USAGE);
+  if (values.all === true && (command !== undefined || positionals.length > 0))
+    throw new CliError(`--all serves every server of the config: name none with it\n${USAGE}`, EXIT.usage);
+  if (values.all !== true && positionals.length <= 1) {
+    const entry = await serverEntry(
+      { command, server: positionals[0], config, env: envValues(values.env as string[] | undefined, USAGE), inputs },
+      'serve',
+    );
+    // Every session starts the command: one that cannot start would make every request a 502. Say so now.
+    if (isStdioServer(entry)) {
+      const missing = await commandProblem(entry);
+      if (missing !== undefined) throw new CliError(`cannot start ${JSON.stringify(entry.command)}: ${missing}`, EXIT.config);
+      return command === undefined ? { [positionals[0]!]: entry } : entry;
+    }
+    if (entry.type === 'socket')
+      throw new CliError(`server "${positionals[0]}" is a socket server: serve offers stdio and remote servers`, EXIT.config);
+    return { [positionals[0]!]: entry };
+  }
+  const entries = await serverEntries(positionals, values.all === true, { config, inputs }, 'serve');
+  const target: Record<string, ServerConfig> = {};
+  for (const [name, entry] of entries) {
+    if (!isStdioServer(entry) && entry.type === 'socket')
+      throw new CliError(`server "${name}" is a socket server: a gateway takes stdio and remote servers`, EXIT.config);
+    // One that cannot start takes only its own tools away: said now, served without it.
+    const missing = isStdioServer(entry) ? await commandProblem(entry as StdioServerConfig) : undefined;
+    if (missing !== undefined)
+      process.stderr.write(
+        `mcp-frame serve: warning: server "${name}" cannot start (${JSON.stringify((entry as StdioServerConfig).command)}: ${missing}); its tools are left out\n`,
+      );
+    target[name] = entry;
+  }
+  return target;
 }
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -133,28 +223,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const command = dash === -1 ? undefined : argv.slice(dash + 1);
   const { values, positionals } = parseOptions(own, OPTIONS, USAGE);
   if (command !== undefined && (command.length === 0 || positionals.length > 0)) throw new CliError(USAGE, EXIT.usage);
-  if (command === undefined && positionals.length !== 1) throw new CliError(USAGE, EXIT.usage);
-  const envPairs = values.env;
-  if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
+  if (command === undefined && positionals.length === 0 && values.all !== true) throw new CliError(USAGE, EXIT.usage);
+  if (values.env !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
   const options = serveOptions(values);
-  const entry = await serverEntry(
-    {
-      command,
-      server: positionals[0],
-      config: values.config as string | undefined,
-      env: envValues(envPairs, USAGE),
-      inputs: keyValues(values.input, '--input', USAGE),
-    },
-    'serve',
-  );
-  if (!isStdioServer(entry))
-    throw new CliError(`server "${positionals[0]}" is not a stdio server: serve offers stdio servers over HTTP`, EXIT.config);
-  // Every session starts the command: one that cannot start would make every request a 502. Say so now.
-  const missing = await commandProblem(entry);
-  if (missing !== undefined) throw new CliError(`cannot start ${JSON.stringify(entry.command)}: ${missing}`, EXIT.config);
-  const bridge = await serve(entry, { ...options, name: positionals[0] ?? entry.command }).catch((err: Error) => {
+  const target = await serveTarget(values, positionals, command);
+  const auth = authFlags(values, USAGE);
+  // A remote server behind the gateway that asks for sign-in: the operator signs in here (stdin is not a host's).
+  options.upstreamAuth = (name, entry) => cliAuth(entry, name, auth, 'serve', true);
+  const bridge = await serve(target, options).catch((err: Error & { code?: string }) => {
+    if (err.code === 'NAME_CLASH') throw new CliError(`--${err.message}`, EXIT.config);
     throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);
   });
+
   const where = [bridge.url, bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`].filter(Boolean).join(' and ');
   process.stderr.write(`mcp-frame serve: listening on ${safeLine(where)}\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {

@@ -8,10 +8,20 @@ import type { StdioServerConfig } from '../client/config.js';
 import { StdioChannel } from '../client/stdio.js';
 import { type FrameError, printableJson, redactMessage, safeLine } from '../errors.js';
 import { tryParse } from '../framings/json.js';
+import type { Gateway } from '../gateway/gateway.js';
+import type { UpstreamHealth } from '../gateway/upstream.js';
 import type { EventStreamOptions } from './event-stream.js';
 
+/** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
+export type ServedChild = StdioChannel | Gateway;
+
 export interface ServeContext {
-  entry: StdioServerConfig;
+  /** The one stdio server served; undefined for a gateway. */
+  entry: StdioServerConfig | undefined;
+  /** For a gateway: a new one, with its own upstreams (one per session, one for modern requests). */
+  gateway?: ((label: string) => Gateway) | undefined;
+  /** For a gateway: each upstream's last known state (for /healthz). */
+  upstreams?: UpstreamHealth | undefined;
   /** The server's name in logs and errors. */
   name: string;
   inheritEnv: boolean;
@@ -35,9 +45,15 @@ export function shortId(id: string): string {
   return id.slice(0, 8);
 }
 
-/** Starts the session's child process, its stderr and bad frames logged under `label`. */
-export function startChild(ctx: ServeContext, label: string): StdioChannel {
-  const channel = new StdioChannel(ctx.entry, { name: ctx.name, inheritEnv: ctx.inheritEnv, shutdownGraceMs: ctx.shutdownGraceMs });
+/** The session's " (server pid n)" for the log; nothing for a gateway, whose servers have pids of their own. */
+export function pidNote(child: ServedChild): string {
+  return child.pid === undefined ? '' : ` (server pid ${child.pid})`;
+}
+
+/** Starts the session's child process (its stderr and bad frames logged under `label`), or its gateway. */
+export function startChild(ctx: ServeContext, label: string): ServedChild {
+  if (ctx.gateway !== undefined) return ctx.gateway(label);
+  const channel = new StdioChannel(ctx.entry!, { name: ctx.name, inheritEnv: ctx.inheritEnv, shutdownGraceMs: ctx.shutdownGraceMs });
   channel.on('stderr', (line: string) => ctx.log(`${label} server stderr: ${safeLine(line)}`));
   channel.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the server: ${err.code}: ${err.message}`));
   if (ctx.trace) {
@@ -47,9 +63,6 @@ export function startChild(ctx: ServeContext, label: string): StdioChannel {
   }
   return channel;
 }
-
-/** A request id (or progress token) as a map key: `1` and `"1"` are different ids. */
-export const idKey = (id: unknown): string => `${typeof id}:${String(id)}`;
 
 /** A JSON-RPC error response. */
 export function rpcError(

@@ -12,7 +12,7 @@ import { requestTarget } from '../protocol/target.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
-import { commandProblem, rpcError, SERVER_ERROR, type ServeContext } from './context.js';
+import { commandProblem, rpcError, SERVER_ERROR, type ServeContext, pidNote } from './context.js';
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
@@ -181,6 +181,12 @@ function preflight(req: IncomingMessage, res: ServerResponse, guard: Guard): voi
 /** Why this replica cannot take sessions now (for /healthz), or undefined. */
 async function healthProblem(ctx: ServeContext, store: ReplicaStore | undefined): Promise<string | undefined> {
   if (ctx.shuttingDown === true) return 'shutting down';
+  if (ctx.entry === undefined) {
+    // A gateway is down only when every server behind it is; some down is degraded (see #health).
+    const report = Object.entries(ctx.upstreams?.report() ?? {});
+    if (report.length > 0 && report.every(([, s]) => s.state === 'down')) return 'every server behind the gateway is down';
+    return store?.problem();
+  }
   const missing = await commandProblem(ctx.entry);
   if (missing !== undefined) return `cannot start ${JSON.stringify(ctx.entry.command)}: ${missing}`;
   if (ctx.startFailure !== undefined) return `the last server process failed to start: ${safeLine(ctx.startFailure)}`;
@@ -370,7 +376,7 @@ export class HttpFront {
       refuse(502, (err as Error).message);
     }
     this.#ctx.startFailure = undefined;
-    this.#ctx.log(`${session.label} started${how} (server pid ${session.channel.pid})`);
+    this.#ctx.log(`${session.label} started${how}${pidNote(session.channel)}`);
   }
 
   /** A new session's id, once there is room for it; 503 otherwise. */
@@ -405,14 +411,21 @@ export class HttpFront {
     res.writeHead(202).end('Accepted');
   }
 
-  /** GET /healthz: 200 while this replica takes sessions, else 503 and why. */
+  /**
+   * GET /healthz: 200 while this replica takes sessions, else 503 and why. A gateway's says each server's state,
+   * and `degraded` (still 200) while some are down.
+   */
   async #health(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD')
       refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /healthz`, { Allow: 'GET, HEAD' });
     const problem = await healthProblem(this.#ctx, this.#sessions.store);
-    const body = JSON.stringify(
-      problem === undefined ? { status: 'ok', sessions: this.#sessions.count() } : { status: 'unavailable', reason: problem },
-    );
+    const upstreams = this.#ctx.upstreams;
+    const status = problem !== undefined ? 'unavailable' : (upstreams?.down().length ?? 0) > 0 ? 'degraded' : 'ok';
+    const body = JSON.stringify({
+      status,
+      ...(problem === undefined ? { sessions: this.#sessions.count() } : { reason: problem }),
+      ...(upstreams === undefined ? {} : { servers: upstreams.report() }),
+    });
     res
       .writeHead(problem === undefined ? 200 : 503, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' })
       .end(req.method === 'HEAD' ? undefined : body);

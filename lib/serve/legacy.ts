@@ -4,15 +4,15 @@
  * closes, the child is closed.
  */
 import type { ServerResponse } from 'node:http';
-import type { StdioChannel } from '../client/stdio.js';
-import { isRequest, isResponse } from '../jsonrpc.js';
-import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
+
+import { idKey, isRequest, isResponse } from '../jsonrpc.js';
+import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild } from './context.js';
 import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 export class LegacySession {
   readonly id: string;
   readonly label: string;
-  readonly channel: StdioChannel;
+  readonly channel: ServedChild;
   readonly #ctx: ServeContext;
   #res: ServerResponse | undefined;
   #ended: string | undefined;

@@ -38,10 +38,10 @@ import {
   MODERN_PROTOCOL_VERSIONS,
 } from '../protocol/modern.js';
 import { listPages } from '../protocol/paging.js';
-import type { StdioChannel } from '../client/stdio.js';
+
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
-import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
+import { rpcError, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 /**
@@ -108,7 +108,7 @@ function statusOf(msg: Record<string, unknown>): number {
 
 export class ModernHub {
   readonly #ctx: ServeContext;
-  #child: StdioChannel | undefined;
+  #child: ServedChild | undefined;
   readonly #exchanges = new Map<number, Exchange>();
   readonly #tokens = new Map<string, number>();
   #next = 1;
@@ -196,7 +196,7 @@ export class ModernHub {
   }
 
   /** Sends request `n` to the child, its exchange's response watched for the client leaving. */
-  #send(child: StdioChannel, n: number, exchange: Exchange, msg: JsonRpcRequest, params: Record<string, unknown> | undefined): void {
+  #send(child: ServedChild, n: number, exchange: Exchange, msg: JsonRpcRequest, params: Record<string, unknown> | undefined): void {
     if (msg.method === 'server/discover') {
       exchange.timer = setTimeout(
         () => this.#answer(n, rpcError(n, -32601, 'the server behind serve does not answer server/discover')),
@@ -220,7 +220,7 @@ export class ModernHub {
    * A client's retry of a call whose legacy child asked a question: the answer from `inputResponses` goes to
    * the child, and the call's result, when it comes, to this response.
    */
-  #resume(child: StdioChannel, msg: JsonRpcRequest, params: Record<string, unknown>, res: ServerResponse): void {
+  #resume(child: ServedChild, msg: JsonRpcRequest, params: Record<string, unknown>, res: ServerResponse): void {
     const state = params.requestState as string;
     const suspended = this.#suspended.get(state)!;
     this.#suspended.delete(state);
@@ -252,10 +252,10 @@ export class ModernHub {
     await child?.close();
   }
 
-  #starting: Promise<StdioChannel> | undefined;
+  #starting: Promise<ServedChild> | undefined;
 
   /** The shared child, started at the first modern request and its era found (see the top of this file). */
-  #started(): Promise<StdioChannel> {
+  #started(): Promise<ServedChild> {
     if (this.#child !== undefined && this.#era !== undefined && this.#starting === undefined) return Promise.resolve(this.#child);
     this.#starting ??= this.#start().finally(() => {
       this.#starting = undefined;
@@ -266,7 +266,7 @@ export class ModernHub {
   /** Found at the first modern request, by serve's own probe; undefined until a verdict. */
   #era: 'modern' | 'legacy' | undefined;
 
-  async #start(): Promise<StdioChannel> {
+  async #start(): Promise<ServedChild> {
     const child = await this.#spawn();
     if (this.#era !== undefined) return child;
     const probe = await this.#ask(
@@ -316,7 +316,7 @@ export class ModernHub {
    * list changes; resource updates through resources/subscribe), then fed from its notifications.
    */
   async #legacyListen(
-    child: StdioChannel,
+    child: ServedChild,
     msg: JsonRpcRequest,
     params: Record<string, unknown>,
     res: ServerResponse,
@@ -372,7 +372,7 @@ export class ModernHub {
    * declared argument present in the body needs its header, equal once the Base64 form is decoded (numbers
    * compared as numbers); a null or absent one needs none.
    */
-  async #paramMismatch(child: StdioChannel, msg: JsonRpcRequest, headers: IncomingHttpHeaders): Promise<string | undefined> {
+  async #paramMismatch(child: ServedChild, msg: JsonRpcRequest, headers: IncomingHttpHeaders): Promise<string | undefined> {
     if (!this.#toolsListed) {
       // Every page: a tool on page 2 declares headers as one on page 1 does. With the client's protocol metadata
       // (a modern child checks it), without its progress token.
@@ -403,7 +403,7 @@ export class ModernHub {
   }
 
   /** A request of serve's own to the child, and its answer (undefined after `timeoutMs`). */
-  #ask(child: StdioChannel, method: string, params: unknown, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
+  #ask(child: ServedChild, method: string, params: unknown, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
     const id = `mcp-frame-${method}-${randomUUID()}`;
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
@@ -423,7 +423,7 @@ export class ModernHub {
     });
   }
 
-  async #spawn(): Promise<StdioChannel> {
+  async #spawn(): Promise<ServedChild> {
     if (this.#child !== undefined) return this.#child;
     const child = startChild(this.#ctx, 'modern requests');
     this.#child = child;
@@ -440,7 +440,7 @@ export class ModernHub {
       this.#child = undefined;
       throw err;
     }
-    this.#ctx.log(`the server for modern requests started (server pid ${child.pid})`);
+    this.#ctx.log(`the server for modern requests started${pidNote(child)}`);
     return child;
   }
 

@@ -1,12 +1,21 @@
 /*
  * `serve`: offers a stdio MCP server over Streamable HTTP (/mcp), the deprecated HTTP+SSE transport (/sse)
- * and a local socket, one child process per session, safe by default.
+ * and a local socket, one child process per session, safe by default. Given several servers (a map of named
+ * entries, stdio or remote), it is a gateway: each session gets a Gateway (lib/gateway) where it would get a
+ * child, and the Gateway is a client of each server.
  */
 import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import type { StdioServerConfig } from '../client/config.js';
-import type { StdioChannel } from '../client/stdio.js';
+import type { AuthOptions } from '../client/auth/types.js';
+import { isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from '../client/config.js';
+import { connect } from '../client/connect.js';
+import { Gateway } from '../gateway/gateway.js';
+import type { PrefixMode } from '../gateway/names.js';
+import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
+import { safeLine } from '../errors.js';
+
+import { type ServedChild, pidNote } from './context.js';
 import { debug } from '../debug.js';
 import type { ServeContext } from './context.js';
 import { isLoopback } from '../protocol/loopback.js';
@@ -71,7 +80,32 @@ export interface ServeOptions {
    * balancer stops sending new clients first. @defaultValue 0
    */
   drainMs?: number;
+  /**
+   * A gateway (several servers): how tool and prompt names are made, `<server><separator><name>` always, only
+   * where two servers offer the same name, or never (a name two offer is refused at start). @defaultValue 'always'
+   */
+  prefix?: PrefixMode;
+  /** A gateway: what joins a server's name and its tool's. @defaultValue '__' */
+  separator?: string;
+  /** A gateway: globs on the exposed tool names to offer (any of them; all when none is given). */
+  allowTools?: string[];
+  /** A gateway: globs on the exposed tool names to leave out. */
+  denyTools?: string[];
+  allowPrompts?: string[];
+  denyPrompts?: string[];
+  /** A gateway: how long a session's start waits for its servers; later ones join with a list change. @defaultValue 10000 */
+  upstreamStartMs?: number;
+  /** A gateway: requests in flight at once to one server, per gateway. @defaultValue 256 */
+  maxPendingPerUpstream?: number;
+  /**
+   * A gateway: the sign-in of a remote server that asks for one (never the calling client's token: the
+   * authorization spec forbids passing it on). Unset: remote servers get only their configured headers.
+   */
+  upstreamAuth?: (name: string, entry: RemoteServerConfig) => AuthOptions | undefined;
 }
+
+/** The servers serve() is given: one stdio entry, or named entries (stdio or remote) for a gateway. */
+export type ServeTarget = StdioServerConfig | Record<string, ServerConfig>;
 
 export interface ServeHandle {
   /** The Streamable HTTP endpoint (`http://host:port/mcp`), when serving HTTP. */
@@ -112,10 +146,10 @@ function scrubbing(log: (line: string) => void, token: string | undefined): (lin
   };
 }
 
-function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContext {
+function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions): ServeContext {
   return {
     entry,
-    name: options.name ?? entry.command,
+    name: options.name ?? entry?.command ?? 'mcp-frame',
     inheritEnv: options.inheritEnv ?? false,
     shutdownGraceMs: options.shutdownGraceMs ?? 2000,
     maxMessageBytes: options.maxMessageBytes ?? 4 * 1024 * 1024,
@@ -127,7 +161,7 @@ function contextOf(entry: StdioServerConfig, options: ServeOptions): ServeContex
   };
 }
 
-function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Set<StdioChannel>, store: ReplicaStore | undefined): SessionTable {
+function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Set<ServedChild>, store: ReplicaStore | undefined): SessionTable {
   const table: SessionTable = {
     streamable: new Map(),
     legacy: new Map(),
@@ -181,21 +215,104 @@ async function listenHttp(server: http.Server, host: string, port: number): Prom
   return (server.address() as net.AddressInfo).port;
 }
 
+/** The named entries of a target, in order; one stdio entry given alone is named by its command. */
+function serversOf(target: ServeTarget): Array<[string, ServerConfig]> {
+  if (typeof (target as StdioServerConfig).command === 'string') return [[(target as StdioServerConfig).command, target as StdioServerConfig]];
+  const servers = Object.entries(target as Record<string, ServerConfig>);
+  if (servers.length === 0) throw new TypeError('serve: no server to serve (an empty map of entries)');
+  for (const [name, entry] of servers) {
+    if (typeof entry !== 'object' || entry === null) throw new TypeError(`serve: server "${name}" is not a config entry`);
+  }
+  return servers;
+}
+
+/** How a gateway reaches its servers: connect(), each child's stderr and bad frames logged under its name. */
+function opener(ctx: ServeContext, options: ServeOptions, label: string): UpstreamOpener {
+  return (name, entry, { capabilities, onSpawn }) => {
+    const auth = isStdioServer(entry) || entry.type === 'socket' ? undefined : options.upstreamAuth?.(name, entry);
+    return connect(entry, {
+      name,
+      capabilities,
+      elicitationDefaults: false,
+      inheritEnv: ctx.inheritEnv,
+      shutdownGraceMs: ctx.shutdownGraceMs,
+      timeoutMs: Math.max(options.upstreamStartMs ?? 10_000, 30_000),
+      ...(auth === undefined ? {} : { auth }),
+      onSpawn: (connection) => {
+        connection.on('stderr', (line: string) => ctx.log(`${label} server "${name}" stderr: ${safeLine(line)}`));
+        connection.on('invalid', (err: Error & { code?: string }) =>
+          ctx.log(`${label} skipped a bad frame from server "${name}": ${err.code}: ${err.message}`),
+        );
+        onSpawn(connection);
+      },
+    });
+  };
+}
+
 /**
- * Serves the stdio server `entry` over HTTP (Streamable HTTP at /mcp, legacy SSE at /sse) and, with
- * `socket`, a local socket. Resolves once listening.
+ * Makes `ctx` a gateway's: each session's child is a Gateway in front of `servers`. With prefix `never`, the
+ * servers are started once now and a name two of them offer is refused (an Error of code NAME_CLASH), both
+ * servers named.
+ */
+async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig]>, options: ServeOptions): Promise<void> {
+  const health = new UpstreamHealth(servers.map(([name]) => name));
+  ctx.upstreams = health;
+  ctx.gateway = (label) =>
+    new Gateway({
+      upstreams: servers,
+      open: opener(ctx, options, label),
+      name: ctx.name,
+      ...(options.separator === undefined ? {} : { separator: options.separator }),
+      ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+      ...(options.allowTools === undefined ? {} : { allowTools: options.allowTools }),
+      ...(options.denyTools === undefined ? {} : { denyTools: options.denyTools }),
+      ...(options.allowPrompts === undefined ? {} : { allowPrompts: options.allowPrompts }),
+      ...(options.denyPrompts === undefined ? {} : { denyPrompts: options.denyPrompts }),
+      ...(options.upstreamStartMs === undefined ? {} : { startTimeoutMs: options.upstreamStartMs }),
+      ...(options.maxPendingPerUpstream === undefined ? {} : { maxPendingPerUpstream: options.maxPendingPerUpstream }),
+      health,
+      log: (line) => ctx.log(`${label}: ${line}`),
+    });
+  if (options.prefix !== 'never' || servers.length < 2) return;
+  const probe = ctx.gateway('start-up check');
+  try {
+    await probe.start();
+    const clashes = await probe.clashes();
+    if (clashes.length > 0)
+      throw Object.assign(new Error(`prefix never: names offered by two servers: ${clashes.join('; ')}`), { code: 'NAME_CLASH' });
+  } finally {
+    await probe.close();
+  }
+}
+
+/** The context of a serve of one stdio server (named by its command, or its key), or of a gateway in front of several. */
+async function targetContext(target: ServeTarget, options: ServeOptions): Promise<ServeContext> {
+  const servers = serversOf(target);
+  const single = servers.length === 1 && isStdioServer(servers[0]![1]) ? servers[0]! : undefined;
+  if (single !== undefined) return contextOf(single[1] as StdioServerConfig, { ...options, name: options.name ?? single[0] });
+  const ctx = contextOf(undefined, options);
+  await gatewayOf(ctx, servers, options);
+  return ctx;
+}
+
+/**
+ * Serves the stdio server `target` over HTTP (Streamable HTTP at /mcp, legacy SSE at /sse) and, with
+ * `socket`, a local socket. Resolves once listening. Given named entries instead (stdio or remote, in config
+ * order), serves them all as one server: a gateway (see ServeOptions.prefix and docs/serve-and-bridge.md).
  *
  * @example
  * ```ts
  * const served = await serve({ command: 'node', args: ['server.js'] }, { port: 0 });
  * console.log(served.url); // http://127.0.0.1:<port>/mcp
  * await served.close();
+ *
+ * const gateway = await serve({ files: { command: 'node', args: ['files.js'] }, docs: { type: 'http', url: 'https://docs.example/mcp' } });
  * ```
  */
-export async function serve(entry: StdioServerConfig, options: ServeOptions = {}): Promise<ServeHandle> {
-  const ctx = contextOf(entry, options);
+export async function serve(target: ServeTarget, options: ServeOptions = {}): Promise<ServeHandle> {
+  const ctx = await targetContext(target, options);
   const host = options.host ?? '127.0.0.1';
-  const socketChildren = new Set<StdioChannel>();
+  const socketChildren = new Set<ServedChild>();
   if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
   const store = options.store === undefined ? undefined : await openStore(options.store, options.storePrefix ?? 'mcp-frame', ctx);
   if (store !== undefined) ctx.replica = store.replica;
@@ -239,7 +356,7 @@ export async function serve(entry: StdioServerConfig, options: ServeOptions = {}
         }
         const child = serveConnection(socket, ctx, label);
         socketChildren.add(child);
-        ctx.log(`${label} started (server pid ${child.pid})`);
+        ctx.log(`${label} started${pidNote(child)}`);
         child.on('close', () => {
           socketChildren.delete(child);
           void store?.release(room.id);

@@ -5,10 +5,10 @@
  * asked for it.
  */
 import type { ServerResponse } from 'node:http';
-import type { StdioChannel } from '../client/stdio.js';
+
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
-import { isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
-import { idKey, rpcError, SERVER_ERROR, type ServeContext, shortId, startChild } from './context.js';
+import { idKey, isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
+import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild } from './context.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
@@ -35,7 +35,7 @@ function progressTokenOf(msg: { params?: unknown }): string | undefined {
 export class StreamableSession {
   readonly id: string;
   readonly label: string;
-  readonly channel: StdioChannel;
+  readonly channel: ServedChild;
   /** Date.now() of the last request, or of the last response stream that closed. */
   lastActive = Date.now();
   readonly #ctx: ServeContext;

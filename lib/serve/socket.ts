@@ -5,10 +5,10 @@
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import * as net from 'node:net';
 import { StreamChannel } from '../client/channel.js';
-import type { StdioChannel } from '../client/stdio.js';
+
 import type { FrameError } from '../errors.js';
 import { isRequest } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, startChild } from './context.js';
+import { rpcError, SERVER_ERROR, type ServeContext, startChild, type ServedChild } from './context.js';
 
 const WINDOWS = process.platform === 'win32';
 
@@ -62,7 +62,7 @@ export function removeSocket(path: string): void {
 }
 
 /** Serves one connection: its own child, messages forwarded both ways until either side ends. */
-export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string): StdioChannel {
+export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string): ServedChild {
   const child = startChild(ctx, label);
   const peer = new StreamChannel(socket, socket, { name: 'socket client', maxMessageBytes: ctx.maxMessageBytes });
   peer.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the client: ${err.code}: ${err.message}`));

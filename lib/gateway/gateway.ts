@@ -1,0 +1,646 @@
+/*
+ * The gateway: several MCP servers offered as one. To its client it is one server (a Channel that speaks the
+ * initialize era, as a child process would: serve's sessions, its modern hub and its socket take it where they
+ * take a child); to each upstream it is a client (a Connection, of whichever era the upstream speaks).
+ *
+ * - Names: with more than one upstream, tools and prompts are `<server><separator><name>` (PrefixMode), and
+ *   the allow/deny globs apply to those names. A name left out is unknown: listed nowhere, refused as unknown.
+ * - Lists: one upstream's page at a time, in config order, under cursors of the gateway's own that carry the
+ *   upstream's index and its own cursor; cache hints the most careful any upstream gave.
+ * - Resources keep their URIs: a read goes to the upstream that listed the URI (the first in config order when
+ *   two did), or whose template matches it.
+ * - Routing back: progress by the gateway's own token, a request an upstream sends (sampling, elicitation,
+ *   roots) to the client as a request of the gateway's (only those the client declared), list changes from any
+ *   upstream (and an upstream going up or down) as the gateway's, cancellation to the upstream running it.
+ * - Failures stay where they start: an upstream that is down takes its tools away and fails only its own calls,
+ *   with an error that names it; it is restarted with backoff (see Upstream).
+ */
+import { EventEmitter } from 'node:events';
+import type { Channel } from '../client/channel.js';
+import type { ServerConfig } from '../client/config.js';
+import { type Connection, RpcError } from '../client/connection.js';
+import { ConnectionError, type ExitStatus } from '../client/errors.js';
+import { idKey, isObject, isRequest, isResponse } from '../jsonrpc.js';
+import { INPUT_CAPABILITIES } from '../protocol/modern.js';
+import { listPages } from '../protocol/paging.js';
+import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
+import { VERSION } from '../version.js';
+import { decodeCursor, encodeCursor, type ListPosition, NameFilter, type PrefixMode, templatePattern } from './names.js';
+import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener } from './upstream.js';
+
+export interface GatewayOptions {
+  /** The upstreams, in config order (the order of merged lists, and which wins a URI two list). */
+  upstreams: ReadonlyArray<readonly [string, ServerConfig]>;
+  /** Opens each upstream's Connection. */
+  open: UpstreamOpener;
+  /** The gateway's name in its serverInfo. @defaultValue 'mcp-frame' */
+  name?: string;
+  /** @defaultValue '__' */
+  separator?: string;
+  /** @defaultValue 'always' */
+  prefix?: PrefixMode;
+  /** Globs on the exposed tool names: a tool must match one of `allow` (when any is given) and none of `deny`. */
+  allowTools?: readonly string[];
+  denyTools?: readonly string[];
+  /** The same, for prompts. */
+  allowPrompts?: readonly string[];
+  denyPrompts?: readonly string[];
+  /** How long initialize waits for the upstreams; the ones not up by then join later, with a list change. @defaultValue 10000 */
+  startTimeoutMs?: number;
+  /** Requests in flight at once to one upstream. @defaultValue 256 */
+  maxPendingPerUpstream?: number;
+  health?: UpstreamHealth;
+  log?: (line: string) => void;
+}
+
+type Kind = 'tools' | 'prompts' | 'resources' | 'templates';
+
+interface KindInfo {
+  method: string;
+  key: string;
+  capability: string;
+  changed: string;
+}
+
+const KINDS: Record<Kind, KindInfo> = {
+  tools: { method: 'tools/list', key: 'tools', capability: 'tools', changed: 'notifications/tools/list_changed' },
+  prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts', changed: 'notifications/prompts/list_changed' },
+  resources: { method: 'resources/list', key: 'resources', capability: 'resources', changed: 'notifications/resources/list_changed' },
+  templates: {
+    method: 'resources/templates/list',
+    key: 'resourceTemplates',
+    capability: 'resources',
+    changed: 'notifications/resources/list_changed',
+  },
+};
+
+/** Upstream pages one list request may read looking for a page with something on it. */
+const MAX_STEPS = 64;
+
+/** MCP's "resource not found" error code. */
+const RESOURCE_NOT_FOUND = -32002;
+
+interface Forwarded {
+  abort: AbortController;
+  cancelled: boolean;
+}
+
+/** What the gateway knows of one upstream's list of one kind, learnt from what it listed. */
+interface Known {
+  names: Set<string>;
+  /** The whole list was read since the upstream last said it changed. */
+  complete: boolean;
+  ttlMs: number | undefined;
+  cacheScope: string | undefined;
+}
+
+type Json = Record<string, unknown>;
+
+export class Gateway extends EventEmitter implements Channel {
+  readonly name: string;
+  /** In process: started at once (its upstreams start at initialize). */
+  readonly started: Promise<void> = Promise.resolve();
+  readonly pid = undefined;
+  readonly #ups: Upstream[];
+  readonly #separator: string;
+  readonly #prefix: PrefixMode;
+  readonly #filters: Record<'tools' | 'prompts', NameFilter>;
+  readonly #startTimeoutMs: number;
+  readonly #log: (line: string) => void;
+  readonly #forwarded = new Map<string, Forwarded>();
+  /** The gateway's progress tokens, to the client's. */
+  readonly #tokens = new Map<string, unknown>();
+  /** The gateway's own requests to the client, by id. */
+  readonly #asks = new Map<string, { resolve(result: unknown): void; reject(error: Error): void }>();
+  readonly #known = new Map<string, Known>();
+  /** A URI's upstream (the first in config order that listed it). */
+  readonly #uris = new Map<string, number>();
+  readonly #templates = new Map<number, RegExp[]>();
+  readonly #warned = new Set<string>();
+  #clientCapabilities: Json = {};
+  #initialized: Promise<Json> | undefined;
+  #ready = false;
+  #next = 1;
+  #closed = false;
+  #closing: Promise<ExitStatus> | undefined;
+
+  constructor(options: GatewayOptions) {
+    super();
+    this.name = options.name ?? 'mcp-frame';
+    this.#separator = options.separator ?? '__';
+    this.#prefix = options.prefix ?? 'always';
+    this.#filters = {
+      tools: new NameFilter(options.allowTools, options.denyTools),
+      prompts: new NameFilter(options.allowPrompts, options.denyPrompts),
+    };
+    this.#startTimeoutMs = options.startTimeoutMs ?? 10_000;
+    this.#log = options.log ?? (() => undefined);
+    this.#ups = options.upstreams.map(([name, entry], index) => {
+      const up = new Upstream(name, index, entry, {
+        opener: options.open,
+        capabilities: () => this.#clientCapabilities,
+        setup: (connection) => this.#attach(up, connection),
+        maxPending: options.maxPendingPerUpstream ?? 256,
+        health: options.health,
+        log: this.#log,
+      });
+      up.on('up', () => this.#changed(up, true));
+      up.on('down', () => this.#changed(up, false));
+      return up;
+    });
+  }
+
+  /** Each upstream's state, in config order. */
+  get upstreams(): Array<{ name: string; state: string; reason?: string }> {
+    return this.#ups.map((up) => ({ name: up.name, state: up.state, ...(up.why === undefined ? {} : { reason: up.why }) }));
+  }
+
+  /** A message from the client. */
+  send(msg: unknown): Promise<void> {
+    if (this.#closed) return Promise.reject(this.endError('the gateway'));
+    if (isRequest(msg)) void this.#request(msg.id, msg.method, isObject(msg.params) ? msg.params : {});
+    else if (isResponse(msg)) this.#answered(msg as unknown as Json);
+    else if (isObject(msg) && typeof msg.method === 'string') this.#notification(msg.method, isObject(msg.params) ? msg.params : {});
+    return Promise.resolve();
+  }
+
+  endError(what: string): ConnectionError {
+    return new ConnectionError('CLOSED', `${what}: the gateway "${this.name}" is closed`);
+  }
+
+  /** Nothing to hold: the upstreams' own channels keep their output while the client reads slowly. */
+  holdInput(): () => void {
+    return () => undefined;
+  }
+
+  close(): Promise<ExitStatus> {
+    this.#closing ??= (async () => {
+      this.#closed = true;
+      for (const ask of this.#asks.values()) ask.reject(this.endError('the request'));
+      this.#asks.clear();
+      await Promise.all(this.#ups.map((up) => up.close()));
+      const status: ExitStatus = { code: 0, signal: null };
+      this.emit('end');
+      this.emit('close', status);
+      return status;
+    })();
+    return this.#closing;
+  }
+
+  /**
+   * Opens every upstream (declaring the capabilities the client declared, so that each may ask it what the client
+   * can answer) and waits for them, at most startTimeoutMs. With `never`, a name two upstreams offer is an error.
+   */
+  start(capabilities: Json = {}): Promise<Json> {
+    this.#initialized ??= (async () => {
+      const declared: Json = {};
+      for (const capability of Object.values(INPUT_CAPABILITIES))
+        if (capabilities[capability] !== undefined) declared[capability] = capabilities[capability];
+      this.#clientCapabilities = declared;
+      const all = Promise.all(this.#ups.map((up) => up.start()));
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.#startTimeoutMs);
+      });
+      await Promise.race([all, late]);
+      clearTimeout(timer);
+      for (const up of this.#ups)
+        if (up.state !== 'up') this.#log(`server "${up.name}" is not up yet (${up.why ?? 'starting'}): its tools join when it is`);
+      this.#ready = true;
+      return this.#result();
+    })();
+    return this.#initialized;
+  }
+
+  /** The names two upstreams both offer (tools and prompts), as `name (a, b)`: what `never` refuses at start. */
+  async clashes(): Promise<string[]> {
+    const out: string[] = [];
+    for (const kind of ['tools', 'prompts'] as const) {
+      await this.#index(kind);
+      const owners = new Map<string, string[]>();
+      for (const up of this.#ups) for (const name of this.#knownOf(kind, up).names) owners.set(name, [...(owners.get(name) ?? []), up.name]);
+      for (const [name, ups] of owners) if (ups.length > 1) out.push(`${kind === 'tools' ? 'tool' : 'prompt'} ${name} (${ups.join(', ')})`);
+    }
+    return out;
+  }
+
+  // ---- the client's messages
+
+  async #request(id: unknown, method: string, params: Json): Promise<void> {
+    const key = idKey(id);
+    try {
+      const result = await this.#dispatch(key, method, params);
+      if (this.#forwarded.get(key)?.cancelled !== true) this.#emit({ jsonrpc: '2.0', id, result });
+    } catch (err) {
+      if (this.#forwarded.get(key)?.cancelled === true) return;
+      const error =
+        err instanceof RpcError
+          ? { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }
+          : { code: err instanceof ConnectionError ? UPSTREAM_ERROR : -32603, message: (err as Error).message };
+      this.#emit({ jsonrpc: '2.0', id, error });
+    } finally {
+      this.#forwarded.delete(key);
+    }
+  }
+
+  #dispatch(key: string, method: string, params: Json): Promise<unknown> {
+    switch (method) {
+      case 'initialize':
+        return this.#initialize(params);
+      case 'ping':
+        return Promise.resolve({});
+      case 'tools/list':
+        return this.#list('tools', params);
+      case 'prompts/list':
+        return this.#list('prompts', params);
+      case 'resources/list':
+        return this.#list('resources', params);
+      case 'resources/templates/list':
+        return this.#list('templates', params);
+      case 'tools/call':
+        return this.#named(key, 'tools', method, params);
+      case 'prompts/get':
+        return this.#named(key, 'prompts', method, params);
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return this.#byUri(key, method, params);
+      case 'completion/complete':
+        return this.#complete(key, params);
+      case 'logging/setLevel':
+        return this.#setLevel(params);
+      default:
+        return Promise.reject(new RpcError(-32601, `Method not found: ${method}`));
+    }
+  }
+
+  async #initialize(params: Json): Promise<Json> {
+    const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
+    const result = await this.start(isObject(params.capabilities) ? params.capabilities : {});
+    const protocolVersion = asked !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_LEGACY_PROTOCOL_VERSION;
+    return { ...result, protocolVersion };
+  }
+
+  /** The gateway's initialize result: the union of the capabilities of the upstreams up, their instructions under their names. */
+  #result(): Json {
+    const capabilities: Json = { tools: { listChanged: true } };
+    const parts: string[] = [];
+    for (const up of this.#ups) {
+      const caps = up.capabilities;
+      if (caps.prompts !== undefined) capabilities.prompts = { listChanged: true };
+      if (isObject(caps.resources)) {
+        const subscribe = caps.resources.subscribe === true || (isObject(capabilities.resources) && capabilities.resources.subscribe === true);
+        capabilities.resources = { listChanged: true, ...(subscribe ? { subscribe: true } : {}) };
+      }
+      if (caps.logging !== undefined) capabilities.logging = {};
+      if (caps.completions !== undefined) capabilities.completions = {};
+      const instructions = up.info?.instructions;
+      if (typeof instructions === 'string' && instructions.trim() !== '') parts.push(`## ${up.name}\n\n${instructions.trim()}`);
+    }
+    return {
+      protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
+      capabilities,
+      serverInfo: { name: this.name, version: VERSION },
+      ...(parts.length === 0 ? {} : { instructions: parts.join('\n\n') }),
+    };
+  }
+
+  #notification(method: string, params: Json): void {
+    if (method === 'notifications/cancelled') {
+      const forwarded = this.#forwarded.get(idKey(params.requestId));
+      if (forwarded === undefined) return;
+      forwarded.cancelled = true;
+      forwarded.abort.abort(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
+      return;
+    }
+    if (method === 'notifications/initialized') return;
+    // roots/list_changed, and anything else a client tells its server: every upstream hears it.
+    if (method === 'notifications/roots/list_changed') for (const up of this.#ups) up.notify(method, params);
+  }
+
+  /** The client's answer to one of the gateway's requests. */
+  #answered(msg: Json): void {
+    const ask = typeof msg.id === 'string' ? this.#asks.get(msg.id) : undefined;
+    if (ask === undefined) return;
+    this.#asks.delete(msg.id as string);
+    if (isObject(msg.error)) {
+      const { code, message, data } = msg.error;
+      ask.reject(new RpcError(typeof code === 'number' ? code : -32603, typeof message === 'string' ? message : 'error', data));
+    } else ask.resolve(msg.result);
+  }
+
+  #emit(msg: Json): void {
+    if (!this.#closed) this.emit('message', msg);
+  }
+
+  // ---- lists and names
+
+  #knownOf(kind: Kind, up: Upstream): Known {
+    const key = `${kind}:${up.index}`;
+    let known = this.#known.get(key);
+    if (known === undefined) {
+      known = { names: new Set(), complete: false, ttlMs: undefined, cacheScope: undefined };
+      this.#known.set(key, known);
+    }
+    return known;
+  }
+
+  /** Whether `up` offers lists of `kind` now. */
+  #offers(up: Upstream, kind: Kind): boolean {
+    return up.state === 'up' && up.capabilities[KINDS[kind].capability] !== undefined;
+  }
+
+  /** Reads the whole list of `kind` of every upstream whose list is not known in full. */
+  async #index(kind: Kind): Promise<void> {
+    await Promise.all(
+      this.#ups.map(async (up) => {
+        if (!this.#offers(up, kind) || this.#knownOf(kind, up).complete) return;
+        let first = true;
+        const listing = await listPages(async (cursor) => {
+          const result = await up.request(KINDS[kind].method, cursor === undefined ? {} : { cursor }).catch(() => undefined);
+          this.#learn(kind, up, result, first);
+          first = false;
+          return result;
+        }, KINDS[kind].key);
+        if (listing.stopped !== undefined) this.#log(`the ${kind} list of server "${up.name}": ${listing.stopped}`);
+        else this.#knownOf(kind, up).complete = true;
+      }),
+    );
+  }
+
+  /** Notes what a page of `up`'s list of `kind` shows: names, URIs, templates, cache hints. */
+  #learn(kind: Kind, up: Upstream, result: unknown, firstPage: boolean): void {
+    if (!isObject(result)) return;
+    const known = this.#knownOf(kind, up);
+    if (firstPage) {
+      known.names.clear();
+      if (kind === 'templates') this.#templates.set(up.index, []);
+    }
+    known.ttlMs = typeof result.ttlMs === 'number' ? result.ttlMs : undefined;
+    known.cacheScope = typeof result.cacheScope === 'string' ? result.cacheScope : undefined;
+    const items = result[KINDS[kind].key];
+    if (!Array.isArray(items)) return;
+    for (const item of items) {
+      if (!isObject(item)) continue;
+      if ((kind === 'tools' || kind === 'prompts') && typeof item.name === 'string') known.names.add(item.name);
+      if (kind === 'resources' && typeof item.uri === 'string') this.#owns(item.uri, up);
+      if (kind === 'templates' && typeof item.uriTemplate === 'string') this.#templates.get(up.index)?.push(templatePattern(item.uriTemplate));
+    }
+    if (typeof result.nextCursor !== 'string') known.complete = true;
+  }
+
+  /** `up` lists `uri`: it is its, unless an upstream before it in config order listed it too. */
+  #owns(uri: string, up: Upstream): void {
+    const owner = this.#uris.get(uri);
+    if (owner === undefined || owner > up.index || this.#ups[owner]?.state !== 'up') {
+      this.#uris.set(uri, up.index);
+      return;
+    }
+    if (owner !== up.index)
+      this.#warnOnce(
+        `uri:${uri}`,
+        `resource ${uri} is listed by "${this.#ups[owner]!.name}" and "${up.name}": reads go to "${this.#ups[owner]!.name}"`,
+      );
+  }
+
+  #warnOnce(key: string, line: string): void {
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    this.#log(line);
+  }
+
+  /** The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, or a clash under `never`). */
+  #exposed(kind: 'tools' | 'prompts', up: Upstream, name: string): string | undefined {
+    let exposed = name;
+    if (this.#ups.length > 1 && this.#prefix !== 'never') {
+      const clash = this.#prefix === 'always' || this.#ups.some((other) => other !== up && this.#knownOf(kind, other).names.has(name));
+      if (clash) exposed = `${up.name}${this.#separator}${name}`;
+    }
+    if (this.#prefix === 'never' && this.#ups.length > 1) {
+      const first = this.#ups.find((other) => this.#knownOf(kind, other).names.has(name) && this.#offers(other, kind));
+      if (first !== undefined && first !== up) {
+        this.#warnOnce(
+          `${kind}:${name}:${up.name}`,
+          `${kind === 'tools' ? 'tool' : 'prompt'} ${name} of "${up.name}" is left out: "${first.name}" offers one of that name`,
+        );
+        return undefined;
+      }
+    }
+    return this.#filters[kind].passes(exposed) ? exposed : undefined;
+  }
+
+  /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
+  async #resolve(kind: 'tools' | 'prompts', exposed: string): Promise<{ up: Upstream; name: string } | undefined> {
+    if (this.#ups.length === 1) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;
+    if (this.#prefix === 'always') {
+      // The longest server name first: "a__b" must not be taken by a server "a" when a server "a__b" exists.
+      const byLength = [...this.#ups].sort((a, b) => b.name.length - a.name.length);
+      const up = byLength.find((u) => exposed.startsWith(`${u.name}${this.#separator}`));
+      if (up === undefined || !this.#filters[kind].passes(exposed)) return undefined;
+      return { up, name: exposed.slice(up.name.length + this.#separator.length) };
+    }
+    await this.#index(kind);
+    for (const up of this.#ups) {
+      for (const name of this.#knownOf(kind, up).names) if (this.#exposed(kind, up, name) === exposed) return { up, name };
+    }
+    return undefined;
+  }
+
+  /** One page of the gateway's merged list of `kind`: the next upstream page with something on it. */
+  async #list(kind: Kind, params: Json): Promise<Json> {
+    await this.start();
+    let position: ListPosition | undefined = { upstream: 0, cursor: undefined };
+    if (typeof params.cursor === 'string') {
+      position = decodeCursor(kind, params.cursor);
+      if (position === undefined)
+        throw new RpcError(-32602, `Invalid cursor: ${JSON.stringify(params.cursor.slice(0, 40))} is not one this gateway gave`);
+    }
+    // Names that depend on the other upstreams' lists need those lists whole.
+    if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#ups.length > 1) await this.#index(kind);
+    const info = KINDS[kind];
+    const items: unknown[] = [];
+    for (let steps = 0; position.upstream < this.#ups.length && steps < MAX_STEPS; steps++) {
+      const up = this.#ups[position.upstream]!;
+      let result: unknown;
+      if (this.#offers(up, kind)) {
+        result = await up.request(info.method, position.cursor === undefined ? {} : { cursor: position.cursor }).catch((err: Error) => {
+          this.#log(`server "${up.name}" failed ${info.method}: ${err.message}`);
+          return undefined;
+        });
+        this.#learn(kind, up, result, position.cursor === undefined);
+      }
+      const page = isObject(result) && Array.isArray(result[info.key]) ? (result[info.key] as unknown[]) : [];
+      for (const item of page) {
+        if (!isObject(item)) continue;
+        if (kind === 'tools' || kind === 'prompts') {
+          const exposed = typeof item.name === 'string' ? this.#exposed(kind, up, item.name) : undefined;
+          if (exposed !== undefined) items.push({ ...item, name: exposed });
+        } else if (kind !== 'resources' || typeof item.uri !== 'string' || this.#uris.get(item.uri) === up.index) items.push(item);
+      }
+      const next: string | undefined = isObject(result) && typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+      position = next === undefined ? { upstream: position.upstream + 1, cursor: undefined } : { upstream: position.upstream, cursor: next };
+      // An upstream that offers no such list gets no page of its own (a last, empty page for nothing).
+      while (next === undefined && position.upstream < this.#ups.length && !this.#offers(this.#ups[position.upstream]!, kind)) position.upstream++;
+      if (items.length > 0) break;
+    }
+    return {
+      [info.key]: items,
+      ...(position.upstream < this.#ups.length ? { nextCursor: encodeCursor(kind, position) } : {}),
+      ...this.#hints(kind),
+    };
+  }
+
+  /** Cache hints for a merged list: the smallest ttlMs, and private when any upstream says so; none when one gave none. */
+  #hints(kind: Kind): Json {
+    let ttlMs: number | undefined;
+    let scope: string | undefined = 'shared';
+    for (const up of this.#ups) {
+      if (!this.#offers(up, kind)) continue;
+      const known = this.#knownOf(kind, up);
+      if (known.ttlMs === undefined) return {};
+      ttlMs = Math.min(ttlMs ?? Infinity, known.ttlMs);
+      if (known.cacheScope === 'private' || known.cacheScope === undefined) scope = 'private';
+    }
+    return ttlMs === undefined ? {} : { ttlMs, cacheScope: scope };
+  }
+
+  // ---- calls
+
+  /** A tools/call or prompts/get, to the upstream whose tool or prompt it names, under that upstream's name. */
+  async #named(key: string, kind: 'tools' | 'prompts', method: string, params: Json): Promise<unknown> {
+    await this.start();
+    const exposed = typeof params.name === 'string' ? params.name : undefined;
+    const found = exposed === undefined ? undefined : await this.#resolve(kind, exposed);
+    if (found === undefined) throw new RpcError(-32602, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
+    return this.#forward(key, found.up, method, { ...params, name: found.name });
+  }
+
+  /** A resource request, to the upstream that listed its URI or whose template matches it. */
+  async #byUri(key: string, method: string, params: Json): Promise<unknown> {
+    await this.start();
+    const uri = typeof params.uri === 'string' ? params.uri : undefined;
+    if (uri === undefined) throw new RpcError(-32602, `${method} needs a uri`);
+    let up = this.#uriOwner(uri);
+    if (up === undefined) {
+      await Promise.all([this.#index('resources'), this.#index('templates')]);
+      up = this.#uriOwner(uri);
+    }
+    if (up === undefined)
+      throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
+    return this.#forward(key, up, method, params);
+  }
+
+  #uriOwner(uri: string): Upstream | undefined {
+    const owner = this.#uris.get(uri);
+    if (owner !== undefined && this.#ups[owner]?.state === 'up') return this.#ups[owner];
+    return this.#ups.find((up) => up.state === 'up' && (this.#templates.get(up.index) ?? []).some((re) => re.test(uri)));
+  }
+
+  async #complete(key: string, params: Json): Promise<unknown> {
+    await this.start();
+    const ref = isObject(params.ref) ? params.ref : {};
+    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+      const found = await this.#resolve('prompts', ref.name);
+      if (found === undefined) throw new RpcError(-32602, `Unknown prompt: ${ref.name.slice(0, 120)}`);
+      return this.#forward(key, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
+    }
+    if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+      const template = ref.uri;
+      await this.#index('templates');
+      const up = this.#ups.find((u) => u.state === 'up' && (this.#templates.get(u.index) ?? []).some((re) => re.test(template)));
+      const owner = up ?? this.#uriOwner(template);
+      if (owner === undefined)
+        throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
+      return this.#forward(key, owner, 'completion/complete', params);
+    }
+    throw new RpcError(-32602, 'completion/complete needs a ref of type ref/prompt or ref/resource');
+  }
+
+  async #setLevel(params: Json): Promise<Json> {
+    await this.start();
+    const ups = this.#ups.filter((up) => up.state === 'up' && up.capabilities.logging !== undefined);
+    await Promise.all(ups.map((up) => up.request('logging/setLevel', params).catch(() => undefined)));
+    return {};
+  }
+
+  /** Sends a client's request on to `up`, with a progress token of the gateway's; the client's cancellation aborts it. */
+  async #forward(key: string, up: Upstream, method: string, params: Json): Promise<unknown> {
+    const forwarded: Forwarded = { abort: new AbortController(), cancelled: false };
+    this.#forwarded.set(key, forwarded);
+    let out = params;
+    let token: string | undefined;
+    if (isObject(params._meta) && params._meta.progressToken !== undefined) {
+      token = `mcp-frame-${this.#next++}`;
+      this.#tokens.set(token, params._meta.progressToken);
+      out = { ...params, _meta: { ...params._meta, progressToken: token } };
+    }
+    try {
+      return await up.request(method, out, { signal: forwarded.abort.signal });
+    } finally {
+      if (token !== undefined) this.#tokens.delete(token);
+    }
+  }
+
+  // ---- the upstreams' messages
+
+  /** Before an upstream's handshake: its notifications to here, and its requests that the client can answer to the client. */
+  #attach(up: Upstream, connection: Connection): void {
+    connection.on('notification', (msg: Json) => this.#fromUpstream(up, msg));
+    for (const [method, capability] of Object.entries(INPUT_CAPABILITIES)) {
+      if (this.#clientCapabilities[capability] === undefined) continue;
+      connection.onRequest(method, (params) => this.#ask(method, params));
+    }
+  }
+
+  /** A request of the gateway's to the client (an upstream's, passed on), and its answer. */
+  #ask(method: string, params: unknown): Promise<unknown> {
+    if (this.#closed) return Promise.reject(this.endError('the request'));
+    const id = `mcp-frame-${this.#next++}`;
+    return new Promise((resolve, reject) => {
+      this.#asks.set(id, { resolve, reject });
+      this.#emit({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    });
+  }
+
+  #fromUpstream(up: Upstream, msg: Json): void {
+    const method = msg.method as string;
+    const params = isObject(msg.params) ? msg.params : {};
+    if (method === 'notifications/progress') {
+      const token = typeof params.progressToken === 'string' ? params.progressToken : undefined;
+      if (token === undefined || !this.#tokens.has(token)) return;
+      this.#emit({ jsonrpc: '2.0', method, params: { ...params, progressToken: this.#tokens.get(token) } });
+      return;
+    }
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      if (KINDS[kind].changed !== method) continue;
+      this.#knownOf(kind, up).complete = false;
+    }
+    if (method === 'notifications/message') {
+      const logger = typeof params.logger === 'string' ? `${up.name}/${params.logger}` : up.name;
+      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } });
+      return;
+    }
+    // notifications/cancelled is about the upstream's own requests to the client: the client never saw their ids.
+    if (method === 'notifications/cancelled') return;
+    this.#emit({ jsonrpc: '2.0', method, ...(msg.params === undefined ? {} : { params: msg.params }) });
+  }
+
+  /** An upstream came up or went down: what it offers joins or leaves, and the client hears so. */
+  #changed(up: Upstream, isUp: boolean): void {
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      const known = this.#knownOf(kind, up);
+      known.complete = false;
+      if (!isUp) known.names.clear();
+    }
+    if (!isUp) {
+      this.#templates.delete(up.index);
+      for (const [uri, owner] of this.#uris) if (owner === up.index) this.#uris.delete(uri);
+    }
+    if (!this.#ready || this.#closed) return;
+    if (isUp) this.#log(`server "${up.name}" is up`);
+    this.#emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    const caps = isUp ? up.capabilities : { prompts: {}, resources: {} };
+    if (caps.prompts !== undefined) this.#emit({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
+    if (caps.resources !== undefined) this.#emit({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
+  }
+}
