@@ -172,7 +172,22 @@ const ENTRY_POINTS = {
   },
   'mcp-frame/serve': {
     file: 'serve/index.ts',
-    names: ['BridgeOptions', 'BridgeResult', 'ServeHandle', 'ServeOptions', 'bridge', 'serve'],
+    names: [
+      'BridgeOptions',
+      'BridgeResult',
+      'Gateway',
+      'GatewayOptions',
+      'PrefixMode',
+      'ServeHandle',
+      'ServeOptions',
+      'ServeTarget',
+      'UpstreamHealth',
+      'UpstreamOpenOptions',
+      'UpstreamOpener',
+      'UpstreamState',
+      'bridge',
+      'serve',
+    ],
     // Four of the six are types, which have no runtime form.
     runtime: 2,
   },
@@ -279,7 +294,7 @@ describe('the package', () => {
     const layerOf = (path: string): number => {
       if (path.startsWith('cli/')) return 6;
       if (path.startsWith('serve/')) return 5;
-      if (path.startsWith('cassette/') || path.startsWith('sdk/')) return 4;
+      if (path.startsWith('cassette/') || path.startsWith('sdk/') || path.startsWith('gateway/')) return 4;
       if (path.startsWith('client/')) return 3;
       if (path === 'streams.ts' || path === 'index.ts') return 2;
       if (path.startsWith('framings/') || path.startsWith('protocol/')) return 1;

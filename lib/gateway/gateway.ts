@@ -26,7 +26,7 @@ import { listPages } from '../protocol/paging.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
 import { decodeCursor, encodeCursor, type ListPosition, NameFilter, type PrefixMode, templatePattern } from './names.js';
-import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener } from './upstream.js';
+import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
 
 export interface GatewayOptions {
   /** The upstreams, in config order (the order of merged lists, and which wins a URI two list). */
@@ -136,14 +136,15 @@ export class Gateway extends EventEmitter implements Channel {
     this.#startTimeoutMs = options.startTimeoutMs ?? 10_000;
     this.#log = options.log ?? (() => undefined);
     this.#ups = options.upstreams.map(([name, entry], index) => {
-      const up = new Upstream(name, index, entry, {
+      const settings: UpstreamOptions = {
         opener: options.open,
         capabilities: () => this.#clientCapabilities,
         setup: (connection) => this.#attach(up, connection),
         maxPending: options.maxPendingPerUpstream ?? 256,
         health: options.health,
         log: this.#log,
-      });
+      };
+      const up = new Upstream(name, index, entry, settings);
       up.on('up', () => this.#changed(up, true));
       up.on('down', () => this.#changed(up, false));
       return up;
@@ -637,7 +638,6 @@ export class Gateway extends EventEmitter implements Channel {
       for (const [uri, owner] of this.#uris) if (owner === up.index) this.#uris.delete(uri);
     }
     if (!this.#ready || this.#closed) return;
-    if (isUp) this.#log(`server "${up.name}" is up`);
     this.#emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     const caps = isUp ? up.capabilities : { prompts: {}, resources: {} };
     if (caps.prompts !== undefined) this.#emit({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });

@@ -147,6 +147,9 @@ export class Upstream extends EventEmitter {
       this.#upSince = Date.now();
       connection.on('exit', () => this.#lost(connection, 'the server is gone'));
       this.#set('up');
+      this.#options.log(
+        `server "${this.name}" started${connection.pid === undefined ? '' : ` (pid ${connection.pid})`}, speaking ${connection.protocolVersion ?? 'an unknown revision'}`,
+      );
       this.emit('up');
     } catch (err) {
       this.#opening = undefined;

@@ -1,6 +1,10 @@
 /*
  * mcp-frame/serve: a stdio MCP server offered over Streamable HTTP, the legacy HTTP+SSE transport and a local
- * socket (serve), and a remote server offered to a stdio-only host (bridge).
+ * socket (serve), several servers as one (serve given named entries, or a Gateway of one's own), and a remote
+ * server offered to a stdio-only host (bridge).
  */
 export { type BridgeOptions, type BridgeResult, bridge } from './bridge.js';
-export { type ServeHandle, type ServeOptions, serve } from './serve.js';
+export { type ServeHandle, type ServeOptions, type ServeTarget, serve } from './serve.js';
+export { Gateway, type GatewayOptions } from '../gateway/gateway.js';
+export type { PrefixMode } from '../gateway/names.js';
+export { UpstreamHealth, type UpstreamOpener, type UpstreamOpenOptions, type UpstreamState } from '../gateway/upstream.js';

@@ -10,6 +10,7 @@ import * as net from 'node:net';
 import type { AuthOptions } from '../client/auth/types.js';
 import { isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from '../client/config.js';
 import { connect } from '../client/connect.js';
+import type { FrameTrace } from '../client/connection.js';
 import { Gateway } from '../gateway/gateway.js';
 import type { PrefixMode } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
@@ -240,6 +241,9 @@ function opener(ctx: ServeContext, options: ServeOptions, label: string): Upstre
       ...(auth === undefined ? {} : { auth }),
       onSpawn: (connection) => {
         connection.on('stderr', (line: string) => ctx.log(`${label} server "${name}" stderr: ${safeLine(line)}`));
+        if (ctx.trace) {
+          connection.on('frame', (f: FrameTrace) => ctx.log(`${label} server "${name}" ${f.direction === 'send' ? '->' : '<-'} ${f.preview}`));
+        }
         connection.on('invalid', (err: Error & { code?: string }) =>
           ctx.log(`${label} skipped a bad frame from server "${name}": ${err.code}: ${err.message}`),
         );

@@ -1,9 +1,12 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
 import { gone } from '../helpers/processes.js';
 import { cli } from '../helpers/run.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { rawSession, serveProcess } from '../helpers/served.js';
+import { tempDir } from '../helpers/temp.js';
 
 /** Polls `check` every 20 ms until it gives a value, for up to 5 s. */
 async function waitFor<T>(check: () => T | undefined): Promise<T> {
@@ -35,6 +38,48 @@ describe('mcp-frame serve', () => {
     const help = await cli(['serve', '--help']);
     expect(help.code).to.equal(0);
     expect(help.stdout).to.include('--token-env <VAR>');
+  });
+
+  it('serves every server of a config behind one endpoint with --all, or those named, and refuses bad gateway usage', async function () {
+    this.timeout(30_000);
+    const dir = tempDir('serve-gateway-');
+    const config = join(dir, 'mcp.json');
+    const peer = (name: string) => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name] });
+    writeFileSync(config, JSON.stringify({ mcpServers: { a: peer('a'), b: peer('b'), gone: { command: 'mcp-frame-no-such-command' } } }));
+    const { proc, stderr, exited, url } = await serveProcess(['--all', '--config', config, '--deny-tools', '*__die']);
+    expect(stderr()).to.include(
+      'warning: server "gone" cannot start ("mcp-frame-no-such-command": command not found on PATH); its tools are left out',
+    );
+    const c = await connect({ type: 'http', url: url! }, { protocolVersion: '2025-11-25' });
+    const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
+    expect(tools.map((t) => t.name)).to.deep.equal(['a__echo', 'a__shared']);
+    expect((c.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.equal('mcp-frame');
+    expect(await c.request('tools/call', { name: 'b__b-only', arguments: { text: 'cli ✓' } })).to.deep.equal({
+      content: [{ type: 'text', text: 'b: cli ✓' }],
+    });
+    await c.close();
+    proc.kill('SIGINT');
+    expect(await exited).to.equal(0);
+    const named = await serveProcess(['a', 'b', '--config', config, '--name', 'team', '--prefix', 'conflicts']);
+    const d = await connect({ type: 'http', url: named.url! }, { protocolVersion: '2025-11-25' });
+    expect((d.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.equal('team');
+    expect(await d.request('tools/call', { name: 'a-only', arguments: { text: 'unprefixed' } })).to.deep.equal({
+      content: [{ type: 'text', text: 'a: unprefixed' }],
+    });
+    await d.close();
+    named.proc.kill('SIGINT');
+    expect(await named.exited).to.equal(0);
+    const clash = await cli(['serve', 'a', 'b', '--config', config, '--prefix', 'never']);
+    expect(clash.code).to.equal(3);
+    expect(clash.stderr).to.include('--prefix never: names offered by two servers: tool echo (a, b)');
+    const bogus = await cli(['serve', '--all', '--config', config, '--prefix', 'sometimes']);
+    expect(bogus.code).to.equal(2);
+    expect(bogus.stderr).to.include('--prefix takes always, conflicts or never, got "sometimes"');
+    const both = await cli(['serve', 'a', '--all', '--config', config]);
+    expect(both.code).to.equal(2);
+    const missing = await cli(['serve', 'a', 'nobody', '--config', config]);
+    expect(missing.code).to.equal(3);
+    expect(missing.stderr).to.include('no server "nobody" in');
   });
 
   it('serves a config entry over HTTP with a token from the environment, and exits 0 on SIGINT', async function () {

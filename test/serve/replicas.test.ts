@@ -1,4 +1,6 @@
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -18,6 +20,7 @@ import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
 import { type RedisServer, requireRedis, startRedis } from '../helpers/redis.js';
 import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
+import { tempDir } from '../helpers/temp.js';
 
 const EVERYTHING = [process.execPath, `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
 
@@ -120,6 +123,58 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     await client.close();
     expect(await gone(pid!, 5000)).to.equal(true);
     for (const r of three) expect((await post(r.url, id, echo(9, 'after'))).status).to.equal(404);
+  });
+
+  it('a gateway of two servers as replicas: a session opened on one is served, both servers and their questions, through the other', async () => {
+    const dir = tempDir('replica-gateway-');
+    const config = join(dir, 'mcp.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: {
+          everything: { command: EVERYTHING[0], args: EVERYTHING.slice(1) },
+          files: { command: process.execPath, args: [`${ROOT}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, dir] },
+        },
+      }),
+    );
+    const proc = await Promise.all([0, 1].map(() => serveProcess(['--port', '0', '--store', redis.url, '--all', '--config', config])));
+    const two = proc.map((p) =>
+      open.add({
+        ...p,
+        url: p.url!,
+        close: async () => {
+          if (p.proc.exitCode === null) p.proc.kill('SIGTERM');
+          await p.exited;
+        },
+      }),
+    );
+    let next = 0;
+    const rotating = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = new URL(input instanceof Request ? input.url : input);
+      return fetch(new URL(url.pathname + url.search, two[next++ % 2]!.url), init);
+    };
+    const client = new Client({ name: 'rotating', version: '1.0.0' }, { capabilities: { sampling: {} } });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+      model: 'm',
+      role: 'assistant',
+      content: { type: 'text', text: 'sampled through a replica' },
+    }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(two[0]!.url), { fetch: rotating }));
+    try {
+      expect(client.getServerVersion()?.name).to.equal('mcp-frame');
+      for (let i = 0; i < 4; i++) {
+        expect(await client.callTool({ name: 'everything__echo', arguments: { message: `r${i}` } })).to.deep.include({
+          content: [{ type: 'text', text: `Echo: r${i}` }],
+        });
+      }
+      const allowed = await client.callTool({ name: 'files__list_allowed_directories', arguments: {} });
+      expect(JSON.stringify(allowed.content)).to.include(dir);
+      const sampled = await client.callTool({ name: 'everything__trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 10 } });
+      expect(JSON.stringify(sampled.content)).to.include('sampled through a replica');
+    } finally {
+      await client.close();
+    }
+    expect(next).to.be.greaterThan(8);
   });
 
   it('the deprecated HTTP+SSE transport: the stream on one replica, every POST to /messages on the next (SDK client)', async () => {
