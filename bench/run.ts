@@ -14,6 +14,7 @@ import { FrameDecoder, FrameEncoder, frameContentLength, frameSse } from '../lib
 import { barChart, lineChart } from './chart.js';
 import { httpRoundTrips, httpTable } from './http.js';
 import { GONE_CAP_MS, gatewayRoundTrips, gatewayTables, goneTable, importCost, remoteGone } from './gateways.js';
+import { gatewayCost, gatewayCostTable } from './gateway.js';
 import { replicaRoundTrips, replicaTable } from './replicas.js';
 import { serveRoundTrips, serveTable } from './serve.js';
 import { stdioRoundTrips, stdioTable } from './stdio.js';
@@ -375,6 +376,13 @@ const served = await serveRoundTrips();
 section(
   'Through `mcp-frame serve`: server-everything over stdio behind the bridge, against its own Streamable HTTP mode; the same client (connect())',
   `One run of three, interleaved, medians. The bridge adds an HTTP hop in front of the child's pipes; the native mode is the MCP SDK's server transport.\n\n${serveTable(served)}`,
+);
+
+// A gateway of several servers against a one-server serve ------------------------------------------------------
+const gatewayed = await gatewayCost();
+section(
+  'Through `mcp-frame serve --all`: server-everything beside server-filesystem behind the gateway, against server-everything behind a one-server `serve`; the same SDK client',
+  `Three runs, interleaved, medians; each serve a process of its own. The gateway's added work per call is its routing layer: the prefix taken off the tool name, the request sent on over a Connection to the child, the answer back. No peer does this (supergateway, mcp-proxy and mcp-remote serve one server).\n\n${gatewayCostTable(gatewayed)}`,
 );
 
 // Gateways and bridges: serve and bridge against the peers people use ----------------------------------------

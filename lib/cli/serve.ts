@@ -40,6 +40,7 @@ gateway (several servers behind one endpoint):
   --allow-prompts <glob>   the same, for prompts
   --deny-prompts <glob>
   --upstream-start-ms <n>  how long a session waits for its servers to start (default 10000)
+  --max-server-requests <n>  requests in flight to one server, per session (default 1024)
   --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it`;
 
 const OPTIONS = {
@@ -70,6 +71,7 @@ const OPTIONS = {
   'allow-prompts': { type: 'string', multiple: true },
   'deny-prompts': { type: 'string', multiple: true },
   'upstream-start-ms': { type: 'string' },
+  'max-server-requests': { type: 'string' },
   ...AUTH_FLAGS,
 } as const;
 
@@ -134,6 +136,7 @@ function serveOptions(values: Values): ServeOptions {
     replayBytes: 'replay-bytes',
     drainMs: 'drain-ms',
     upstreamStartMs: 'upstream-start-ms',
+    maxPendingPerUpstream: 'max-server-requests',
   };
   Object.assign(options, gatewayOptions(values));
   for (const [key, value] of Object.entries(set)) if (value !== undefined) Object.assign(options, { [key]: value });

@@ -47,7 +47,7 @@ export interface GatewayOptions {
   denyPrompts?: readonly string[];
   /** How long initialize waits for the upstreams; the ones not up by then join later, with a list change. @defaultValue 10000 */
   startTimeoutMs?: number;
-  /** Requests in flight at once to one upstream. @defaultValue 256 */
+  /** Requests in flight at once to one upstream. @defaultValue 1024 */
   maxPendingPerUpstream?: number;
   health?: UpstreamHealth;
   log?: (line: string) => void;
@@ -140,7 +140,7 @@ export class Gateway extends EventEmitter implements Channel {
         opener: options.open,
         capabilities: () => this.#clientCapabilities,
         setup: (connection) => this.#attach(up, connection),
-        maxPending: options.maxPendingPerUpstream ?? 256,
+        maxPending: options.maxPendingPerUpstream ?? 1024,
         health: options.health,
         log: this.#log,
       };

@@ -96,7 +96,10 @@ export interface ServeOptions {
   denyPrompts?: string[];
   /** A gateway: how long a session's start waits for its servers; later ones join with a list change. @defaultValue 10000 */
   upstreamStartMs?: number;
-  /** A gateway: requests in flight at once to one server, per gateway. @defaultValue 256 */
+  /**
+   * A gateway: requests in flight at once to one server, per gateway (a session's, or the one shared by
+   * 2026-07-28 requests); past it, an error naming the server. @defaultValue 1024
+   */
   maxPendingPerUpstream?: number;
   /**
    * A gateway: the sign-in of a remote server that asks for one (never the calling client's token: the
