@@ -81,6 +81,9 @@ const MAX_STEPS = 64;
 const RESOURCE_NOT_FOUND = -32002;
 
 interface Forwarded {
+  /** The client's id of the request. */
+  id: unknown;
+  up: Upstream;
   abort: AbortController;
   cancelled: boolean;
 }
@@ -95,6 +98,12 @@ interface Known {
 }
 
 type Json = Record<string, unknown>;
+
+/** A client's request: its id, and the id as a map key. */
+interface Call {
+  key: string;
+  id: unknown;
+}
 
 export class Gateway extends EventEmitter implements Channel {
   readonly name: string;
@@ -230,7 +239,7 @@ export class Gateway extends EventEmitter implements Channel {
   async #request(id: unknown, method: string, params: Json): Promise<void> {
     const key = idKey(id);
     try {
-      const result = await this.#dispatch(key, method, params);
+      const result = await this.#dispatch(key, id, method, params);
       if (this.#forwarded.get(key)?.cancelled !== true) this.#emit({ jsonrpc: '2.0', id, result });
     } catch (err) {
       if (this.#forwarded.get(key)?.cancelled === true) return;
@@ -244,7 +253,8 @@ export class Gateway extends EventEmitter implements Channel {
     }
   }
 
-  #dispatch(key: string, method: string, params: Json): Promise<unknown> {
+  #dispatch(key: string, id: unknown, method: string, params: Json): Promise<unknown> {
+    const call = { key, id };
     switch (method) {
       case 'initialize':
         return this.#initialize(params);
@@ -259,15 +269,15 @@ export class Gateway extends EventEmitter implements Channel {
       case 'resources/templates/list':
         return this.#list('templates', params);
       case 'tools/call':
-        return this.#named(key, 'tools', method, params);
+        return this.#named(call, 'tools', method, params);
       case 'prompts/get':
-        return this.#named(key, 'prompts', method, params);
+        return this.#named(call, 'prompts', method, params);
       case 'resources/read':
       case 'resources/subscribe':
       case 'resources/unsubscribe':
-        return this.#byUri(key, method, params);
+        return this.#byUri(call, method, params);
       case 'completion/complete':
-        return this.#complete(key, params);
+        return this.#complete(call, params);
       case 'logging/setLevel':
         return this.#setLevel(params);
       default:
@@ -508,16 +518,16 @@ export class Gateway extends EventEmitter implements Channel {
   // ---- calls
 
   /** A tools/call or prompts/get, to the upstream whose tool or prompt it names, under that upstream's name. */
-  async #named(key: string, kind: 'tools' | 'prompts', method: string, params: Json): Promise<unknown> {
+  async #named(call: Call, kind: 'tools' | 'prompts', method: string, params: Json): Promise<unknown> {
     await this.start();
     const exposed = typeof params.name === 'string' ? params.name : undefined;
     const found = exposed === undefined ? undefined : await this.#resolve(kind, exposed);
     if (found === undefined) throw new RpcError(-32602, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
-    return this.#forward(key, found.up, method, { ...params, name: found.name });
+    return this.#forward(call, found.up, method, { ...params, name: found.name });
   }
 
   /** A resource request, to the upstream that listed its URI or whose template matches it. */
-  async #byUri(key: string, method: string, params: Json): Promise<unknown> {
+  async #byUri(call: Call, method: string, params: Json): Promise<unknown> {
     await this.start();
     const uri = typeof params.uri === 'string' ? params.uri : undefined;
     if (uri === undefined) throw new RpcError(-32602, `${method} needs a uri`);
@@ -528,7 +538,7 @@ export class Gateway extends EventEmitter implements Channel {
     }
     if (up === undefined)
       throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
-    return this.#forward(key, up, method, params);
+    return this.#forward(call, up, method, params);
   }
 
   #uriOwner(uri: string): Upstream | undefined {
@@ -537,13 +547,13 @@ export class Gateway extends EventEmitter implements Channel {
     return this.#ups.find((up) => up.state === 'up' && (this.#templates.get(up.index) ?? []).some((re) => re.test(uri)));
   }
 
-  async #complete(key: string, params: Json): Promise<unknown> {
+  async #complete(call: Call, params: Json): Promise<unknown> {
     await this.start();
     const ref = isObject(params.ref) ? params.ref : {};
     if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
       const found = await this.#resolve('prompts', ref.name);
       if (found === undefined) throw new RpcError(-32602, `Unknown prompt: ${ref.name.slice(0, 120)}`);
-      return this.#forward(key, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
+      return this.#forward(call, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
     }
     if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
       const template = ref.uri;
@@ -552,7 +562,7 @@ export class Gateway extends EventEmitter implements Channel {
       const owner = up ?? this.#uriOwner(template);
       if (owner === undefined)
         throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
-      return this.#forward(key, owner, 'completion/complete', params);
+      return this.#forward(call, owner, 'completion/complete', params);
     }
     throw new RpcError(-32602, 'completion/complete needs a ref of type ref/prompt or ref/resource');
   }
@@ -565,9 +575,9 @@ export class Gateway extends EventEmitter implements Channel {
   }
 
   /** Sends a client's request on to `up`, with a progress token of the gateway's; the client's cancellation aborts it. */
-  async #forward(key: string, up: Upstream, method: string, params: Json): Promise<unknown> {
-    const forwarded: Forwarded = { abort: new AbortController(), cancelled: false };
-    this.#forwarded.set(key, forwarded);
+  async #forward(call: Call, up: Upstream, method: string, params: Json): Promise<unknown> {
+    const forwarded: Forwarded = { id: call.id, up, abort: new AbortController(), cancelled: false };
+    this.#forwarded.set(call.key, forwarded);
     let out = params;
     let token: string | undefined;
     if (isObject(params._meta) && params._meta.progressToken !== undefined) {
@@ -589,17 +599,24 @@ export class Gateway extends EventEmitter implements Channel {
     connection.on('notification', (msg: Json) => this.#fromUpstream(up, msg));
     for (const [method, capability] of Object.entries(INPUT_CAPABILITIES)) {
       if (this.#clientCapabilities[capability] === undefined) continue;
-      connection.onRequest(method, (params) => this.#ask(method, params));
+      connection.onRequest(method, (params) => this.#ask(up, method, params));
     }
   }
 
-  /** A request of the gateway's to the client (an upstream's, passed on), and its answer. */
-  #ask(method: string, params: unknown): Promise<unknown> {
+  /**
+   * A request of the gateway's to the client (an upstream's, passed on), and its answer. While exactly one of the
+   * client's requests is in flight on that upstream, the question is that request's: its id goes with the
+   * message, as a second argument of 'message' (never on the wire), so that a consumer serving several callers
+   * (serve's modern requests) can send it to the caller whose call asked.
+   */
+  #ask(up: Upstream, method: string, params: unknown): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.endError('the request'));
     const id = `mcp-frame-${this.#next++}`;
+    const running = [...this.#forwarded.values()].filter((f) => f.up === up && !f.cancelled);
+    const related = running.length === 1 ? running[0]!.id : undefined;
     return new Promise((resolve, reject) => {
       this.#asks.set(id, { resolve, reject });
-      this.#emit({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+      if (!this.#closed) this.emit('message', { jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }, related);
     });
   }
 

@@ -427,7 +427,7 @@ export class ModernHub {
     if (this.#child !== undefined) return this.#child;
     const child = startChild(this.#ctx, 'modern requests');
     this.#child = child;
-    child.on('message', (msg: unknown) => this.#fromServer(msg));
+    child.on('message', (msg: unknown, related?: unknown) => this.#fromServer(msg, related));
     child.on('close', () => {
       if (this.#child === child) this.#child = undefined;
       const why = child.endError('the server is gone').message;
@@ -444,13 +444,14 @@ export class ModernHub {
     return child;
   }
 
-  #fromServer(msg: unknown): void {
+  /** `related`: a gateway's word on which request a question of an upstream belongs to (see Gateway). */
+  #fromServer(msg: unknown, related?: unknown): void {
     if (isResponse(msg)) {
       const own = typeof msg.id === 'string' ? this.#own.get(msg.id) : undefined;
       if (own !== undefined) return own(msg as unknown as Record<string, unknown>);
       return this.#answer(msg.id as number, msg as unknown as Record<string, unknown>);
     }
-    if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest);
+    if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest, related);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
     if (msg.method === 'notifications/tools/list_changed') this.#toolsListed = false;
@@ -512,16 +513,20 @@ export class ModernHub {
   }
 
   /**
-   * A legacy child asks the client something (elicitation, sampling, roots) during a call. When exactly one
-   * call is in flight, it is the one asking: its client gets an input_required result, and its retry answers.
+   * A legacy child asks the client something (elicitation, sampling, roots) during a call. When a gateway says
+   * which call it is for (`related`), or exactly one call is in flight, it is the one asking: its client gets an input_required result, and its retry answers.
    * Otherwise nobody can tell whose question it is, and the child is told so.
    */
-  #question(ask: JsonRpcRequest): void {
+  #question(ask: JsonRpcRequest, related?: unknown): void {
     const child = this.#child;
     if (child === undefined) return;
     if (ask.method === 'ping') return void child.send({ jsonrpc: '2.0', id: ask.id, result: {} }).catch(() => undefined);
-    // A listen stream asks nothing: it is no call a question could belong to.
-    const waiting = [...this.#exchanges.entries()].filter(([, e]) => e.timer === undefined && e.method !== 'subscriptions/listen');
+    // A listen stream asks nothing: it is no call a question could belong to. A gateway may say whose it is.
+    const owner = typeof related === 'number' ? this.#exchanges.get(related) : undefined;
+    const waiting =
+      owner !== undefined
+        ? [[related as number, owner] as const]
+        : [...this.#exchanges.entries()].filter(([, e]) => e.timer === undefined && e.method !== 'subscriptions/listen');
     if (waiting.length !== 1) {
       this.#dropped(ask, `${waiting.length} requests are in flight, so the question is nobody's`);
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);

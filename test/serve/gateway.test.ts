@@ -224,6 +224,27 @@ describe('serve: a gateway in front of several servers', function () {
     });
   });
 
+  it('sends a server’s question during a 2026-07-28 call to that call’s client, while calls to other servers are in flight', async () => {
+    const g = await gateway({ a: PEER('a'), b: PEER('b') });
+    const asker = await connect(
+      { type: 'http', url: g.url! },
+      { protocolVersion: '2026-07-28', onSpawn: (conn) => conn.onRequest('elicitation/create', () => ({ action: 'accept', content: { ok: true } })) },
+    );
+    const other = await connect({ type: 'http', url: g.url! }, { protocolVersion: '2026-07-28' });
+    clients.push(asker, other);
+    const abort = new AbortController();
+    const hanging = other.request('tools/call', { name: 'a__hang', arguments: {} }, { signal: abort.signal }).catch(() => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    try {
+      expect(await asker.request('tools/call', { name: 'b__ask', arguments: {} })).to.deep.equal({
+        content: [{ type: 'text', text: 'b was told {"action":"accept","content":{"ok":true}}' }],
+      });
+    } finally {
+      abort.abort();
+      await hanging;
+    }
+  });
+
   it('passes a cancellation on to the server running the request', async () => {
     const g = await gateway({ a: PEER('a'), b: PEER('b') });
     const c = await client(g.url!);
