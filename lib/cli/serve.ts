@@ -4,6 +4,8 @@ import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
 import { type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
+import { readFile } from 'node:fs/promises';
+import { Policy, PolicyError } from '../gateway/policy.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
 import { serverEntries, serverEntry } from './entry.js';
 import { CliError, envValues, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
@@ -41,7 +43,15 @@ gateway (several servers behind one endpoint):
   --deny-prompts <glob>
   --upstream-start-ms <n>  how long a session waits for its servers to start (default 10000)
   --max-server-requests <n>  requests in flight to one server, per session (default 1024)
-  --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it`;
+  --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it
+callers signed in (serve as an OAuth 2.1 resource server; not with --token-env or --socket):
+  --auth-issuer <url>      take access tokens of this authorization server only (JWTs checked with its keys)
+  --public-url <url>       this server's MCP URL as clients reach it, the tokens' audience (default: where it listens)
+  --required-scope <s>     a scope every token must have (repeatable)
+  --introspection-endpoint <url>  check opaque tokens there (RFC 7662), as the client named by
+                           MCP_FRAME_INTROSPECTION_CLIENT_ID and MCP_FRAME_INTROSPECTION_CLIENT_SECRET
+  --policy <file>          who may call which tool and prompt (JSON rules; SIGHUP reloads it)
+  --forward-claims <a,b>   the caller's claims to put in each request's _meta (mcp-frame/caller), never the token`;
 
 const OPTIONS = {
   host: { type: 'string' },
@@ -72,6 +82,12 @@ const OPTIONS = {
   'deny-prompts': { type: 'string', multiple: true },
   'upstream-start-ms': { type: 'string' },
   'max-server-requests': { type: 'string' },
+  'auth-issuer': { type: 'string' },
+  'public-url': { type: 'string' },
+  'required-scope': { type: 'string', multiple: true },
+  'introspection-endpoint': { type: 'string' },
+  policy: { type: 'string' },
+  'forward-claims': { type: 'string' },
   ...AUTH_FLAGS,
 } as const;
 
@@ -152,6 +168,76 @@ function serveOptions(values: Values): ServeOptions {
 
 const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;
 
+/** An http(s) URL option, checked. */
+function urlOption(value: unknown, flag: string): string | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value);
+  if (!URL.canParse(text) || !/^https?:$/.test(new URL(text).protocol))
+    throw new CliError(`${flag} takes an http(s) URL, got ${JSON.stringify(text.slice(0, 80))}`, EXIT.usage);
+  return text;
+}
+
+/** The sign-in options (--auth-issuer and its company), checked; the introspection client only from the environment. */
+function authOptions(values: Values): Pick<ServeOptions, 'auth' | 'forwardClaims'> {
+  const issuer = urlOption(values['auth-issuer'], '--auth-issuer');
+  const dependent = ['public-url', 'required-scope', 'introspection-endpoint', 'forward-claims'].filter((flag) => values[flag] !== undefined);
+  if (issuer === undefined) {
+    if (dependent.length > 0) throw new CliError(`--${dependent[0]} is for a serve that signs callers in: give --auth-issuer too`, EXIT.usage);
+    return {};
+  }
+  if (values['token-env'] !== undefined)
+    throw new CliError('--auth-issuer and --token-env do not go together: callers sign in, or share one token', EXIT.usage);
+  if (values.socket !== undefined)
+    throw new CliError('--auth-issuer checks HTTP callers, and a socket has none to check: leave out --socket', EXIT.usage);
+  const resource = urlOption(values['public-url'], '--public-url');
+  const endpoint = urlOption(values['introspection-endpoint'], '--introspection-endpoint');
+  let introspection: { endpoint: string; clientId: string; clientSecret: string } | undefined;
+  if (endpoint !== undefined) {
+    const clientId = process.env.MCP_FRAME_INTROSPECTION_CLIENT_ID;
+    const clientSecret = process.env.MCP_FRAME_INTROSPECTION_CLIENT_SECRET;
+    if (!clientId || !clientSecret)
+      throw new CliError(
+        '--introspection-endpoint: set MCP_FRAME_INTROSPECTION_CLIENT_ID and MCP_FRAME_INTROSPECTION_CLIENT_SECRET (never on the command line)',
+        EXIT.usage,
+      );
+    introspection = { endpoint, clientId, clientSecret };
+  }
+  const claims =
+    values['forward-claims'] === undefined
+      ? undefined
+      : String(values['forward-claims'])
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean);
+  return {
+    auth: {
+      issuer,
+      ...(resource === undefined ? {} : { resource }),
+      ...(values['required-scope'] === undefined ? {} : { requiredScopes: values['required-scope'] as string[] }),
+      ...(introspection === undefined ? {} : { introspection }),
+    },
+    ...(claims === undefined || claims.length === 0 ? {} : { forwardClaims: claims }),
+  };
+}
+
+/** The --policy file, read and checked: a CliError naming the line or the rule when it is not one. */
+async function readPolicy(path: string): Promise<Policy> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new CliError(
+      `--policy ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      EXIT.config,
+    );
+  }
+  try {
+    return Policy.parse(text, path);
+  } catch (err) {
+    throw err instanceof PolicyError ? new CliError(`--policy ${err.message}`, EXIT.config) : err;
+  }
+}
+
 /** The gateway's naming and filters, checked. */
 function gatewayOptions(values: Values): ServeOptions {
   const options: ServeOptions = {};
@@ -228,7 +314,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (command !== undefined && (command.length === 0 || positionals.length > 0)) throw new CliError(USAGE, EXIT.usage);
   if (command === undefined && positionals.length === 0 && values.all !== true) throw new CliError(USAGE, EXIT.usage);
   if (values.env !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
-  const options = serveOptions(values);
+  const options = { ...serveOptions(values), ...authOptions(values) };
+  const policyPath = values.policy as string | undefined;
+  if (policyPath !== undefined) options.policy = await readPolicy(policyPath);
   const target = await serveTarget(values, positionals, command);
   const auth = authFlags(values, USAGE);
   // A remote server behind the gateway that asks for sign-in: the operator signs in here (stdin is not a host's).
@@ -240,10 +328,23 @@ export async function serveCommand(argv: string[]): Promise<number> {
 
   const where = [bridge.url, bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`].filter(Boolean).join(' and ');
   process.stderr.write(`mcp-frame serve: listening on ${safeLine(where)}\n`);
+  // With a policy, SIGHUP reloads it (a file that is not one is refused, the old policy kept); else it stops.
+  const reload = (): void => {
+    readPolicy(policyPath!).then(
+      (policy) => {
+        bridge.setPolicy(policy);
+        process.stderr.write(`mcp-frame serve: SIGHUP: reloaded the policy from ${safeLine(policyPath!)}\n`);
+      },
+      (err: Error) => process.stderr.write(`mcp-frame serve: SIGHUP: kept the policy in force: ${safeLine(err.message)}\n`),
+    );
+  };
+  const stops = STOP_SIGNALS.filter((s) => policyPath === undefined || s !== 'SIGHUP');
+  if (policyPath !== undefined) process.on('SIGHUP', reload);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // SIGHUP (the terminal closed) too: without a handler it would end serve at once, its children unclosed.
-    for (const signal of STOP_SIGNALS) process.once(signal, resolve);
+    for (const signal of stops) process.once(signal, resolve);
   });
+  process.off('SIGHUP', reload);
   process.stderr.write(`mcp-frame serve: ${signal}: shutting down (again to stop at once)\n`);
   // Signals are still handled while closing: the default action of a second Ctrl-C would end serve and leave
   // every server running (each is in a process group of its own). A repeat kills their groups, then exits.

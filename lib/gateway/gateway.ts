@@ -25,6 +25,7 @@ import { INPUT_CAPABILITIES } from '../protocol/modern.js';
 import { listPages } from '../protocol/paging.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
+import type { Caller, Policy } from './policy.js';
 import { decodeCursor, encodeCursor, type ListPosition, NameFilter, type PrefixMode, templatePattern } from './names.js';
 import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
 
@@ -51,7 +52,16 @@ export interface GatewayOptions {
   maxPendingPerUpstream?: number;
   health?: UpstreamHealth;
   log?: (line: string) => void;
+  /** Who may call what: tools and prompts it does not allow a caller are not there for that caller. Read on every use (it may be reloaded). */
+  policy?: () => Policy | undefined;
+  /** The caller of every message, unless send() names another (a session's signed-in caller). */
+  caller?: Caller;
+  /** Claims of the caller put in each forwarded request's `_meta` under `mcp-frame/caller` (never the token). */
+  forwardClaims?: readonly string[];
 }
+
+/** Where forwarded requests carry the caller's claims (with forwardClaims). */
+export const CALLER_META = 'mcp-frame/caller';
 
 type Kind = 'tools' | 'prompts' | 'resources' | 'templates';
 
@@ -99,10 +109,11 @@ interface Known {
 
 type Json = Record<string, unknown>;
 
-/** A client's request: its id, and the id as a map key. */
+/** A client's request: its id, the id as a map key, and who sent it. */
 interface Call {
   key: string;
   id: unknown;
+  caller: Caller | undefined;
 }
 
 export class Gateway extends EventEmitter implements Channel {
@@ -116,6 +127,9 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #filters: Record<'tools' | 'prompts', NameFilter>;
   readonly #startTimeoutMs: number;
   readonly #log: (line: string) => void;
+  readonly #policy: () => Policy | undefined;
+  readonly #caller: Caller | undefined;
+  readonly #forwardClaims: readonly string[];
   readonly #forwarded = new Map<string, Forwarded>();
   /** The gateway's progress tokens, to the client's. */
   readonly #tokens = new Map<string, unknown>();
@@ -144,6 +158,9 @@ export class Gateway extends EventEmitter implements Channel {
     };
     this.#startTimeoutMs = options.startTimeoutMs ?? 10_000;
     this.#log = options.log ?? (() => undefined);
+    this.#policy = options.policy ?? (() => undefined);
+    this.#caller = options.caller;
+    this.#forwardClaims = options.forwardClaims ?? [];
     this.#ups = options.upstreams.map(([name, entry], index) => {
       const settings: UpstreamOptions = {
         opener: options.open,
@@ -165,10 +182,11 @@ export class Gateway extends EventEmitter implements Channel {
     return this.#ups.map((up) => ({ name: up.name, state: up.state, ...(up.why === undefined ? {} : { reason: up.why }) }));
   }
 
-  /** A message from the client. */
-  send(msg: unknown): Promise<void> {
+  /** A message from the client; `caller`: who sent it, when not the gateway's own caller. */
+  send(msg: unknown, caller?: Caller): Promise<void> {
     if (this.#closed) return Promise.reject(this.endError('the gateway'));
-    if (isRequest(msg)) void this.#request(msg.id, msg.method, isObject(msg.params) ? msg.params : {});
+    if (isRequest(msg))
+      void this.#request({ key: idKey(msg.id), id: msg.id, caller: caller ?? this.#caller }, msg.method, isObject(msg.params) ? msg.params : {});
     else if (isResponse(msg)) this.#answered(msg as unknown as Json);
     else if (isObject(msg) && typeof msg.method === 'string') this.#notification(msg.method, isObject(msg.params) ? msg.params : {});
     return Promise.resolve();
@@ -236,10 +254,10 @@ export class Gateway extends EventEmitter implements Channel {
 
   // ---- the client's messages
 
-  async #request(id: unknown, method: string, params: Json): Promise<void> {
-    const key = idKey(id);
+  async #request(call: Call, method: string, params: Json): Promise<void> {
+    const { key, id } = call;
     try {
-      const result = await this.#dispatch(key, id, method, params);
+      const result = await this.#dispatch(call, method, params);
       if (this.#forwarded.get(key)?.cancelled !== true) this.#emit({ jsonrpc: '2.0', id, result });
     } catch (err) {
       if (this.#forwarded.get(key)?.cancelled === true) return;
@@ -253,21 +271,20 @@ export class Gateway extends EventEmitter implements Channel {
     }
   }
 
-  #dispatch(key: string, id: unknown, method: string, params: Json): Promise<unknown> {
-    const call = { key, id };
+  #dispatch(call: Call, method: string, params: Json): Promise<unknown> {
     switch (method) {
       case 'initialize':
         return this.#initialize(params);
       case 'ping':
         return Promise.resolve({});
       case 'tools/list':
-        return this.#list('tools', params);
+        return this.#list('tools', params, call.caller);
       case 'prompts/list':
-        return this.#list('prompts', params);
+        return this.#list('prompts', params, call.caller);
       case 'resources/list':
-        return this.#list('resources', params);
+        return this.#list('resources', params, call.caller);
       case 'resources/templates/list':
-        return this.#list('templates', params);
+        return this.#list('templates', params, call.caller);
       case 'tools/call':
         return this.#named(call, 'tools', method, params);
       case 'prompts/get':
@@ -458,7 +475,7 @@ export class Gateway extends EventEmitter implements Channel {
   }
 
   /** One page of the gateway's merged list of `kind`: the next upstream page with something on it. */
-  async #list(kind: Kind, params: Json): Promise<Json> {
+  async #list(kind: Kind, params: Json, caller: Caller | undefined): Promise<Json> {
     await this.start();
     let position: ListPosition | undefined = { upstream: 0, cursor: undefined };
     if (typeof params.cursor === 'string') {
@@ -485,7 +502,7 @@ export class Gateway extends EventEmitter implements Channel {
         if (!isObject(item)) continue;
         if (kind === 'tools' || kind === 'prompts') {
           const exposed = typeof item.name === 'string' ? this.#exposed(kind, up, item.name) : undefined;
-          if (exposed !== undefined) items.push({ ...item, name: exposed });
+          if (exposed !== undefined && this.#allowed(caller, kind, exposed)) items.push({ ...item, name: exposed });
         } else if (kind !== 'resources' || typeof item.uri !== 'string' || this.#uris.get(item.uri) === up.index) items.push(item);
       }
       const next: string | undefined = isObject(result) && typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
@@ -521,7 +538,7 @@ export class Gateway extends EventEmitter implements Channel {
   async #named(call: Call, kind: 'tools' | 'prompts', method: string, params: Json): Promise<unknown> {
     await this.start();
     const exposed = typeof params.name === 'string' ? params.name : undefined;
-    const found = exposed === undefined ? undefined : await this.#resolve(kind, exposed);
+    const found = exposed === undefined || !this.#allowed(call.caller, kind, exposed) ? undefined : await this.#resolve(kind, exposed);
     if (found === undefined) throw new RpcError(-32602, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
     return this.#forward(call, found.up, method, { ...params, name: found.name });
   }
@@ -551,7 +568,7 @@ export class Gateway extends EventEmitter implements Channel {
     await this.start();
     const ref = isObject(params.ref) ? params.ref : {};
     if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const found = await this.#resolve('prompts', ref.name);
+      const found = this.#allowed(call.caller, 'prompts', ref.name) ? await this.#resolve('prompts', ref.name) : undefined;
       if (found === undefined) throw new RpcError(-32602, `Unknown prompt: ${ref.name.slice(0, 120)}`);
       return this.#forward(call, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
     }
@@ -578,18 +595,36 @@ export class Gateway extends EventEmitter implements Channel {
   async #forward(call: Call, up: Upstream, method: string, params: Json): Promise<unknown> {
     const forwarded: Forwarded = { id: call.id, up, abort: new AbortController(), cancelled: false };
     this.#forwarded.set(call.key, forwarded);
-    let out = params;
+    let out = this.#withCaller(params, call.caller);
     let token: string | undefined;
     if (isObject(params._meta) && params._meta.progressToken !== undefined) {
       token = `mcp-frame-${this.#next++}`;
       this.#tokens.set(token, params._meta.progressToken);
-      out = { ...params, _meta: { ...params._meta, progressToken: token } };
+      out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
     try {
       return await up.request(method, out, { signal: forwarded.abort.signal });
     } finally {
       if (token !== undefined) this.#tokens.delete(token);
     }
+  }
+
+  /** Whether the policy (when there is one) lets `caller` see and call a tool or prompt. */
+  #allowed(caller: Caller | undefined, kind: 'tools' | 'prompts', exposed: string): boolean {
+    return this.#policy()?.allows(caller, kind, exposed) ?? true;
+  }
+
+  /** `params` with the caller's forwarded claims in `_meta` (with forwardClaims), any a client put there replaced. */
+  #withCaller(params: Json, caller: Caller | undefined): Json {
+    if (this.#forwardClaims.length === 0) return params;
+    const meta: Json = isObject(params._meta) ? { ...params._meta } : {};
+    delete meta[CALLER_META];
+    if (caller !== undefined) {
+      const claims: Json = {};
+      for (const name of this.#forwardClaims) if (caller.claims[name] !== undefined) claims[name] = caller.claims[name];
+      meta[CALLER_META] = claims;
+    }
+    return { ...params, _meta: meta };
   }
 
   // ---- the upstreams' messages

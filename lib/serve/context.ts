@@ -8,9 +8,11 @@ import type { StdioServerConfig } from '../client/config.js';
 import { StdioChannel } from '../client/stdio.js';
 import { type FrameError, printableJson, redactMessage, safeLine } from '../errors.js';
 import { tryParse } from '../framings/json.js';
-import type { Gateway } from '../gateway/gateway.js';
+import { Gateway } from '../gateway/gateway.js';
+import type { Caller, Policy } from '../gateway/policy.js';
 import type { UpstreamHealth } from '../gateway/upstream.js';
 import type { EventStreamOptions } from './event-stream.js';
+import type { ResourceServer } from './resource-server.js';
 
 /** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
 export type ServedChild = StdioChannel | Gateway;
@@ -18,8 +20,12 @@ export type ServedChild = StdioChannel | Gateway;
 export interface ServeContext {
   /** The one stdio server served; undefined for a gateway. */
   entry: StdioServerConfig | undefined;
-  /** For a gateway: a new one, with its own upstreams (one per session, one for modern requests). */
-  gateway?: ((label: string) => Gateway) | undefined;
+  /** For a gateway: a new one, with its own upstreams (one per session, one for modern requests), for a caller. */
+  gateway?: ((label: string, caller: Caller | undefined) => Gateway) | undefined;
+  /** Who may call what (serve's policy; reloaded in place). */
+  policy?: { current: Policy | undefined } | undefined;
+  /** serve as an OAuth resource server: each request's caller from its token. */
+  resourceServer?: ResourceServer | undefined;
   /** For a gateway: each upstream's last known state (for /healthz). */
   upstreams?: UpstreamHealth | undefined;
   /** The server's name in logs and errors. */
@@ -50,9 +56,9 @@ export function pidNote(child: ServedChild): string {
   return child.pid === undefined ? '' : ` (server pid ${child.pid})`;
 }
 
-/** Starts the session's child process (its stderr and bad frames logged under `label`), or its gateway. */
-export function startChild(ctx: ServeContext, label: string): ServedChild {
-  if (ctx.gateway !== undefined) return ctx.gateway(label);
+/** Starts the session's child process (its stderr and bad frames logged under `label`), or its gateway (for `caller`). */
+export function startChild(ctx: ServeContext, label: string, caller?: Caller): ServedChild {
+  if (ctx.gateway !== undefined) return ctx.gateway(label, caller);
   const channel = new StdioChannel(ctx.entry!, { name: ctx.name, inheritEnv: ctx.inheritEnv, shutdownGraceMs: ctx.shutdownGraceMs });
   channel.on('stderr', (line: string) => ctx.log(`${label} server stderr: ${safeLine(line)}`));
   channel.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the server: ${err.code}: ${err.message}`));
@@ -98,4 +104,9 @@ async function missingCommand(command: string, path: string, cwd: string): Promi
 /** Why the server entry's command cannot be started (see missingCommand), with its own PATH and folder. */
 export function commandProblem(entry: StdioServerConfig): Promise<string | undefined> {
   return missingCommand(entry.command, entry.env?.PATH ?? process.env.PATH ?? '', entry.cwd ?? process.cwd());
+}
+
+/** Sends `msg` to the child; a gateway hears whose request it is (one gateway serves every modern caller). */
+export function sendAs(child: ServedChild, msg: unknown, caller: Caller | undefined): Promise<void> {
+  return child instanceof Gateway ? child.send(msg, caller) : child.send(msg);
 }

@@ -17,7 +17,11 @@ import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
 import { type Refusal, StreamableSession } from './session.js';
-import { incomingOf, type ReplicaStore, StoreUnavailable, type TunnelRequest, type TunnelResponse, tunnelRequest } from './store.js';
+import type { Caller } from '../gateway/policy.js';
+import type { Authentication, ResourceServer } from './resource-server.js';
+import { carriedCaller, incomingOf, type ReplicaStore, StoreUnavailable, type TunnelRequest, type TunnelResponse, tunnelRequest } from './store.js';
+
+const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
 
 /** The sessions of every transport, counted together against maxSessions. */
 export interface SessionTable {
@@ -252,26 +256,76 @@ export class HttpFront {
       const refusal = this.#guard.check(req);
       if (refusal !== undefined) throw new Refused(refusal);
     }
-    if (path === '/mcp') return this.#mcp(req, res, forwarded);
-    if (path === '/sse') return this.#legacyStream(req, res);
-    if (path === '/messages') return this.#legacyPost(req, res, forwarded);
+    const rs = this.#ctx.resourceServer;
+    if (rs?.metadataPaths.includes(path)) return this.#metadata(req, res, rs);
+    const caller = path === '/mcp' || path === '/sse' || path === '/messages' ? await this.#caller(req, forwarded) : undefined;
+    if (path === '/mcp') return this.#mcp(req, res, forwarded, caller);
+    if (path === '/sse') return this.#legacyStream(req, res, caller);
+    if (path === '/messages') return this.#legacyPost(req, res, forwarded, caller);
     refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is /mcp; the legacy SSE one /sse)`);
   }
 
-  #mcp(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> | void {
-    if (req.method === 'POST') return this.#post(req, res, forwarded);
-    if (req.method === 'GET') return this.#get(req, res, forwarded);
-    if (req.method === 'DELETE') return this.#delete(req, res, forwarded);
+  /** GET of the protected resource metadata (RFC 9728): no token asked, it says how to get one. */
+  #metadata(req: IncomingMessage, res: ServerResponse, rs: ResourceServer): void {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      refuse(405, `method ${safeLine(req.method ?? '')} is not allowed here`, { Allow: 'GET, HEAD' });
+    res
+      .writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'max-age=300' })
+      .end(req.method === 'HEAD' ? undefined : JSON.stringify(rs.metadata()));
+  }
+
+  /**
+   * The signed-in caller of a request (with a resource server), or 401/403 with the challenge. A request another
+   * replica carried here names the caller that replica found (see tunnelRequest).
+   */
+  async #caller(req: IncomingMessage, forwarded: boolean): Promise<Caller | undefined> {
+    const rs = this.#ctx.resourceServer;
+    if (rs === undefined) return undefined;
+    if (forwarded) return carriedCaller(req.headers);
+    const verdict: Authentication = await rs.authenticate(req.headers.authorization);
+    if ('caller' in verdict) return verdict.caller;
+    throw new Refused({ status: verdict.status, reason: verdict.reason, headers: { 'WWW-Authenticate': verdict.challenge } });
+  }
+
+  /**
+   * A tools/call or prompts/get the policy allows the caller only with more scopes: 403 insufficient_scope with
+   * the scopes that would allow it, so that the client can ask for them. (One it does not allow at all goes on,
+   * and the gateway answers it as an unknown tool.)
+   */
+  #stepUp(messages: unknown[], caller: Caller | undefined): void {
+    const policy = this.#ctx.policy?.current;
+    const rs = this.#ctx.resourceServer;
+    if (policy === undefined || rs === undefined || caller === undefined) return;
+    for (const msg of messages) {
+      if (!isRequest(msg) || (msg.method !== 'tools/call' && msg.method !== 'prompts/get') || !isObject(msg.params)) continue;
+      const name = msg.params.name;
+      if (typeof name !== 'string') continue;
+      const decision = policy.decide(caller, msg.method === 'tools/call' ? 'tools' : 'prompts', name);
+      if (decision.allowed || decision.scopes === undefined) continue;
+      const up = rs.stepUp(caller, decision.scopes);
+      throw new Refused({
+        status: 403,
+        reason: `${up.reason} (${safeLine(name.slice(0, 80))})`,
+        headers: { 'WWW-Authenticate': up.challenge },
+        id: msg.id,
+      });
+    }
+  }
+
+  #mcp(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> | void {
+    if (req.method === 'POST') return this.#post(req, res, forwarded, caller);
+    if (req.method === 'GET') return this.#get(req, res, forwarded, caller);
+    if (req.method === 'DELETE') return this.#delete(req, res, forwarded, caller);
     refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /mcp`, { Allow: 'GET, POST, DELETE' });
   }
 
-  async #post(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
+  async #post(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
     if (!accepts(req, 'application/json', 'text/event-stream')) refuse(406, 'Accept must list application/json and text/event-stream');
     requireJsonBody(req);
     const body = await readBody(req, this.#ctx.maxMessageBytes);
     const messages = parseMessages(body);
     try {
-      await this.#posted(req, res, forwarded, body, messages);
+      await this.#posted(req, res, forwarded, body, messages, caller);
     } catch (err) {
       // Once the body parsed, an error answer carries the id of the request it answers.
       const [only] = messages;
@@ -281,35 +335,43 @@ export class HttpFront {
     }
   }
 
-  async #posted(req: IncomingMessage, res: ServerResponse, forwarded: boolean, body: string, messages: unknown[]): Promise<void> {
+  async #posted(
+    req: IncomingMessage,
+    res: ServerResponse,
+    forwarded: boolean,
+    body: string,
+    messages: unknown[],
+    caller: Caller | undefined,
+  ): Promise<void> {
     // Modern requests carry no session: they go to the shared child, whatever session header they bear.
     const modern = modernRequest(messages, req);
     if (modern === undefined) checkProtocolVersion(req);
+    this.#stepUp(messages, caller);
     if (modern !== undefined) {
-      if (!forwarded && (await this.#carryRetry(modern, req, res, body))) return;
+      if (!forwarded && (await this.#carryRetry(modern, req, res, body, caller))) return;
       if (this.#modern.pending >= this.#ctx.maxPendingPerSession) refuse(429, `${this.#modern.pending} modern requests are in flight already`);
-      return this.#modern.handle(modern, res, req.headers).catch((err: Error) => refuse(502, err.message));
+      return this.#modern.handle(modern, res, req.headers, caller).catch((err: Error) => refuse(502, err.message));
     }
     const initialize = messages.find((m) => isRequest(m) && m.method === 'initialize');
-    const session = initialize === undefined ? await this.#session(req, res, forwarded, body) : await this.#open(req, messages);
+    const session = initialize === undefined ? await this.#session(req, res, forwarded, caller, body) : await this.#open(req, messages, caller);
     if (session === undefined) return;
     const refusal = session.refusePost(messages);
     if (refusal !== undefined) throw new Refused(refusal);
-    session.post(messages, res);
+    session.post(messages, res, caller);
   }
 
-  async #get(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
+  async #get(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
     if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
     checkProtocolVersion(req);
-    const session = await this.#session(req, res, forwarded);
+    const session = await this.#session(req, res, forwarded, caller);
     if (session === undefined) return;
     const lastEventId = req.headers['last-event-id'];
     const refusal = session.get(res, typeof lastEventId === 'string' ? lastEventId : undefined);
     if (refusal !== undefined) throw new Refused(refusal);
   }
 
-  async #delete(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
-    const session = await this.#session(req, res, forwarded);
+  async #delete(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
+    const session = await this.#session(req, res, forwarded, caller);
     if (session === undefined) return;
     await session.close('the client ended the session');
     // Its room counts as free on every replica by the time the client hears it is gone.
@@ -321,23 +383,33 @@ export class HttpFront {
    * The session a request names, or 400 (none named) or 404 (not one of ours, or ended). With a store, a
    * session another replica owns gets the request carried there: undefined, the answer is on its way.
    */
-  async #session(req: IncomingMessage, res: ServerResponse, forwarded: boolean, body = ''): Promise<StreamableSession | undefined> {
+  async #session(
+    req: IncomingMessage,
+    res: ServerResponse,
+    forwarded: boolean,
+    caller: Caller | undefined,
+    body = '',
+  ): Promise<StreamableSession | undefined> {
     const id = req.headers['mcp-session-id'];
     if (id === undefined) refuse(400, 'the Mcp-Session-Id header is required (start a session with initialize)');
     const session = this.#sessions.streamable.get(id as string);
-    if (session !== undefined) return session;
-    await this.#carry(id as string, req, res, forwarded, body);
+    if (session !== undefined) {
+      // Another caller's session is no session of theirs: the same 404 as for one that never was.
+      if (session.owner !== caller?.subject) refuse(404, UNKNOWN_SESSION);
+      return session;
+    }
+    await this.#carry(id as string, req, res, forwarded, body, caller);
     return undefined;
   }
 
   /** Carries a request for session `id` to the replica that owns it; 404 when none does. */
-  async #carry(id: string, req: IncomingMessage, res: ServerResponse, forwarded: boolean, body: string): Promise<void> {
+  async #carry(id: string, req: IncomingMessage, res: ServerResponse, forwarded: boolean, body: string, caller: Caller | undefined): Promise<void> {
     const store = this.#sessions.store;
-    const unknown = 'unknown or ended session (start a new one with initialize)';
+    const unknown = UNKNOWN_SESSION;
     if (store === undefined || forwarded) refuse(404, unknown);
     const owner = await store!.ownerOf(id);
     if (owner === undefined || owner === store!.replica) refuse(404, unknown);
-    if (!(await store!.forward(owner!, tunnelRequest(req, body), res))) refuse(404, unknown);
+    if (!(await store!.forward(owner!, tunnelRequest(req, body, caller), res))) refuse(404, unknown);
   }
 
   /**
@@ -345,21 +417,21 @@ export class HttpFront {
    * its child is waiting to finish. True when carried; false to serve it here (no store, this replica's own
    * state, or its maker is gone, when the call starts over).
    */
-  async #carryRetry(msg: JsonRpcRequest, req: IncomingMessage, res: ServerResponse, body: string): Promise<boolean> {
+  async #carryRetry(msg: JsonRpcRequest, req: IncomingMessage, res: ServerResponse, body: string, caller: Caller | undefined): Promise<boolean> {
     const store = this.#sessions.store;
     if (store === undefined) return false;
     const state = isObject(msg.params) ? msg.params.requestState : undefined;
     const maker = typeof state === 'string' ? /^([0-9a-f-]{36})\./.exec(state)?.[1] : undefined;
     if (maker === undefined || maker === store.replica) return false;
-    return store.forward(maker, tunnelRequest(req, body), res);
+    return store.forward(maker, tunnelRequest(req, body, caller), res);
   }
 
   /** A new session for an initialize request, its child started. */
-  async #open(req: IncomingMessage, messages: unknown[]): Promise<StreamableSession> {
+  async #open(req: IncomingMessage, messages: unknown[], caller: Caller | undefined): Promise<StreamableSession> {
     if (req.headers['mcp-session-id'] !== undefined) refuse(400, 'initialize must not name a session');
     if (messages.length > 1) refuse(400, 'initialize must be sent alone');
     const id = await this.#admit();
-    const session = new StreamableSession(this.#ctx, id, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why));
+    const session = new StreamableSession(this.#ctx, id, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why), caller);
     await this.#started(this.#sessions.streamable, session, '');
     return session;
   }
@@ -386,28 +458,30 @@ export class HttpFront {
     return (room as { id: string }).id;
   }
 
-  async #legacyStream(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #legacyStream(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
     if (req.method !== 'GET') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /sse`, { Allow: 'GET' });
     if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
     const id = await this.#admit();
-    const session = new LegacySession(this.#ctx, id, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why));
+    const session = new LegacySession(this.#ctx, id, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why), caller);
     await this.#started(this.#sessions.legacy, session, ' over the legacy SSE transport');
     session.attach(res);
   }
 
-  async #legacyPost(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
+  async #legacyPost(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
     if (req.method !== 'POST') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /messages`, { Allow: 'POST' });
     const id = requestTarget(req.url)?.query.get('sessionId') ?? null;
     if (id === null) refuse(400, 'the sessionId parameter is required');
     const session = this.#sessions.legacy.get(id!);
     if (session === undefined && (this.#sessions.store === undefined || forwarded)) refuse(404, 'unknown or ended session');
+    if (session !== undefined && session.owner !== caller?.subject) refuse(404, 'unknown or ended session');
     requireJsonBody(req);
     const body = await readBody(req, this.#ctx.maxMessageBytes);
     const messages = parseMessages(body);
-    if (session === undefined) return this.#carry(id!, req, res, forwarded, body);
+    this.#stepUp(messages, caller);
+    if (session === undefined) return this.#carry(id!, req, res, forwarded, body, caller);
     const requests = messages.filter(isRequest).length;
     if (session.pending + requests > this.#ctx.maxPendingPerSession) refuse(429, `the session has ${session.pending} requests in flight already`);
-    session.post(messages);
+    session.post(messages, caller);
     res.writeHead(202).end('Accepted');
   }
 

@@ -6,7 +6,8 @@
 import type { ServerResponse } from 'node:http';
 
 import { idKey, isRequest, isResponse } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild } from './context.js';
+import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
+import type { Caller } from '../gateway/policy.js';
 import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 export class LegacySession {
@@ -19,11 +20,15 @@ export class LegacySession {
   /** Requests sent to the child and not answered yet, by id as sent: a child that dies owes each an error. */
   readonly #pending = new Map<string, unknown>();
 
-  constructor(ctx: ServeContext, id: string, onEnd: (session: LegacySession, why: string) => void) {
+  /** The subject of the caller that opened it (signed in): only that caller may post to it. */
+  readonly owner: string | undefined;
+
+  constructor(ctx: ServeContext, id: string, onEnd: (session: LegacySession, why: string) => void, caller?: Caller) {
     this.#ctx = ctx;
     this.id = id;
+    this.owner = caller?.subject;
     this.label = `session ${shortId(this.id)}`;
-    this.channel = startChild(ctx, this.label);
+    this.channel = startChild(ctx, this.label, caller);
     this.channel.on('message', (msg: unknown) => {
       if (isResponse(msg)) this.#pending.delete(idKey(msg.id));
       this.#write(msg);
@@ -52,10 +57,10 @@ export class LegacySession {
     whenGone(res, () => void this.close('the client closed its event stream'));
   }
 
-  post(messages: unknown[]): void {
+  post(messages: unknown[], caller?: Caller): void {
     for (const msg of messages) {
       if (isRequest(msg)) this.#pending.set(idKey(msg.id), msg.id);
-      this.channel.send(msg).catch((err: Error) => {
+      sendAs(this.channel, msg, caller).catch((err: Error) => {
         if (isRequest(msg) && this.#pending.delete(idKey(msg.id))) this.#write(rpcError(msg.id, SERVER_ERROR, err.message));
       });
     }

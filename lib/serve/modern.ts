@@ -41,7 +41,8 @@ import { listPages } from '../protocol/paging.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
-import { rpcError, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
+import type { Caller } from '../gateway/policy.js';
+import { rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 /**
@@ -80,6 +81,8 @@ interface Exchange {
   capabilities: Record<string, unknown>;
   /** For a listen served from a legacy child's notifications: what was agreed. */
   agreed?: ListenFilter;
+  /** Who sent it, when signed in (a gateway filters for them). */
+  caller?: Caller | undefined;
 }
 
 /** An exchange with no progress token and no logs asked: a retry's, or a listen's. */
@@ -141,7 +144,7 @@ export class ModernHub {
   }
 
   /** Forwards one modern request; its answer (and notifications) go out on `res`. */
-  async handle(msg: JsonRpcRequest, res: ServerResponse, headers: IncomingHttpHeaders = {}): Promise<void> {
+  async handle(msg: JsonRpcRequest, res: ServerResponse, headers: IncomingHttpHeaders = {}, caller?: Caller): Promise<void> {
     const child = await this.#started();
     // The child reads the body but not the headers: the Mcp-Param-* headers are checked against it here.
     const mismatch = msg.method === 'tools/call' ? await this.#paramMismatch(child, msg, headers) : undefined;
@@ -185,6 +188,7 @@ export class ModernHub {
       timer: undefined,
       logs: isObject(msg.params) && isObject(msg.params._meta) && msg.params._meta[META_LOG_LEVEL] !== undefined,
       capabilities,
+      caller,
     };
     if (meta !== undefined && meta.progressToken !== undefined) {
       meta.progressToken = `mcp-frame-${n}`;
@@ -213,7 +217,7 @@ export class ModernHub {
     });
     const forwarded = { ...msg, id: n, ...(params === undefined ? {} : { params }) };
     if (params === undefined) delete (forwarded as { params?: unknown }).params;
-    child.send(forwarded).catch((err: Error) => this.#answer(n, rpcError(n, SERVER_ERROR, err.message)));
+    sendAs(child, forwarded, exchange.caller).catch((err: Error) => this.#answer(n, rpcError(n, SERVER_ERROR, err.message)));
   }
 
   /**

@@ -12,6 +12,8 @@ import { isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioSe
 import { connect } from '../client/connect.js';
 import type { FrameTrace } from '../client/connection.js';
 import { Gateway } from '../gateway/gateway.js';
+import type { Policy } from '../gateway/policy.js';
+import { ResourceServer, type ResourceServerOptions } from './resource-server.js';
 import type { PrefixMode } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
 import { safeLine } from '../errors.js';
@@ -106,6 +108,32 @@ export interface ServeOptions {
    * authorization spec forbids passing it on). Unset: remote servers get only their configured headers.
    */
   upstreamAuth?: (name: string, entry: RemoteServerConfig) => AuthOptions | undefined;
+  /**
+   * Sign-in: serve as an OAuth 2.1 resource server. Every HTTP request needs an access token of `issuer` for
+   * `resource` (a JWT checked against the issuer's keys, or an opaque one through `introspection`); a session
+   * is bound to the caller that opened it. Not with `token`, nor with `socket` (which has no caller to check).
+   * Needs the jose package (loaded only then).
+   */
+  auth?: ServeAuthOptions;
+  /**
+   * Who may call which tool and prompt (see Policy): what it does not allow a caller is not listed for them, a
+   * call to it is an unknown tool, or a 403 asking for the scopes that would allow it. Replace it with
+   * setPolicy(). Serving through a gateway, even for one server.
+   */
+  policy?: Policy;
+  /** Claims of the signed-in caller put in each request's `_meta` under `mcp-frame/caller` (never the token). */
+  forwardClaims?: string[];
+}
+
+export interface ServeAuthOptions {
+  /** The authorization server's issuer identifier (its tokens' `iss`, exactly). */
+  issuer: string;
+  /** This server's public MCP URL, the tokens' audience. @defaultValue the URL serve listens on */
+  resource?: string;
+  /** Scopes every token must have. */
+  requiredScopes?: string[];
+  /** For opaque tokens (RFC 7662), with serve's own client credentials. */
+  introspection?: { endpoint: string; clientId: string; clientSecret: string };
 }
 
 /** The servers serve() is given: one stdio entry, or named entries (stdio or remote) for a gateway. */
@@ -124,6 +152,8 @@ export interface ServeHandle {
    * progress token), dropped rather than sent to a client they may not belong to.
    */
   readonly unattributed: number;
+  /** Replaces the policy (sessions open now included); undefined: none. */
+  setPolicy(policy: Policy | undefined): void;
   /** Stops accepting, closes every session's child, removes the socket file. */
   close(): Promise<void>;
 }
@@ -264,8 +294,12 @@ function opener(ctx: ServeContext, options: ServeOptions, label: string): Upstre
 async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig]>, options: ServeOptions): Promise<void> {
   const health = new UpstreamHealth(servers.map(([name]) => name));
   ctx.upstreams = health;
-  ctx.gateway = (label) =>
+  const policy = ctx.policy;
+  ctx.gateway = (label, caller) =>
     new Gateway({
+      ...(caller === undefined ? {} : { caller }),
+      ...(policy === undefined ? {} : { policy: () => policy.current }),
+      ...(options.forwardClaims === undefined ? {} : { forwardClaims: options.forwardClaims }),
       upstreams: servers,
       open: opener(ctx, options, label),
       name: ctx.name,
@@ -281,7 +315,7 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
       log: (line) => ctx.log(`${label}: ${line}`),
     });
   if (options.prefix !== 'never' || servers.length < 2) return;
-  const probe = ctx.gateway('start-up check');
+  const probe = ctx.gateway('start-up check', undefined);
   try {
     await probe.start();
     const clashes = await probe.clashes();
@@ -292,14 +326,65 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
   }
 }
 
+/** Options that do not go together: a TypeError saying why. */
+function checkOptions(options: ServeOptions): void {
+  if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
+  if (options.auth !== undefined && options.token !== undefined)
+    throw new TypeError('serve: auth (sign-in) and a static token do not go together: give one');
+  if (options.auth !== undefined && options.socket !== undefined)
+    throw new TypeError('serve: auth (sign-in) checks HTTP callers, and a socket has none to check: serve the socket from another serve');
+}
+
+/** The resource server for `auth`, its metadata naming the scopes the policy asks for too. */
+function resourceServer(ctx: ServeContext, auth: ServeAuthOptions, resource: string): ResourceServer {
+  const settings: ResourceServerOptions = {
+    issuer: auth.issuer,
+    resource,
+    ...(auth.requiredScopes === undefined ? {} : { requiredScopes: auth.requiredScopes }),
+    ...(auth.introspection === undefined ? {} : { introspection: auth.introspection }),
+    otherScopes: () => ctx.policy?.current?.scopes ?? [],
+    log: ctx.log,
+  };
+  return new ResourceServer(settings);
+}
+
 /** The context of a serve of one stdio server (named by its command, or its key), or of a gateway in front of several. */
 async function targetContext(target: ServeTarget, options: ServeOptions): Promise<ServeContext> {
   const servers = serversOf(target);
-  const single = servers.length === 1 && isStdioServer(servers[0]![1]) ? servers[0]! : undefined;
-  if (single !== undefined) return contextOf(single[1] as StdioServerConfig, { ...options, name: options.name ?? single[0] });
+  // A policy and forwarded claims are the gateway's: one server gets one too (its names as they are).
+  const plain = servers.length === 1 && isStdioServer(servers[0]![1]) && options.policy === undefined && options.forwardClaims === undefined;
+  if (plain) return contextOf(servers[0]![1] as StdioServerConfig, { ...options, name: options.name ?? servers[0]![0] });
   const ctx = contextOf(undefined, options);
+  ctx.policy = { current: options.policy };
   await gatewayOf(ctx, servers, options);
   return ctx;
+}
+
+/** Listens on HTTP and takes requests: the guard, the sign-in when asked, the store's carried requests. */
+async function startHttp(httpServer: http.Server, ctx: ServeContext, options: ServeOptions, table: SessionTable, modern: ModernHub): Promise<number> {
+  const host = options.host ?? '127.0.0.1';
+  const store = table.store;
+  const port = await listenHttp(httpServer, host, options.port ?? 0).catch(async (err: unknown) => {
+    await store?.close();
+    throw err;
+  });
+  const resource = options.auth?.resource ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`;
+  // The public URL's name is one clients use.
+  const allowHosts = [...(options.allowHosts ?? []), ...(options.auth === undefined ? [] : [new URL(resource).host])];
+  const guard = new Guard({ host, port, allowHosts, allowOrigins: options.allowOrigins ?? [], token: options.token });
+  if (options.auth !== undefined) ctx.resourceServer = resourceServer(ctx, options.auth, resource);
+  const front = new HttpFront(ctx, guard, table, modern);
+  httpServer.on('request', (req, res) => front.handle(req, res));
+  store?.onForwarded((request, res) => front.forwarded(request, res));
+  if (options.token !== undefined && options.token.length < SHORT_TOKEN)
+    ctx.log(`warning: the token is ${options.token.length} characters: one that short is easy to guess (use ${SHORT_TOKEN * 2} or more random ones)`);
+  if (!isLoopback(host) && options.token === undefined && options.auth === undefined)
+    ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
+  // On every interface, the names clients may use are this machine's addresses: anything else (a DNS name, a
+  // balancer's) is refused 403 until --allow-host admits it.
+  if (host === '0.0.0.0' || host === '::')
+    ctx.log(`admitting Host ${guard.hosts.join(', ')} (others are refused 403: add the names clients use with --allow-host)`);
+  return port;
 }
 
 /**
@@ -317,10 +402,10 @@ async function targetContext(target: ServeTarget, options: ServeOptions): Promis
  * ```
  */
 export async function serve(target: ServeTarget, options: ServeOptions = {}): Promise<ServeHandle> {
+  checkOptions(options);
   const ctx = await targetContext(target, options);
   const host = options.host ?? '127.0.0.1';
   const socketChildren = new Set<ServedChild>();
-  if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
   const store = options.store === undefined ? undefined : await openStore(options.store, options.storePrefix ?? 'mcp-frame', ctx);
   if (store !== undefined) ctx.replica = store.replica;
   const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store);
@@ -328,26 +413,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const socketServer = options.socket === undefined ? undefined : net.createServer();
   const modern = new ModernHub(ctx);
   let port: number | undefined;
-  if (httpServer !== undefined) {
-    port = await listenHttp(httpServer, host, options.port ?? 0).catch(async (err: unknown) => {
-      await store?.close();
-      throw err;
-    });
-    const guard = new Guard({ host, port, allowHosts: options.allowHosts ?? [], allowOrigins: options.allowOrigins ?? [], token: options.token });
-    const front = new HttpFront(ctx, guard, table, modern);
-    httpServer.on('request', (req, res) => front.handle(req, res));
-    store?.onForwarded((request, res) => front.forwarded(request, res));
-    if (options.token !== undefined && options.token.length < SHORT_TOKEN)
-      ctx.log(
-        `warning: the token is ${options.token.length} characters: one that short is easy to guess (use ${SHORT_TOKEN * 2} or more random ones)`,
-      );
-    if (!isLoopback(host) && options.token === undefined)
-      ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
-    // On every interface, the names clients may use are this machine's addresses: anything else (a DNS name, a
-    // balancer's) is refused 403 until --allow-host admits it.
-    if (host === '0.0.0.0' || host === '::')
-      ctx.log(`admitting Host ${guard.hosts.join(', ')} (others are refused 403: add the names clients use with --allow-host)`);
-  }
+  if (httpServer !== undefined) port = await startHttp(httpServer, ctx, options, table, modern);
   if (socketServer !== undefined) {
     let connections = 0;
     socketServer.on('connection', (socket) => {
@@ -401,6 +467,11 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
     socketPath: options.socket,
     get sessions() {
       return table.count();
+    },
+    setPolicy(policy) {
+      if (ctx.policy === undefined)
+        throw new TypeError('setPolicy: serve was started without a policy (give one, even an empty one, to replace it later)');
+      ctx.policy.current = policy;
     },
     get unattributed() {
       return modern.dropped;

@@ -8,7 +8,8 @@ import type { ServerResponse } from 'node:http';
 
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
 import { idKey, isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild } from './context.js';
+import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
+import type { Caller } from '../gateway/policy.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
@@ -54,11 +55,15 @@ export class StreamableSession {
   #translating: Promise<LegacyHostSession | undefined> | undefined;
   #translation: LegacyHostSession | undefined;
 
-  constructor(ctx: ServeContext, id: string, onEnd: (session: StreamableSession, why: string) => void) {
+  /** The subject of the caller that opened it (signed in): only that caller may use it. */
+  readonly owner: string | undefined;
+
+  constructor(ctx: ServeContext, id: string, onEnd: (session: StreamableSession, why: string) => void, caller?: Caller) {
     this.#ctx = ctx;
     this.id = id;
+    this.owner = caller?.subject;
     this.label = `session ${shortId(this.id)}`;
-    this.channel = startChild(ctx, this.label);
+    this.channel = startChild(ctx, this.label, caller);
     this.#get = this.#newStream(0);
     this.#streams.set(0, this.#get);
     this.channel.on('message', (msg: unknown) => this.#fromServer(msg));
@@ -99,7 +104,7 @@ export class StreamableSession {
    * Takes a POST's messages (checked by refusePost): without requests, 202; with requests, a new event stream
    * on `res` that ends once each is answered.
    */
-  post(messages: unknown[], res: ServerResponse): void {
+  post(messages: unknown[], res: ServerResponse, caller?: Caller): void {
     this.lastActive = Date.now();
     const requests = messages.filter(isRequest);
     if (requests.length > 0) {
@@ -116,7 +121,7 @@ export class StreamableSession {
     } else {
       res.writeHead(202, { 'Mcp-Session-Id': this.id }).end();
     }
-    for (const msg of messages) this.#toServer(msg);
+    for (const msg of messages) this.#toServer(msg, caller);
   }
 
   /** A GET: the session's own stream, or (with Last-Event-ID) the rest of the stream that event was on. */
@@ -156,7 +161,8 @@ export class StreamableSession {
     return new EventStream(number, this.#ctx.stream, { hold: () => this.channel.holdInput() });
   }
 
-  #toServer(msg: unknown): void {
+  /** `caller`: who sent it now (its scopes may have grown since the session opened). */
+  #toServer(msg: unknown, caller: Caller | undefined): void {
     // A cancelled request may never be answered (a translation drops it too): its stream must not wait for it.
     if (isObject(msg) && msg.method === 'notifications/cancelled' && isObject(msg.params)) {
       const pending = this.#pending.get(idKey(msg.params.requestId));
@@ -171,7 +177,7 @@ export class StreamableSession {
       return;
     }
     if (isRequest(msg) && msg.method === 'initialize') this.#init = { id: msg.id, params: isObject(msg.params) ? msg.params : {} };
-    this.channel.send(msg).catch((err: Error) => {
+    sendAs(this.channel, msg, caller).catch((err: Error) => {
       if (isRequest(msg)) this.#answer(rpcError(msg.id, SERVER_ERROR, err.message));
     });
   }

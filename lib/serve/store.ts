@@ -9,6 +9,8 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
+import type { Caller } from '../gateway/policy.js';
+import { isObject } from '../jsonrpc.js';
 
 /** A request carried to the replica that owns its session. The body is read already (a POST's). */
 export interface TunnelRequest {
@@ -26,11 +28,27 @@ export interface TunnelRequest {
 const CARRIED = new Set(['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'mcp-method', 'mcp-name']);
 const carried = (name: string): boolean => CARRIED.has(name) || name.startsWith('mcp-param-');
 
-/** A request as the tunnel carries it. */
-export function tunnelRequest(req: IncomingMessage, body = ''): TunnelRequest {
+/**
+ * The header that carries a signed-in caller to the replica that owns the session: the identity this replica
+ * found in the token (never the token itself). Only a carried request's is read; a client's own is never carried.
+ */
+const CALLER_HEADER = 'mcp-frame-caller';
+
+/** A request as the tunnel carries it (with the caller this replica found in its token, when signed in). */
+export function tunnelRequest(req: IncomingMessage, body = '', caller?: Caller): TunnelRequest {
   const headers: IncomingHttpHeaders = {};
   for (const [name, value] of Object.entries(req.headers)) if (carried(name)) headers[name] = value;
+  if (caller !== undefined) headers[CALLER_HEADER] = JSON.stringify(caller);
   return { method: req.method ?? 'GET', url: req.url ?? '/', headers, body };
+}
+
+/** The caller a carried request names (see tunnelRequest), or undefined. */
+export function carriedCaller(headers: IncomingHttpHeaders): Caller | undefined {
+  const text = headers[CALLER_HEADER];
+  if (typeof text !== 'string') return undefined;
+  const caller: unknown = JSON.parse(text);
+  if (!isObject(caller) || typeof caller.subject !== 'string' || !Array.isArray(caller.scopes) || !isObject(caller.claims)) return undefined;
+  return caller as unknown as Caller;
 }
 
 /** A carried request as the HTTP handling reads one: a readable body with the request line and headers. */

@@ -21,6 +21,7 @@ import { type RedisServer, requireRedis, startRedis } from '../helpers/redis.js'
 import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
+import { startIdp } from '../helpers/idp.js';
 
 const EVERYTHING = [process.execPath, `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
 
@@ -175,6 +176,44 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       await client.close();
     }
     expect(next).to.be.greaterThan(8);
+  });
+
+  it('signed-in callers through replicas: a session answers its own caller through another replica, and 404 to anyone else', async () => {
+    const idp = await startIdp({ ada: {}, bob: {} });
+    try {
+      const resource = 'http://mcp.test/mcp';
+      const [one, two] = await replicas(2, ['--auth-issuer', idp.issuer, '--public-url', resource]);
+      const ada = await idp.mint({ aud: resource, sub: 'ada' });
+      const bob = await idp.mint({ aud: resource, sub: 'bob' });
+      const as = (token: string, url: string, session: string | undefined, body: unknown) =>
+        rawRequest(url, {
+          method: 'POST',
+          headers: { ...MCP_HEADERS, authorization: `Bearer ${token}`, ...(session === undefined ? {} : { 'mcp-session-id': session }) },
+          body: typeof body === 'string' ? body : JSON.stringify(body),
+        });
+      const init = await as(ada, one!.url, undefined, INIT);
+      expect(init.status, init.body).to.equal(200);
+      const id = init.headers['mcp-session-id'] as string;
+      const own = await as(ada, two!.url, id, echo(2, 'carried ✓'));
+      expect(own.status).to.equal(200);
+      expect(own.body).to.include('Echo: carried ✓');
+      const other = await as(bob, two!.url, id, echo(3, 'not yours'));
+      expect(other.status).to.equal(404);
+      // A client cannot name itself someone else by sending the header the replicas use between them.
+      const forged = await rawRequest(two!.url, {
+        method: 'POST',
+        headers: {
+          ...MCP_HEADERS,
+          authorization: `Bearer ${bob}`,
+          'mcp-session-id': id,
+          'mcp-frame-caller': JSON.stringify({ subject: `${idp.issuer} ada`, scopes: ['mcp'], claims: {} }),
+        },
+        body: JSON.stringify(echo(4, 'forged')),
+      });
+      expect(forged.status).to.equal(404);
+    } finally {
+      await idp.close();
+    }
   });
 
   it('the deprecated HTTP+SSE transport: the stream on one replica, every POST to /messages on the next (SDK client)', async () => {

@@ -1,7 +1,7 @@
 // A legacy server for the gateway tests, named by its first argument: tools `echo`, `shared` (a name every peer
 // has), `<name>-only` (a name no other peer has), `die` (exits), `hang` (answers only its cancellation, on stderr), `progress` (three progress
 // notifications with the caller's token, then the result), `ask` (an elicitation to the client, its answer
-// returned); tools listed two per page; one resource `peer://<name>/readme` and a template `peer://<name>/files/{path}`.
+// returned), and, unlisted, `whoami` (the `_meta` caller the gateway forwarded); tools listed two per page; one resource `peer://<name>/readme` and a template `peer://<name>/files/{path}`.
 // With PEER_START_MS, it reads nothing for that long first (a slow start); with PEER_STATE, it appends
 // every start to that file (to count restarts).
 import { appendFileSync } from 'node:fs';
@@ -35,6 +35,9 @@ function call(msg: Json): unknown {
       return undefined;
     case 'hang':
       return undefined;
+    // Not listed: what the gateway put in the request's _meta about its caller.
+    case 'whoami':
+      return text(JSON.stringify(((params._meta ?? {}) as Json)['mcp-frame/caller'] ?? null));
     case 'progress': {
       const token = ((params._meta ?? {}) as Json).progressToken;
       for (let i = 1; i <= 3; i++)

@@ -1,0 +1,150 @@
+/*
+ * Who may call which tool: a signed-in caller (its subject, scopes and claims), and a policy of rules that allow
+ * tools and prompts, by the names the gateway exposes, to callers with some scopes or some claims.
+ *
+ * A name is allowed when one rule that names it (a glob of `tools` or `prompts`, not one of its `except`) is
+ * met: the caller has every scope of its `scopes`, and for each claim of its `claims` the caller's claim (a
+ * string, or an array of strings) holds one of the values. A name no rule allows is not there for that caller
+ * (not listed; a call is an unknown tool), except where a rule's claims are met and only its scopes are
+ * missing: then the call is refused with the scopes that would allow it (an HTTP 403 `insufficient_scope`, so
+ * that the client can ask the user for more).
+ */
+import { jsonErrorPosition } from '../json-position.js';
+import { isObject } from '../jsonrpc.js';
+import { globPattern } from './names.js';
+
+/** A caller as the resource server found it in its access token. */
+export interface Caller {
+  /** `iss` and `sub`, the key sessions are bound by. */
+  readonly subject: string;
+  readonly scopes: readonly string[];
+  /** The token's claims (sub, groups, email, ...). */
+  readonly claims: Readonly<Record<string, unknown>>;
+}
+
+/** One rule of a policy file. */
+export interface PolicyRule {
+  /** Globs on exposed tool names (`*` any run, `?` one character). */
+  tools?: string[];
+  prompts?: string[];
+  /** Names the globs above match that this rule does not allow. */
+  except?: string[];
+  /** Scopes the caller must all have. */
+  scopes?: string[];
+  /** Claims the caller must have: each a value, or values of which one must be the caller's (or among its array). */
+  claims?: Record<string, string | string[]>;
+}
+
+/** What a policy says of one name for one caller. */
+export type Decision = { allowed: true } | { allowed: false; scopes?: string[] };
+
+/** A policy file that is not one: where (line, when the JSON is broken) and why. */
+export class PolicyError extends Error {
+  override readonly name = 'PolicyError';
+}
+
+interface CompiledRule {
+  tools: RegExp[];
+  prompts: RegExp[];
+  except: RegExp[];
+  scopes: string[];
+  claims: Array<[string, string[]]>;
+}
+
+const RULE_KEYS = new Set(['tools', 'prompts', 'except', 'scopes', 'claims', 'description']);
+
+function strings(value: unknown, where: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && v !== ''))
+    throw new PolicyError(`${where} must be an array of non-empty strings`);
+  return value as string[];
+}
+
+export class Policy {
+  readonly #rules: CompiledRule[];
+  /** Where the policy came from (a file's path), for messages. */
+  readonly source: string;
+
+  private constructor(rules: CompiledRule[], source: string) {
+    this.#rules = rules;
+    this.source = source;
+  }
+
+  /** A policy from its JSON text; PolicyError naming the line (broken JSON) or the rule and key (a wrong shape). */
+  static parse(text: string, source = 'policy'): Policy {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      const at = jsonErrorPosition(text);
+      throw new PolicyError(`${source}: not valid JSON${at === undefined ? '' : ` at line ${at.line}, column ${at.column}`}`);
+    }
+    try {
+      return new Policy(Policy.#compile(parsed), source);
+    } catch (err) {
+      throw err instanceof PolicyError ? new PolicyError(`${source}: ${err.message}`) : err;
+    }
+  }
+
+  static #compile(parsed: unknown): CompiledRule[] {
+    if (!isObject(parsed) || !Array.isArray(parsed.rules)) throw new PolicyError('the policy must be an object with a "rules" array');
+    for (const key of Object.keys(parsed))
+      if (key !== 'rules' && key !== 'description') throw new PolicyError(`unknown key "${key}" (rules, description)`);
+    return parsed.rules.map((rule, i) => {
+      const where = `rules[${i}]`;
+      if (!isObject(rule)) throw new PolicyError(`${where} must be an object`);
+      for (const key of Object.keys(rule)) {
+        if (!RULE_KEYS.has(key)) throw new PolicyError(`${where}: unknown key "${key}" (${[...RULE_KEYS].join(', ')})`);
+      }
+      const tools = strings(rule.tools, `${where}.tools`);
+      const prompts = strings(rule.prompts, `${where}.prompts`);
+      if (tools.length === 0 && prompts.length === 0) throw new PolicyError(`${where} names no tools and no prompts`);
+      const claims: Array<[string, string[]]> = [];
+      if (rule.claims !== undefined) {
+        if (!isObject(rule.claims)) throw new PolicyError(`${where}.claims must be an object of claim names to values`);
+        for (const [claim, value] of Object.entries(rule.claims)) {
+          const values = typeof value === 'string' ? [value] : strings(value, `${where}.claims.${claim}`);
+          if (values.length === 0) throw new PolicyError(`${where}.claims.${claim} names no value`);
+          claims.push([claim, values]);
+        }
+      }
+      return {
+        tools: tools.map(globPattern),
+        prompts: prompts.map(globPattern),
+        except: strings(rule.except, `${where}.except`).map(globPattern),
+        scopes: strings(rule.scopes, `${where}.scopes`),
+        claims,
+      };
+    });
+  }
+
+  /** Every scope a rule asks for (for the protected resource metadata's scopes_supported). */
+  get scopes(): string[] {
+    return [...new Set(this.#rules.flatMap((rule) => rule.scopes))];
+  }
+
+  /** What the policy says of `name` (a tool's or a prompt's exposed name) for `caller` (undefined: nobody signed in). */
+  decide(caller: Caller | undefined, kind: 'tools' | 'prompts', name: string): Decision {
+    let stepUp: string[] | undefined;
+    for (const rule of this.#rules) {
+      if (!rule[kind].some((re) => re.test(name)) || rule.except.some((re) => re.test(name))) continue;
+      if (!rule.claims.every(([claim, values]) => holds(caller?.claims[claim], values))) continue;
+      const missing = rule.scopes.filter((scope) => !caller?.scopes.includes(scope));
+      if (missing.length === 0) return { allowed: true };
+      // The rule that asks the fewest scopes more is the one to step up to.
+      if (stepUp === undefined || missing.length < stepUp.length) stepUp = rule.scopes;
+    }
+    return stepUp === undefined ? { allowed: false } : { allowed: false, scopes: stepUp };
+  }
+
+  allows(caller: Caller | undefined, kind: 'tools' | 'prompts', name: string): boolean {
+    return this.decide(caller, kind, name).allowed;
+  }
+}
+
+/** The caller's claim is one of `values`, or (an array) holds one of them. */
+function holds(claim: unknown, values: string[]): boolean {
+  if (typeof claim === 'string') return values.includes(claim);
+  if (typeof claim === 'number' || typeof claim === 'boolean') return values.includes(String(claim));
+  return Array.isArray(claim) && claim.some((c) => typeof c === 'string' && values.includes(c));
+}

@@ -1,0 +1,283 @@
+/*
+ * `serve` as an OAuth 2.1 resource server (the MCP authorization spec's protected server): its protected resource
+ * metadata (RFC 9728), and each request's bearer token checked: a JWT access token against the issuer's keys
+ * (found from its RFC 8414 or OpenID metadata), or an opaque one through RFC 7662 introspection.
+ *
+ * A JWT must be signed by a key of the issuer's JWKS with an asymmetric algorithm (never `none`, never an HMAC:
+ * the keys are public), `iss` exactly the issuer, `aud` holding the resource (RFC 8707: a token for another
+ * resource is refused), `exp` in the future and `nbf` past (LEEWAY_S either way). The JWS work is jose's (the
+ * field's standard, no dependencies of its own), loaded only when serve is given an issuer, as the Redis client
+ * is only for --store; its remote key set is cached, fetched again for an unknown `kid`, at most once per 30 s.
+ */
+import { createHash } from 'node:crypto';
+import type { Caller } from '../gateway/policy.js';
+import { isObject } from '../jsonrpc.js';
+
+export interface ResourceServerOptions {
+  /** The authorization server's issuer identifier, exactly as its tokens' `iss`. */
+  issuer: string;
+  /** The resource: this server's public MCP URL, as clients reach it (the tokens' audience). */
+  resource: string;
+  /** Scopes every token must have. */
+  requiredScopes?: readonly string[];
+  /** Scopes the metadata names besides the required ones (those a policy asks for). */
+  otherScopes?: () => readonly string[];
+  /** For opaque tokens: the introspection endpoint, with this server's own client credentials. */
+  introspection?: { endpoint: string; clientId: string; clientSecret: string };
+  log(line: string): void;
+}
+
+/** A request's verdict: its caller, or the status and WWW-Authenticate challenge to refuse it with. */
+export type Authentication = { caller: Caller } | { status: 401 | 403; challenge: string; reason: string };
+
+/** Clock skew allowed on exp and nbf, in seconds. */
+const LEEWAY_S = 30;
+/** The algorithms a token may be signed with: asymmetric ones only. */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+/** Introspection answers kept at most this long (and never past the token's exp), and at most this many. */
+const INTROSPECTION_CACHE_MS = 5 * 60_000;
+const INTROSPECTION_CACHE_SIZE = 10_000;
+/** After a failed metadata fetch, the next request tries again no sooner than this. */
+const DISCOVERY_RETRY_MS = 5000;
+
+type Jose = typeof import('jose');
+
+/** jose, loaded now: a clear error naming it when it is not installed. */
+async function loadJose(): Promise<Jose> {
+  try {
+    return await import('jose');
+  } catch (err) {
+    throw new Error(
+      `serve --auth-issuer validates tokens with the jose package, which is not installed (npm install jose): ${(err as Error).message}`,
+    );
+  }
+}
+
+/** The quoted-string form of a challenge parameter value (RFC 9110 §5.6.4). */
+const quoted = (text: string): string => `"${text.replace(/["\\]/g, '\\$&')}"`;
+
+/** The metadata URL of `resource` (RFC 9728 §3.1: the well-known path before the resource's own path). */
+function metadataUrl(resource: string): string {
+  const url = new URL(resource);
+  const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
+  return `${url.origin}/.well-known/oauth-protected-resource${path}`;
+}
+
+export class ResourceServer {
+  readonly #options: ResourceServerOptions;
+  readonly #metadataUrl: string;
+  #jose: Jose | undefined;
+  #keys: ReturnType<Jose['createRemoteJWKSet']> | undefined;
+  #discovering: Promise<void> | undefined;
+  #discoveryFailed: { at: number; why: string } | undefined;
+  #discovered = false;
+  readonly #introspected = new Map<string, { caller: Caller; until: number }>();
+
+  constructor(options: ResourceServerOptions) {
+    this.#options = options;
+    this.#metadataUrl = metadataUrl(options.resource);
+  }
+
+  /** The paths the metadata is served at: the path-suffixed one, and the root one. */
+  get metadataPaths(): string[] {
+    const suffixed = new URL(this.#metadataUrl).pathname;
+    return [...new Set([suffixed, '/.well-known/oauth-protected-resource'])];
+  }
+
+  /** The protected resource metadata (RFC 9728 §2). */
+  metadata(): Record<string, unknown> {
+    const scopes = [...new Set([...(this.#options.requiredScopes ?? []), ...(this.#options.otherScopes?.() ?? [])])];
+    return {
+      resource: this.#options.resource,
+      authorization_servers: [this.#options.issuer],
+      ...(scopes.length === 0 ? {} : { scopes_supported: scopes }),
+      bearer_methods_supported: ['header'],
+    };
+  }
+
+  /** A WWW-Authenticate challenge: where the metadata is, the scope asked, and the error when a token was refused. */
+  challenge(
+    error?: 'invalid_token' | 'insufficient_scope',
+    scopes: readonly string[] = this.#options.requiredScopes ?? [],
+    description?: string,
+  ): string {
+    const parts = [`resource_metadata=${quoted(this.#metadataUrl)}`];
+    if (scopes.length > 0) parts.push(`scope=${quoted(scopes.join(' '))}`);
+    if (error !== undefined) parts.push(`error=${quoted(error)}`);
+    if (description !== undefined) parts.push(`error_description=${quoted(description)}`);
+    return `Bearer ${parts.join(', ')}`;
+  }
+
+  /** The 403 that asks a caller for more scopes (`scopes`: those that would allow the call, with the required ones). */
+  stepUp(caller: Caller, scopes: readonly string[]): { status: 403; challenge: string; reason: string } {
+    const wanted = [...new Set([...caller.scopes, ...(this.#options.requiredScopes ?? []), ...scopes])];
+    return {
+      status: 403,
+      challenge: this.challenge('insufficient_scope', wanted, `this call needs the scope ${scopes.join(' ')}`),
+      reason: `insufficient scope: the call needs ${scopes.join(' ')}`,
+    };
+  }
+
+  /** Checks the Authorization header of a request. */
+  async authenticate(authorization: string | undefined): Promise<Authentication> {
+    const token = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? '')?.[1];
+    if (authorization === undefined) return { status: 401, challenge: this.challenge(), reason: 'no Authorization header' };
+    if (token === undefined) return this.#refused('the Authorization header is not a bearer token');
+    let caller: Caller;
+    try {
+      caller = token.split('.').length === 3 ? await this.#verifyJwt(token) : await this.#introspect(token);
+    } catch (err) {
+      if (err instanceof Refusal) return this.#refused(err.message);
+      throw err;
+    }
+    const missing = (this.#options.requiredScopes ?? []).filter((scope) => !caller.scopes.includes(scope));
+    if (missing.length > 0) return this.stepUp(caller, missing);
+    return { caller };
+  }
+
+  #refused(reason: string): Authentication {
+    return { status: 401, challenge: this.challenge('invalid_token', undefined, reason), reason: `refused the token (${reason})` };
+  }
+
+  async #verifyJwt(token: string): Promise<Caller> {
+    await this.#discover();
+    const jose = this.#jose!;
+    if (this.#keys === undefined) throw new Refusal('the authorization server publishes no keys (jwks_uri), and no introspection endpoint is set');
+    try {
+      const { payload } = await jose.jwtVerify(token, this.#keys, {
+        issuer: this.#options.issuer,
+        audience: this.#options.resource,
+        algorithms: ALGORITHMS,
+        clockTolerance: LEEWAY_S,
+        requiredClaims: ['exp', 'sub'],
+      });
+      return callerOf(payload as Record<string, unknown>, this.#options.issuer);
+    } catch (err) {
+      throw new Refusal(jwtProblem(err as Error & { code?: string; claim?: string }));
+    }
+  }
+
+  /** Finds the issuer's keys from its metadata (RFC 8414, then OpenID Connect Discovery), once. */
+  async #discover(): Promise<void> {
+    this.#jose ??= await loadJose();
+    if (this.#discovered) return;
+    const failed = this.#discoveryFailed;
+    if (failed !== undefined && Date.now() - failed.at < DISCOVERY_RETRY_MS)
+      throw new Refusal(`the issuer's metadata could not be read: ${failed.why}`);
+    this.#discovering ??= this.#fetchMetadata().finally(() => {
+      this.#discovering = undefined;
+    });
+    await this.#discovering;
+  }
+
+  async #fetchMetadata(): Promise<void> {
+    const issuer = new URL(this.#options.issuer);
+    const path = issuer.pathname === '/' ? '' : issuer.pathname.replace(/\/$/, '');
+    const candidates = [
+      `${issuer.origin}/.well-known/oauth-authorization-server${path}`,
+      `${this.#options.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
+    ];
+    const problems: string[] = [];
+    for (const url of candidates) {
+      try {
+        const res = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(10_000) });
+        if (!res.ok) {
+          problems.push(`${url}: HTTP ${res.status}`);
+          await res.body?.cancel();
+          continue;
+        }
+        const metadata: unknown = await res.json();
+        if (!isObject(metadata) || metadata.issuer !== this.#options.issuer) {
+          problems.push(
+            `${url}: its issuer is ${JSON.stringify(isObject(metadata) ? metadata.issuer : undefined)}, not ${JSON.stringify(this.#options.issuer)}`,
+          );
+          continue;
+        }
+        if (typeof metadata.jwks_uri === 'string')
+          this.#keys = this.#jose!.createRemoteJWKSet(new URL(metadata.jwks_uri), { cooldownDuration: 30_000 });
+        this.#discoveryFailed = undefined;
+        this.#discovered = true;
+        return;
+      } catch (err) {
+        problems.push(`${url}: ${(err as Error).message}`);
+      }
+    }
+    const why = problems.join('; ');
+    this.#discoveryFailed = { at: Date.now(), why };
+    this.#options.log(`the authorization server's metadata could not be read: ${why}`);
+    throw new Refusal(`the issuer's metadata could not be read: ${why}`);
+  }
+
+  /** An opaque token, asked of the introspection endpoint (RFC 7662) once per token and cached for its life. */
+  async #introspect(token: string): Promise<Caller> {
+    const config = this.#options.introspection;
+    if (config === undefined) throw new Refusal('an opaque token, and no introspection endpoint is set to check it (--introspection-endpoint)');
+    const key = createHash('sha256').update(token).digest('base64url');
+    const cached = this.#introspected.get(key);
+    if (cached !== undefined && cached.until > Date.now()) return cached.caller;
+    this.#introspected.delete(key);
+    let answer: unknown;
+    try {
+      const res = await fetch(config.endpoint, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+          authorization: `Basic ${Buffer.from(`${encodeURIComponent(config.clientId)}:${encodeURIComponent(config.clientSecret)}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (!res.ok) {
+        await res.body?.cancel();
+        throw new Error(`HTTP ${res.status}`);
+      }
+      answer = await res.json();
+    } catch (err) {
+      this.#options.log(`token introspection failed: ${(err as Error).message}`);
+      throw new Refusal(`the introspection endpoint could not be asked: ${(err as Error).message}`);
+    }
+    if (!isObject(answer) || answer.active !== true) throw new Refusal('the authorization server says the token is not active');
+    if (answer.iss !== undefined && answer.iss !== this.#options.issuer) throw new Refusal('the token was issued by another issuer');
+    const aud = answer.aud;
+    if (aud !== undefined && !(aud === this.#options.resource || (Array.isArray(aud) && aud.includes(this.#options.resource))))
+      throw new Refusal('the token is for another resource (its audience is not this server)');
+    const exp = typeof answer.exp === 'number' ? answer.exp * 1000 : undefined;
+    if (exp !== undefined && exp + LEEWAY_S * 1000 < Date.now()) throw new Refusal('the token has expired');
+    if (typeof answer.sub !== 'string') throw new Refusal('the introspection answer names no subject (sub)');
+    const caller = callerOf(answer, this.#options.issuer);
+    if (this.#introspected.size >= INTROSPECTION_CACHE_SIZE) this.#introspected.delete(this.#introspected.keys().next().value!);
+    this.#introspected.set(key, { caller, until: Math.min(exp ?? Number.POSITIVE_INFINITY, Date.now() + INTROSPECTION_CACHE_MS) });
+    return caller;
+  }
+}
+
+/** Why a token is refused: the text for the challenge and the log (never the token). */
+class Refusal extends Error {}
+
+function callerOf(claims: Record<string, unknown>, issuer: string): Caller {
+  const scope = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
+  const scp = Array.isArray(claims.scp) ? claims.scp.filter((s): s is string => typeof s === 'string') : [];
+  return { subject: `${issuer} ${String(claims.sub)}`, scopes: [...new Set([...scope, ...scp])], claims };
+}
+
+/** A jose error as the reason a token is refused. */
+function jwtProblem(err: Error & { code?: string; claim?: string }): string {
+  switch (err.code) {
+    case 'ERR_JWT_EXPIRED':
+      return 'the token has expired';
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      if (err.claim === 'aud') return 'the token is for another resource (its audience is not this server)';
+      if (err.claim === 'iss') return 'the token was issued by another issuer';
+      if (err.claim === 'nbf') return 'the token is not valid yet';
+      return `the token's ${err.claim ?? 'claims'} claim is not acceptable`;
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+      return 'the token is signed with an algorithm this server does not take (asymmetric ones only; never none)';
+    case 'ERR_JWKS_NO_MATCHING_KEY':
+      return "no key of the issuer's key set matches the token's";
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+      return "the token's signature does not verify";
+    default:
+      return `the token is not a valid JWT (${err.code ?? err.name})`;
+  }
+}
