@@ -82,7 +82,10 @@ export class Policy {
     try {
       return new Policy(Policy.#compile(parsed), source);
     } catch (err) {
-      throw err instanceof PolicyError ? new PolicyError(`${source}: ${err.message}`) : err;
+      if (!(err instanceof PolicyError)) throw err;
+      const rule = /^rules\[(\d+)\]/.exec(err.message)?.[1];
+      const line = rule === undefined ? undefined : ruleLine(text, Number(rule));
+      throw new PolicyError(`${source}${line === undefined ? '' : ` line ${line}`}: ${err.message}`);
     }
   }
 
@@ -147,4 +150,59 @@ function holds(claim: unknown, values: string[]): boolean {
   if (typeof claim === 'string') return values.includes(claim);
   if (typeof claim === 'number' || typeof claim === 'boolean') return values.includes(String(claim));
   return Array.isArray(claim) && claim.some((c) => typeof c === 'string' && values.includes(c));
+}
+
+/**
+ * The line where the `index`th element of the top-level "rules" array starts, found by walking the JSON text
+ * (strings skipped, depth counted); undefined where it cannot be told.
+ */
+function ruleLine(text: string, index: number): number | undefined {
+  const key = /"rules"\s*:\s*\[/g;
+  let depth = 0;
+  let start: number | undefined;
+  // The "rules" key of the top-level object: the first one met at depth 1.
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"') {
+      key.lastIndex = i;
+      const m = depth === 1 ? key.exec(text) : null;
+      if (m !== null && m.index === i) {
+        start = i + m[0].length;
+        break;
+      }
+      i = stringEnd(text, i);
+    } else if (ch === '{' || ch === '[') depth++;
+    else if (ch === '}' || ch === ']') depth--;
+  }
+  if (start === undefined) return undefined;
+  let element = 0;
+  let nested = 0;
+  let seen = false;
+  for (let i = start; i < text.length; i++) {
+    const ch = text[i]!;
+    if (/\s/.test(ch)) continue;
+    if (nested === 0 && ch === ']') return undefined;
+    if (nested === 0 && ch === ',') {
+      element++;
+      seen = false;
+      continue;
+    }
+    if (nested === 0 && !seen) {
+      seen = true;
+      if (element === index) return text.slice(0, i).split('\n').length;
+    }
+    if (ch === '"') i = stringEnd(text, i);
+    else if (ch === '{' || ch === '[') nested++;
+    else if (ch === '}' || ch === ']') nested--;
+  }
+  return undefined;
+}
+
+/** The index of the quote that closes the string opening at `open`. */
+function stringEnd(text: string, open: number): number {
+  for (let i = open + 1; i < text.length; i++) {
+    if (text[i] === '\\') i++;
+    else if (text[i] === '"') return i;
+  }
+  return text.length;
 }

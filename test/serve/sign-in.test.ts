@@ -389,9 +389,9 @@ describe('mcp-frame serve --auth-issuer', function () {
     expect(syntax.code).to.equal(3);
     expect(syntax.stderr).to.include(`--policy ${broken}: not valid JSON at line 4, column 3`);
     const wrong = join(dir, 'wrong.json');
-    writeFileSync(wrong, JSON.stringify({ rules: [{ tools: ['a'] }, { tools: ['b'], scope: 'x' }] }));
+    writeFileSync(wrong, JSON.stringify({ description: 'a "rules": [ trap', rules: [{ tools: ['a'] }, { tools: ['b'], scope: 'x' }] }, null, 2));
     const shape = await cli(['serve', '--policy', wrong, ...demo]);
     expect(shape.code).to.equal(3);
-    expect(shape.stderr).to.include('rules[1]: unknown key "scope"');
+    expect(shape.stderr).to.include(`--policy ${wrong} line 9: rules[1]: unknown key "scope"`);
   });
 });
