@@ -179,7 +179,10 @@ const ENTRY_POINTS = {
       'Caller',
       'Decision',
       'Gateway',
+      'GatewayObserver',
       'GatewayOptions',
+      'LogLevel',
+      'MetricsRegistry',
       'Policy',
       'PolicyError',
       'PolicyRule',
@@ -353,7 +356,10 @@ describe('the package', () => {
     const imported = new Set<string>();
     for (const file of readers) {
       const text = readFileSync(`${ROOT}${file}`, 'utf8');
-      for (const [, names, spec] of text.matchAll(/(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s*from\s*'(\.[^']+)'/g)) {
+      // Static imports and re-exports, and the names a dynamic import destructures (`const { a } = await import('./x.js')`).
+      const pattern = /(?:(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s*from\s*|const\s+\{([^}]*)\}\s*=\s*await\s+import\()'(\.[^']+)'/g;
+      for (const [, staticNames, dynamicNames, spec] of text.matchAll(pattern)) {
+        const names = staticNames ?? dynamicNames;
         const target = relative(ROOT, join(dirname(`${ROOT}${file}`), spec!)).replace(/\.js$/, '.ts');
         for (const part of names!.split(',')) {
           const name = part

@@ -1,3 +1,4 @@
+import { withProgressView } from './progress.js';
 import { isObject } from '../jsonrpc.js';
 import { basename } from 'node:path';
 import { listNames } from '../client/config.js';
@@ -227,7 +228,18 @@ async function callTool(c: Connection, name: string, texts: Record<string, strin
     Object.defineProperty(args, key, { value: typedArg(key, text, properties[key]), enumerable: true, writable: true, configurable: true });
   }
   checkToolArgs(tool, name, args, tools);
-  return printResult(await c.request('tools/call', { name, arguments: args }));
+  return printResult(await callShowingProgress(c, { name, arguments: args }));
+}
+
+/** A tools/call, its progress shown on stderr while it runs when stderr is a terminal. */
+async function callShowingProgress(c: Connection, params: unknown): Promise<unknown> {
+  if (!isObject(params)) return c.request('tools/call', params);
+  const view = withProgressView(c, params);
+  try {
+    return await c.request('tools/call', view.params);
+  } finally {
+    view.done();
+  }
 }
 
 /** What the command does once connected; resolves with the exit code. */
@@ -240,7 +252,7 @@ async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<n
   }
   if (opts.toolArgs !== undefined) return callTool(c, opts.method, opts.toolArgs);
   try {
-    const result = await c.request(opts.method, opts.params);
+    const result = opts.method === 'tools/call' ? await callShowingProgress(c, opts.params) : await c.request(opts.method, opts.params);
     if (opts.method === 'tools/call') return printResult(result);
     await writeStdout(`${printableJson(result, 2)}\n`);
     return EXIT.ok;

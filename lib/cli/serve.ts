@@ -31,6 +31,10 @@ options:
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   -e KEY=VALUE             environment for a server given with -- <command> (repeatable)
   --trace                  log every message, redacted
+  --log-format <f>         text (default) or json (one object a line)
+  --log-level <l>          debug (a line per request too), info (default), warn or error
+  --metrics                Prometheus metrics at /metrics (needs prom-client: npm install prom-client)
+  --metrics-port <n>       serve /metrics on this port of 127.0.0.1 instead, without a token
 gateway (several servers behind one endpoint):
   --all                    every server of the config
   --name <name>            the gateway's name in its serverInfo (default mcp-frame)
@@ -72,6 +76,10 @@ const OPTIONS = {
   config: { type: 'string' },
   input: { type: 'string', multiple: true },
   trace: { type: 'boolean', default: false },
+  'log-format': { type: 'string' },
+  'log-level': { type: 'string' },
+  metrics: { type: 'boolean', default: false },
+  'metrics-port': { type: 'string' },
   all: { type: 'boolean', default: false },
   name: { type: 'string' },
   prefix: { type: 'string' },
@@ -154,7 +162,7 @@ function serveOptions(values: Values): ServeOptions {
     upstreamStartMs: 'upstream-start-ms',
     maxPendingPerUpstream: 'max-server-requests',
   };
-  Object.assign(options, gatewayOptions(values));
+  Object.assign(options, gatewayOptions(values), logOptions(values));
   for (const [key, value] of Object.entries(set)) if (value !== undefined) Object.assign(options, { [key]: value });
   for (const [key, flag] of Object.entries(numbers)) {
     const value = number(flag);
@@ -167,6 +175,30 @@ function serveOptions(values: Values): ServeOptions {
 }
 
 const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;
+
+/** --log-format, --log-level, --metrics and --metrics-port, checked. */
+function logOptions(values: Values): ServeOptions {
+  const options: ServeOptions = {};
+  const format = values['log-format'] as string | undefined;
+  if (format !== undefined) {
+    if (format !== 'text' && format !== 'json')
+      throw new CliError(`--log-format takes text or json, got ${JSON.stringify(format.slice(0, 20))}`, EXIT.usage);
+    options.logFormat = format;
+    // A JSON line is the whole line: no prefix before it.
+    if (format === 'json') options.log = (line) => void process.stderr.write(`${line}\n`);
+  }
+  const level = values['log-level'] as string | undefined;
+  if (level !== undefined) {
+    if (!['debug', 'info', 'warn', 'error'].includes(level))
+      throw new CliError(`--log-level takes debug, info, warn or error, got ${JSON.stringify(level.slice(0, 20))}`, EXIT.usage);
+    options.logLevel = level as NonNullable<ServeOptions['logLevel']>;
+  }
+  const port = values['metrics-port'] === undefined ? undefined : positiveInteger(values['metrics-port'] as string, '--metrics-port', USAGE);
+  if (port !== undefined && port > 65535) throw new CliError(`--metrics-port takes a port number, got ${port}`, EXIT.usage);
+  if (values.metrics === true || port !== undefined) options.metrics = true;
+  if (port !== undefined) options.metricsPort = port;
+  return options;
+}
 
 /** An http(s) URL option, checked. */
 function urlOption(value: unknown, flag: string): string | undefined {

@@ -2,6 +2,7 @@
  * The JSON-RPC session: ids, pending requests, timeouts, cancellation, the server's requests and
  * notifications, and the 'frame' trace, over any Channel.
  */
+import { loadTraceApi, traceApi, withActiveTrace } from '../protocol/trace.js';
 import { EventEmitter } from 'node:events';
 import { FrameError, preview } from '../errors.js';
 import { jsonRpcProblem, isObject } from '../jsonrpc.js';
@@ -340,6 +341,8 @@ export class Connection extends EventEmitter {
    * an UnsupportedProtocolVersion error is retried once with a version from the server's list.
    */
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
+    // The active trace (a host's OpenTelemetry span) goes with the request, in _meta.
+    if (traceApi() !== undefined) params = withActiveTrace(params);
     if (this.#meta === undefined) return this.#call(method, params, options);
     return this.#modernRequest(method, params, options);
   }
@@ -835,6 +838,7 @@ export class Connection extends EventEmitter {
  * resolves with the Connection. `eraKey` names the server for the era cache; without it, every call probes.
  */
 export async function connectOver(channel: Channel, options: ConnectOptions = {}, eraKey?: string): Promise<Connection> {
+  await loadTraceApi();
   const connection = new Connection(channel, options);
   options.onSpawn?.(connection);
   try {

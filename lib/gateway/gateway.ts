@@ -23,6 +23,7 @@ import { ConnectionError, type ExitStatus } from '../client/errors.js';
 import { idKey, isObject, isRequest, isResponse } from '../jsonrpc.js';
 import { INPUT_CAPABILITIES } from '../protocol/modern.js';
 import { listPages } from '../protocol/paging.js';
+import { startRequestSpan, traceApi } from '../protocol/trace.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
 import type { Caller, Policy } from './policy.js';
@@ -54,10 +55,20 @@ export interface GatewayOptions {
   log?: (line: string) => void;
   /** Who may call what: tools and prompts it does not allow a caller are not there for that caller. Read on every use (it may be reloaded). */
   policy?: () => Policy | undefined;
+  /** Told of every request sent on to a server, and of every restart. */
+  observer?: GatewayObserver;
+  /** A span per request sent on to a server (with @opentelemetry/api loaded). @defaultValue false */
+  tracing?: boolean;
   /** The caller of every message, unless send() names another (a session's signed-in caller). */
   caller?: Caller;
   /** Claims of the caller put in each forwarded request's `_meta` under `mcp-frame/caller` (never the token). */
   forwardClaims?: readonly string[];
+}
+
+/** What a gateway reports (to serve's metrics). */
+export interface GatewayObserver {
+  upstreamRequest?(record: { upstream: string; method: string; outcome: 'ok' | 'error' | 'tool_error' | 'gone'; seconds: number }): void;
+  upstreamRestart?(upstream: string): void;
 }
 
 /** Where forwarded requests carry the caller's claims (with forwardClaims). */
@@ -130,6 +141,8 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #policy: () => Policy | undefined;
   readonly #caller: Caller | undefined;
   readonly #forwardClaims: readonly string[];
+  readonly #observer: GatewayObserver | undefined;
+  readonly #tracing: boolean;
   readonly #forwarded = new Map<string, Forwarded>();
   /** The gateway's progress tokens, to the client's. */
   readonly #tokens = new Map<string, unknown>();
@@ -161,6 +174,8 @@ export class Gateway extends EventEmitter implements Channel {
     this.#policy = options.policy ?? (() => undefined);
     this.#caller = options.caller;
     this.#forwardClaims = options.forwardClaims ?? [];
+    this.#observer = options.observer;
+    this.#tracing = options.tracing ?? false;
     this.#ups = options.upstreams.map(([name, entry], index) => {
       const settings: UpstreamOptions = {
         opener: options.open,
@@ -173,6 +188,7 @@ export class Gateway extends EventEmitter implements Channel {
       const up = new Upstream(name, index, entry, settings);
       up.on('up', () => this.#changed(up, true));
       up.on('down', () => this.#changed(up, false));
+      up.on('restarting', () => this.#observer?.upstreamRestart?.(up.name));
       return up;
     });
   }
@@ -602,10 +618,26 @@ export class Gateway extends EventEmitter implements Channel {
       this.#tokens.set(token, params._meta.progressToken);
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
+    // One span per call to a server, a child of the caller's (in _meta), whose context goes on to the server.
+    const span = this.#tracing && traceApi() !== undefined ? startRequestSpan(method, out, 'client', { 'mcp.server.name': up.name }) : undefined;
+    if (span?.params !== undefined) out = span.params;
+    const start = this.#observer?.upstreamRequest === undefined ? 0n : process.hrtime.bigint();
+    let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
     try {
-      return await up.request(method, out, { signal: forwarded.abort.signal });
+      const result = await up.request(method, out, { signal: forwarded.abort.signal });
+      if (isObject(result) && result.isError === true) outcome = 'tool_error';
+      return result;
+    } catch (err) {
+      outcome = err instanceof RpcError ? 'error' : 'gone';
+      span?.end({ ...(err instanceof RpcError ? { code: err.code } : { type: (err as { code?: string }).code ?? 'error' }) });
+      throw err;
     } finally {
       if (token !== undefined) this.#tokens.delete(token);
+      if (outcome === 'ok' || outcome === 'tool_error') span?.end();
+      if (this.#observer?.upstreamRequest !== undefined) {
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        this.#observer.upstreamRequest({ upstream: up.name, method, outcome, seconds });
+      }
     }
   }
 

@@ -172,7 +172,10 @@ export class Upstream extends EventEmitter {
     this.#options.log(`server "${this.name}" is down: ${why}`);
     this.emit('down', why);
     const delay = Math.min(RESTART_FIRST_MS * 2 ** this.#restarts++, RESTART_MAX_MS);
-    this.#timer = setTimeout(() => void this.start(), delay);
+    this.#timer = setTimeout(() => {
+      this.emit('restarting');
+      void this.start();
+    }, delay);
     this.#timer.unref();
   }
 

@@ -12,6 +12,7 @@ import { Gateway } from '../gateway/gateway.js';
 import type { Caller, Policy } from '../gateway/policy.js';
 import type { UpstreamHealth } from '../gateway/upstream.js';
 import type { EventStreamOptions } from './event-stream.js';
+import { type MetricsRegistry, type Observer, observe } from './observer.js';
 import type { ResourceServer } from './resource-server.js';
 
 /** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
@@ -37,7 +38,13 @@ export interface ServeContext {
   maxPendingPerSession: number;
   stream: EventStreamOptions;
   trace: boolean;
-  log(line: string): void;
+  log(line: string, fields?: LogFields): void;
+  /** What serve reports to (metrics, the request log); undefined: nothing is counted. */
+  observer?: Observer | undefined;
+  /** With metrics: the registry /metrics answers from. */
+  metrics?: MetricsRegistry | undefined;
+  /** Spans for requests (with @opentelemetry/api loaded). */
+  tracing?: boolean;
   /** serve is closing: sessions and children ending now are its doing, not news for the log. */
   shuttingDown?: boolean;
   /** This replica's id in the store, when serve shares sessions with others (--store). */
@@ -56,18 +63,69 @@ export function pidNote(child: ServedChild): string {
   return child.pid === undefined ? '' : ` (server pid ${child.pid})`;
 }
 
+/** Structured members of a log line (the JSON log's; the text log has the line alone). */
+export interface LogFields {
+  event?: string;
+  level?: 'debug' | 'info' | 'warn' | 'error';
+  [key: string]: unknown;
+}
+
 /** Starts the session's child process (its stderr and bad frames logged under `label`), or its gateway (for `caller`). */
 export function startChild(ctx: ServeContext, label: string, caller?: Caller): ServedChild {
-  if (ctx.gateway !== undefined) return ctx.gateway(label, caller);
+  const era = label === MODERN_LABEL ? 'modern' : 'legacy';
+  if (ctx.gateway !== undefined) {
+    const gateway = ctx.gateway(label, caller);
+    observe(gateway, ctx.observer, era, label, ctx.tracing === true);
+    return gateway;
+  }
   const channel = new StdioChannel(ctx.entry!, { name: ctx.name, inheritEnv: ctx.inheritEnv, shutdownGraceMs: ctx.shutdownGraceMs });
+  observe(channel, ctx.observer, era, label, ctx.tracing === true);
+  watchChild(channel, channel.started, ctx.observer);
   channel.on('stderr', (line: string) => ctx.log(`${label} server stderr: ${safeLine(line)}`));
-  channel.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the server: ${err.code}: ${err.message}`));
+  channel.on('invalid', (err: FrameError) => {
+    ctx.observer?.badFrame?.('server');
+    ctx.log(`${label} skipped a bad frame from the server: ${err.code}: ${err.message}`);
+  });
   if (ctx.trace) {
     channel.on('wire', (direction: string, text: string) => {
       ctx.log(`${label} ${direction === 'send' ? '->' : '<-'} ${printableJson(redactMessage(tryParse(text)))}`);
     });
   }
   return channel;
+}
+
+/** The label of the child (or gateway) shared by modern requests. */
+export const MODERN_LABEL = 'modern requests';
+
+/**
+ * Counts a child process in and out: started once it runs (`started`), ended closed (by serve) or died (on its
+ * own) at `event` (a channel's 'close', a Connection's 'exit').
+ */
+export function watchChild(
+  child: { close(): Promise<unknown>; on(event: string, listener: () => void): unknown },
+  started: Promise<unknown>,
+  observer: Observer | undefined,
+  event = 'close',
+): void {
+  if (observer?.childStarted === undefined) return;
+  let running = false;
+  let closing = false;
+  started.then(
+    () => {
+      running = true;
+      observer.childStarted?.();
+    },
+    () => undefined,
+  );
+  const close = child.close.bind(child);
+  child.close = () => {
+    closing = true;
+    return close();
+  };
+  child.on(event, () => {
+    if (running) observer.childEnded?.(closing ? 'closed' : 'died');
+    running = false;
+  });
 }
 
 /** A JSON-RPC error response. */

@@ -18,10 +18,51 @@ import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
 import { type Refusal, StreamableSession } from './session.js';
 import type { Caller } from '../gateway/policy.js';
+import type { MetricsRegistry, Observer } from './observer.js';
 import type { Authentication, ResourceServer } from './resource-server.js';
 import { carriedCaller, incomingOf, type ReplicaStore, StoreUnavailable, type TunnelRequest, type TunnelResponse, tunnelRequest } from './store.js';
 
 const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
+
+/** Counts the bytes of every body written on `res` (its headers are not counted). */
+function countBytesOut(res: ServerResponse, observer: Observer): void {
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  const count = (chunk: unknown): void => {
+    if (typeof chunk === 'string') observer.bytes?.('out', Buffer.byteLength(chunk));
+    else if (chunk instanceof Uint8Array) observer.bytes?.('out', chunk.length);
+  };
+  (res as { write: (...args: unknown[]) => boolean }).write = (...args: unknown[]) => {
+    count(args[0]);
+    return write(...args);
+  };
+  (res as { end: (...args: unknown[]) => ServerResponse }).end = (...args: unknown[]) => {
+    if (typeof args[0] !== 'function') count(args[0]);
+    return end(...args);
+  };
+}
+
+/**
+ * The HTTP trace headers (W3C traceparent, tracestate, baggage) into the `_meta` of each request that has no
+ * traceparent of its own, so that a trace begun by an HTTP client goes on to the server in the message.
+ */
+function withTraceHeaders(messages: unknown[], req: IncomingMessage): void {
+  const traceparent = req.headers.traceparent;
+  if (typeof traceparent !== 'string' || !/^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/.test(traceparent)) return;
+  for (const msg of messages) {
+    if (!isRequest(msg)) continue;
+    const params: Record<string, unknown> = isObject(msg.params) ? msg.params : {};
+    const meta: Record<string, unknown> = isObject(params._meta) ? params._meta : {};
+    if (typeof meta.traceparent === 'string') continue;
+    meta.traceparent = traceparent;
+    for (const key of ['tracestate', 'baggage'] as const) {
+      const value = req.headers[key];
+      if (typeof value === 'string') meta[key] = value;
+    }
+    params._meta = meta;
+    (msg as { params?: unknown }).params = params;
+  }
+}
 
 /** The sessions of every transport, counted together against maxSessions. */
 export interface SessionTable {
@@ -215,6 +256,7 @@ export class HttpFront {
     // A client that resets its connection makes the response emit 'error'; that must never end the process.
     res.on('error', () => undefined);
     req.on('error', () => undefined);
+    if (this.#ctx.observer?.bytes !== undefined) countBytesOut(res, this.#ctx.observer);
     this.#dispatch(req, res, false);
   }
 
@@ -254,11 +296,13 @@ export class HttpFront {
         return preflight(req, res, this.#guard);
       }
       const refusal = this.#guard.check(req);
+      if (refusal?.status === 401) this.#ctx.observer?.authRefused?.(req.headers.authorization === undefined ? 'missing' : 'invalid');
       if (refusal !== undefined) throw new Refused(refusal);
     }
     const rs = this.#ctx.resourceServer;
     if (rs?.metadataPaths.includes(path)) return this.#metadata(req, res, rs);
-    const caller = path === '/mcp' || path === '/sse' || path === '/messages' ? await this.#caller(req, forwarded) : undefined;
+    const caller = ['/mcp', '/sse', '/messages', '/metrics'].includes(path) ? await this.#caller(req, forwarded) : undefined;
+    if (path === '/metrics' && this.#ctx.metrics !== undefined) return this.#metrics(req, res, this.#ctx.metrics);
     if (path === '/mcp') return this.#mcp(req, res, forwarded, caller);
     if (path === '/sse') return this.#legacyStream(req, res, caller);
     if (path === '/messages') return this.#legacyPost(req, res, forwarded, caller);
@@ -274,6 +318,14 @@ export class HttpFront {
       .end(req.method === 'HEAD' ? undefined : JSON.stringify(rs.metadata()));
   }
 
+  /** GET /metrics: the Prometheus text (behind the Host, token and sign-in checks /mcp has). */
+  async #metrics(req: IncomingMessage, res: ServerResponse, registry: MetricsRegistry): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /metrics`, { Allow: 'GET, HEAD' });
+    const text = await registry.metrics();
+    res.writeHead(200, { 'Content-Type': registry.contentType, 'Cache-Control': 'no-store' }).end(req.method === 'HEAD' ? undefined : text);
+  }
+
   /**
    * The signed-in caller of a request (with a resource server), or 401/403 with the challenge. A request another
    * replica carried here names the caller that replica found (see tunnelRequest).
@@ -284,6 +336,9 @@ export class HttpFront {
     if (forwarded) return carriedCaller(req.headers);
     const verdict: Authentication = await rs.authenticate(req.headers.authorization);
     if ('caller' in verdict) return verdict.caller;
+    this.#ctx.observer?.authRefused?.(
+      verdict.status === 403 ? 'insufficient_scope' : req.headers.authorization === undefined ? 'missing' : 'invalid',
+    );
     throw new Refused({ status: verdict.status, reason: verdict.reason, headers: { 'WWW-Authenticate': verdict.challenge } });
   }
 
@@ -303,12 +358,23 @@ export class HttpFront {
       const decision = policy.decide(caller, msg.method === 'tools/call' ? 'tools' : 'prompts', name);
       if (decision.allowed || decision.scopes === undefined) continue;
       const up = rs.stepUp(caller, decision.scopes);
+      this.#ctx.observer?.authRefused?.('insufficient_scope');
       throw new Refused({
         status: 403,
         reason: `${up.reason} (${safeLine(name.slice(0, 80))})`,
         headers: { 'WWW-Authenticate': up.challenge },
         id: msg.id,
       });
+    }
+  }
+
+  /** A body's messages (see parseMessages); one that is none counts as a bad frame from a client. */
+  #parsed(body: string): unknown[] {
+    try {
+      return parseMessages(body);
+    } catch (err) {
+      this.#ctx.observer?.badFrame?.('client');
+      throw err;
     }
   }
 
@@ -323,7 +389,9 @@ export class HttpFront {
     if (!accepts(req, 'application/json', 'text/event-stream')) refuse(406, 'Accept must list application/json and text/event-stream');
     requireJsonBody(req);
     const body = await readBody(req, this.#ctx.maxMessageBytes);
-    const messages = parseMessages(body);
+    this.#ctx.observer?.bytes?.('in', Buffer.byteLength(body));
+    const messages = this.#parsed(body);
+    withTraceHeaders(messages, req);
     try {
       await this.#posted(req, res, forwarded, body, messages, caller);
     } catch (err) {
@@ -409,6 +477,7 @@ export class HttpFront {
     if (store === undefined || forwarded) refuse(404, unknown);
     const owner = await store!.ownerOf(id);
     if (owner === undefined || owner === store!.replica) refuse(404, unknown);
+    this.#ctx.observer?.tunnel?.();
     if (!(await store!.forward(owner!, tunnelRequest(req, body, caller), res))) refuse(404, unknown);
   }
 
@@ -423,6 +492,7 @@ export class HttpFront {
     const state = isObject(msg.params) ? msg.params.requestState : undefined;
     const maker = typeof state === 'string' ? /^([0-9a-f-]{36})\./.exec(state)?.[1] : undefined;
     if (maker === undefined || maker === store.replica) return false;
+    this.#ctx.observer?.tunnel?.();
     return store.forward(maker, tunnelRequest(req, body, caller), res);
   }
 
@@ -448,6 +518,7 @@ export class HttpFront {
       refuse(502, (err as Error).message);
     }
     this.#ctx.startFailure = undefined;
+    this.#ctx.observer?.sessionOpened?.(how === '' ? 'streamable' : 'legacy');
     this.#ctx.log(`${session.label} started${how}${pidNote(session.channel)}`);
   }
 

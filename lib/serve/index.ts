@@ -4,8 +4,9 @@
  * server offered to a stdio-only host (bridge).
  */
 export { type BridgeOptions, type BridgeResult, bridge } from './bridge.js';
-export { type ServeAuthOptions, type ServeHandle, type ServeOptions, type ServeTarget, serve } from './serve.js';
-export { CALLER_META, Gateway, type GatewayOptions } from '../gateway/gateway.js';
+export { type LogLevel, type ServeAuthOptions, type ServeHandle, type ServeOptions, type ServeTarget, serve } from './serve.js';
+export { CALLER_META, Gateway, type GatewayObserver, type GatewayOptions } from '../gateway/gateway.js';
 export { type Caller, type Decision, Policy, PolicyError, type PolicyRule } from '../gateway/policy.js';
 export type { PrefixMode } from '../gateway/names.js';
 export { UpstreamHealth, type UpstreamOpener, type UpstreamOpenOptions, type UpstreamState } from '../gateway/upstream.js';
+export type { MetricsRegistry } from './observer.js';

@@ -42,7 +42,7 @@ import { listPages } from '../protocol/paging.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import type { Caller } from '../gateway/policy.js';
-import { rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
+import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 /**
@@ -429,7 +429,7 @@ export class ModernHub {
 
   async #spawn(): Promise<ServedChild> {
     if (this.#child !== undefined) return this.#child;
-    const child = startChild(this.#ctx, 'modern requests');
+    const child = startChild(this.#ctx, MODERN_LABEL);
     this.#child = child;
     child.on('message', (msg: unknown, related?: unknown) => this.#fromServer(msg, related));
     child.on('close', () => {

@@ -18,9 +18,10 @@ import type { PrefixMode } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
 import { safeLine } from '../errors.js';
 
-import { type ServedChild, pidNote } from './context.js';
 import { debug } from '../debug.js';
-import type { ServeContext } from './context.js';
+import { type LogFields, pidNote, type ServeContext, type ServedChild, watchChild } from './context.js';
+import type { MetricsSources } from './metrics.js';
+import type { MetricsRegistry, Observer } from './observer.js';
 import { isLoopback } from '../protocol/loopback.js';
 import { Guard } from './guard.js';
 import { HttpFront, type SessionTable } from './http.js';
@@ -28,6 +29,8 @@ import { ModernHub } from './modern.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
 import type { ReplicaStore } from './store.js';
 import { MIN_SECRET_LENGTH, replaceSecrets } from '../redaction.js';
+import { loadTraceApi } from '../protocol/trace.js';
+import { requestTarget } from '../protocol/target.js';
 
 export interface ServeOptions {
   /** The address HTTP listens on. @defaultValue '127.0.0.1' */
@@ -123,7 +126,26 @@ export interface ServeOptions {
   policy?: Policy;
   /** Claims of the signed-in caller put in each request's `_meta` under `mcp-frame/caller` (never the token). */
   forwardClaims?: string[];
+  /**
+   * Prometheus metrics at /metrics (behind the same Host, token and sign-in checks as /mcp), counted with
+   * prom-client (an optional peer, loaded only then); or a prom-client Registry to count into, served nowhere.
+   * @defaultValue false
+   */
+  metrics?: boolean | MetricsRegistry;
+  /** Serve /metrics on this port of 127.0.0.1 instead (no token asked: loopback only). */
+  metricsPort?: number;
+  /**
+   * A span per request, and per request a gateway sends on, through @opentelemetry/api when it is installed (a
+   * no-op until the host registers an SDK); trace context goes on in `_meta` either way. @defaultValue true
+   */
+  tracing?: boolean;
+  /** `json`: one object a line (time, level, event, msg, and what the event has). @defaultValue 'text' */
+  logFormat?: 'text' | 'json';
+  /** The least level logged; `debug` adds a line per request. @defaultValue 'info' */
+  logLevel?: LogLevel;
 }
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export interface ServeAuthOptions {
   /** The authorization server's issuer identifier (its tokens' `iss`, exactly). */
@@ -152,6 +174,10 @@ export interface ServeHandle {
    * progress token), dropped rather than sent to a client they may not belong to.
    */
   readonly unattributed: number;
+  /** With metrics: the registry counted into (a prom-client Registry). */
+  readonly metrics: MetricsRegistry | undefined;
+  /** The /metrics URL, with metricsPort. */
+  readonly metricsUrl: string | undefined;
   /** Replaces the policy (sessions open now included); undefined: none. */
   setPolicy(policy: Policy | undefined): void;
   /** Stops accepting, closes every session's child, removes the socket file. */
@@ -168,16 +194,47 @@ const SHORT_TOKEN = 16;
  * Every log line passes here: the token serve checks and whole session ids never reach a log, whatever text
  * (a client's request line, a server's stderr) carried them.
  */
-function scrubbing(log: (line: string) => void, token: string | undefined): (line: string) => void {
+function scrubbing(log: (line: string) => void, options: ServeOptions): (line: string, fields?: LogFields) => void {
+  const token = options.token;
   // A token shorter than MIN_SECRET_LENGTH is not looked for: every `t` of a line would go for a token `t`
   // (serve warns at start about a token that short, which protects nothing).
   const secret = token !== undefined && token.length >= MIN_SECRET_LENGTH ? [token] : [];
-  return (line) => {
+  const least = LEVELS.indexOf(options.logLevel ?? 'info');
+  const json = options.logFormat === 'json';
+  return (line, fields) => {
+    const level = fields?.level ?? levelOf(line);
+    if (LEVELS.indexOf(level) < least) return;
     let out = line.replace(SESSION_ID, '$1…');
     out = replaceSecrets(out, secret);
     debug(`serve: ${out}`);
-    log(out);
+    if (!json) return log(out);
+    const { level: _level, event, ...rest } = fields ?? {};
+    const record: Record<string, unknown> = { time: new Date().toISOString(), level, event: event ?? eventOf(out) };
+    const session = /^session ([0-9a-f]{8})/.exec(out)?.[1];
+    if (session !== undefined) record.session = session;
+    for (const [key, value] of Object.entries(rest)) record[key] = typeof value === 'string' ? replaceSecrets(value, secret) : value;
+    record.msg = out;
+    log(JSON.stringify(record));
   };
+}
+
+const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+/** The level of a log line of serve's: warnings and servers down warn, 5xx refusals are errors. */
+function levelOf(line: string): LogLevel {
+  if (line.startsWith('warning:') || / is down: /.test(line)) return 'warn';
+  if (/^5\d\d /.test(line)) return 'error';
+  return 'info';
+}
+
+/** What kind of line it is, for the JSON log's `event`. */
+function eventOf(line: string): string {
+  if (/^[45]\d\d /.test(line)) return 'refused';
+  if (/^session \S+ started/.test(line)) return 'session.started';
+  if (/^session \S+ ended/.test(line)) return 'session.ended';
+  if (/ stderr: /.test(line)) return 'server.stderr';
+  if (line.startsWith('warning:')) return 'warning';
+  return 'log';
 }
 
 function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions): ServeContext {
@@ -191,7 +248,7 @@ function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions):
     maxPendingPerSession: options.maxPendingPerSession ?? 1024,
     stream: { replayBytes: options.replayBytes ?? 1024 * 1024, retryMs: options.retryMs ?? 1000, keepaliveMs: options.keepaliveMs ?? 15_000 },
     trace: options.trace ?? false,
-    log: scrubbing(options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)), options.token),
+    log: scrubbing(options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)), options),
   };
 }
 
@@ -277,9 +334,11 @@ function opener(ctx: ServeContext, options: ServeOptions, label: string): Upstre
         if (ctx.trace) {
           connection.on('frame', (f: FrameTrace) => ctx.log(`${label} server "${name}" ${f.direction === 'send' ? '->' : '<-'} ${f.preview}`));
         }
-        connection.on('invalid', (err: Error & { code?: string }) =>
-          ctx.log(`${label} skipped a bad frame from server "${name}": ${err.code}: ${err.message}`),
-        );
+        if (isStdioServer(entry)) watchChild(connection, Promise.resolve(), ctx.observer, 'exit');
+        connection.on('invalid', (err: Error & { code?: string }) => {
+          ctx.observer?.badFrame?.('server');
+          ctx.log(`${label} skipped a bad frame from server "${name}": ${err.code}: ${err.message}`);
+        });
         onSpawn(connection);
       },
     });
@@ -298,6 +357,8 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
   ctx.gateway = (label, caller) =>
     new Gateway({
       ...(caller === undefined ? {} : { caller }),
+      ...(ctx.observer === undefined ? {} : { observer: ctx.observer }),
+      tracing: ctx.tracing === true,
       ...(policy === undefined ? {} : { policy: () => policy.current }),
       ...(options.forwardClaims === undefined ? {} : { forwardClaims: options.forwardClaims }),
       upstreams: servers,
@@ -324,6 +385,103 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
   } finally {
     await probe.close();
   }
+}
+
+/**
+ * What serve reports to: Prometheus metrics (with `metrics`, served at /metrics or on `metricsPort`), spans (with
+ * @opentelemetry/api installed, unless `tracing` is false), and a log line per request at level debug.
+ */
+async function observing(
+  ctx: ServeContext,
+  options: ServeOptions,
+  table: SessionTable,
+  store: ReplicaStore | undefined,
+): Promise<{ registry: MetricsRegistry | undefined; url: string | undefined; close(): Promise<void> }> {
+  ctx.tracing = options.tracing !== false && (await loadTraceApi()) !== undefined;
+  const observers: Observer[] = [];
+  if (options.logLevel === 'debug') observers.push(requestLog(ctx));
+  let registry: MetricsRegistry | undefined;
+  if (options.metrics !== undefined && options.metrics !== false) {
+    const { prometheusObserver } = await import('./metrics.js');
+    const upstreams = ctx.upstreams;
+    const sources: MetricsSources = {
+      sessions: () => ({
+        streamable: table.streamable.size,
+        legacy: table.legacy.size,
+        socket: table.count() - table.streamable.size - table.legacy.size,
+      }),
+      ...(upstreams === undefined ? {} : { upstreams: () => Object.fromEntries(Object.entries(upstreams.report()).map(([n, s]) => [n, s.state])) }),
+      ...(store === undefined ? {} : { storeUp: async () => (await store.problem()) === undefined }),
+    };
+    const made = await prometheusObserver(sources, options.metrics === true ? undefined : options.metrics);
+    observers.push(made.observer);
+    registry = made.registry;
+    ctx.metrics = registry;
+  }
+  if (observers.length > 0) ctx.observer = combined(observers);
+  if (registry === undefined || options.metricsPort === undefined) return { registry, url: undefined, close: async () => undefined };
+  // Its own port, on loopback only: a scraper on this machine (or a sidecar) needs no token.
+  const server = http.createServer((req, res) => {
+    if (requestTarget(req.url)?.path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) return void res.writeHead(404).end();
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
+      (err: Error) => res.writeHead(500).end(safeLine(err.message)),
+    );
+  });
+  const port = await listenHttp(server, '127.0.0.1', options.metricsPort);
+  return {
+    registry,
+    url: `http://127.0.0.1:${port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Observers as one: each told everything. */
+function combined(observers: Observer[]): Observer {
+  if (observers.length === 1) return observers[0]!;
+  const all: Observer = {};
+  const keys = new Set(observers.flatMap((o) => Object.keys(o))) as Set<keyof Observer>;
+  for (const key of keys) {
+    (all as Record<string, unknown>)[key] = (...args: unknown[]) => {
+      for (const o of observers) (o[key] as ((...a: unknown[]) => void) | undefined)?.(...args);
+    };
+  }
+  return all;
+}
+
+/** A debug line per request: method, tool, outcome and time (and the caller, when signed in). */
+function requestLog(ctx: ServeContext): Observer {
+  return {
+    request(r, label) {
+      const ms = Math.round(r.seconds * 1e4) / 10;
+      ctx.log(`${label} ${r.method}${r.tool === '' ? '' : ` ${r.tool}`}: ${r.outcome}${r.code === undefined ? '' : ` ${r.code}`} in ${ms} ms`, {
+        event: 'request',
+        level: 'debug',
+        method: r.method,
+        ...(r.tool === '' ? {} : { tool: r.tool }),
+        era: r.era,
+        outcome: r.outcome,
+        ...(r.code === undefined ? {} : { code: r.code }),
+        duration_ms: ms,
+        ...(r.caller === undefined ? {} : { caller: r.caller }),
+      });
+    },
+    upstreamRequest(r) {
+      const ms = Math.round(r.seconds * 1e4) / 10;
+      ctx.log(`server "${r.upstream}" ${r.method}: ${r.outcome} in ${ms} ms`, {
+        event: 'upstream.request',
+        level: 'debug',
+        upstream: r.upstream,
+        method: r.method,
+        outcome: r.outcome,
+        duration_ms: ms,
+      });
+    },
+  };
 }
 
 /** Options that do not go together: a TypeError saying why. */
@@ -412,6 +570,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const httpServer = options.http === false ? undefined : http.createServer();
   const socketServer = options.socket === undefined ? undefined : net.createServer();
   const modern = new ModernHub(ctx);
+  const watching = await observing(ctx, options, table, store);
   let port: number | undefined;
   if (httpServer !== undefined) port = await startHttp(httpServer, ctx, options, table, modern);
   if (socketServer !== undefined) {
@@ -428,6 +587,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
           return;
         }
         const child = serveConnection(socket, ctx, label);
+        ctx.observer?.sessionOpened?.('socket');
         socketChildren.add(child);
         ctx.log(`${label} started${pidNote(child)}`);
         child.on('close', () => {
@@ -457,6 +617,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
       modern.close(),
     ]);
     await store?.close();
+    await watching.close();
     httpServer?.closeAllConnections();
     await stopped;
     if (options.socket !== undefined) removeSocket(options.socket);
@@ -468,6 +629,8 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
     get sessions() {
       return table.count();
     },
+    metrics: watching.registry,
+    metricsUrl: watching.url,
     setPolicy(policy) {
       if (ctx.policy === undefined)
         throw new TypeError('setPolicy: serve was started without a policy (give one, even an empty one, to replace it later)');

@@ -65,7 +65,10 @@ export function removeSocket(path: string): void {
 export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string): ServedChild {
   const child = startChild(ctx, label);
   const peer = new StreamChannel(socket, socket, { name: 'socket client', maxMessageBytes: ctx.maxMessageBytes });
-  peer.on('invalid', (err: FrameError) => ctx.log(`${label} skipped a bad frame from the client: ${err.code}: ${err.message}`));
+  peer.on('invalid', (err: FrameError) => {
+    ctx.observer?.badFrame?.('client');
+    ctx.log(`${label} skipped a bad frame from the client: ${err.code}: ${err.message}`);
+  });
   peer.on('message', (msg: unknown) => {
     child.send(msg).catch((err: Error) => {
       if (isRequest(msg)) peer.send(rpcError(msg.id, SERVER_ERROR, err.message)).catch(() => undefined);

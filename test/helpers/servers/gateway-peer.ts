@@ -35,6 +35,9 @@ function call(msg: Json): unknown {
       return undefined;
     case 'hang':
       return undefined;
+    // Not listed: the request's _meta as it came (trace context and all).
+    case 'meta':
+      return text(JSON.stringify(params._meta ?? {}));
     // Not listed: what the gateway put in the request's _meta about its caller.
     case 'whoami':
       return text(JSON.stringify(((params._meta ?? {}) as Json)['mcp-frame/caller'] ?? null));
