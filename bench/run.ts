@@ -15,6 +15,7 @@ import { barChart, lineChart } from './chart.js';
 import { httpRoundTrips, httpTable } from './http.js';
 import { GONE_CAP_MS, gatewayRoundTrips, gatewayTables, goneTable, importCost, remoteGone } from './gateways.js';
 import { gatewayCost, gatewayCostTable } from './gateway.js';
+import { observeCost, observeTable } from './observe.js';
 import { replicaRoundTrips, replicaTable } from './replicas.js';
 import { serveRoundTrips, serveTable } from './serve.js';
 import { stdioRoundTrips, stdioTable } from './stdio.js';
@@ -383,6 +384,13 @@ const gatewayed = await gatewayCost();
 section(
   'Through `mcp-frame serve --all`: server-everything beside server-filesystem behind the gateway, against server-everything behind a one-server `serve`; the same SDK client',
   `Three runs, interleaved, medians; each serve a process of its own. The gateway's added work per call is its routing layer: the prefix taken off the tool name, the request sent on over a Connection to the child, the answer back. No peer does this (supergateway, mcp-proxy and mcp-remote serve one server).\n\n${gatewayCostTable(gatewayed)}`,
+);
+
+// What metrics and tracing cost per call through serve ----------------------------------------------------------
+const observed = await observeCost();
+section(
+  'Through `mcp-frame serve` with nothing on, with `--metrics`, and with tracing (an OpenTelemetry SDK registered); the same client (connect())',
+  `Three runs, interleaved, medians, every serve in this process; server-everything behind each. Goal: under 5% added per call.\n\n${observeTable(observed)}`,
 );
 
 // Gateways and bridges: serve and bridge against the peers people use ----------------------------------------
