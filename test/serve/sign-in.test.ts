@@ -7,8 +7,6 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { expect } from 'chai';
 import { memoryAuthStore } from '../../lib/client/auth/store.js';
 import type { ServerConfig } from '../../lib/client/config.js';
@@ -24,51 +22,11 @@ import { INIT } from '../helpers/served.js';
 import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
 import { cli } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
+import { MemoryProvider, REDIRECT } from '../helpers/sdk-oauth.js';
 
-const REDIRECT = 'http://127.0.0.1:9/callback';
 const PEER = (name: string): ServerConfig => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name] });
 
 type Json = Record<string, unknown>;
-
-class MemoryProvider implements OAuthClientProvider {
-  authorizationUrl: URL | undefined;
-  #client: OAuthClientInformationMixed | undefined;
-  #tokens: OAuthTokens | undefined;
-  #verifier = '';
-  get redirectUrl(): string {
-    return REDIRECT;
-  }
-  get clientMetadata() {
-    return {
-      redirect_uris: [REDIRECT],
-      client_name: 'sdk',
-      grant_types: ['authorization_code'],
-      response_types: ['code'],
-      token_endpoint_auth_method: 'none',
-    };
-  }
-  clientInformation() {
-    return this.#client;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed): void {
-    this.#client = info;
-  }
-  tokens() {
-    return this.#tokens;
-  }
-  saveTokens(tokens: OAuthTokens): void {
-    this.#tokens = tokens;
-  }
-  redirectToAuthorization(url: URL): void {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string): void {
-    this.#verifier = verifier;
-  }
-  codeVerifier(): string {
-    return this.#verifier;
-  }
-}
 
 const call = (url: string, token: string | undefined, body: unknown, session?: string) =>
   rawRequest(url, {
