@@ -82,6 +82,48 @@ describe('mcp-frame serve', () => {
     expect(missing.stderr).to.include('no server "nobody" in');
   });
 
+  it('reloads --policy on SIGHUP, and keeps the policy in force when the new file is not one', async function () {
+    this.timeout(30_000);
+    const dir = tempDir('serve-policy-');
+    const config = join(dir, 'mcp.json');
+    const policy = join(dir, 'policy.json');
+    const peer = (name: string) => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name] });
+    writeFileSync(config, JSON.stringify({ mcpServers: { a: peer('a'), b: peer('b') } }));
+    writeFileSync(policy, JSON.stringify({ rules: [{ tools: ['a__echo'] }] }));
+    const { proc, stderr, exited, url } = await serveProcess(['--all', '--config', config, '--policy', policy]);
+    const names = async (): Promise<string[]> => {
+      const c = await connect({ type: 'http', url: url! }, { protocolVersion: '2025-11-25' });
+      try {
+        const names: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = (await c.request('tools/list', cursor === undefined ? {} : { cursor })) as {
+            tools: Array<{ name: string }>;
+            nextCursor?: string;
+          };
+          names.push(...page.tools.map((t) => t.name));
+          cursor = page.nextCursor;
+        } while (cursor !== undefined);
+        return names;
+      } finally {
+        await c.close();
+      }
+    };
+    expect(await names()).to.deep.equal(['a__echo']);
+    writeFileSync(policy, JSON.stringify({ rules: [{ tools: ['b__echo', 'b__shared'] }] }));
+    proc.kill('SIGHUP');
+    await waitFor(() => (stderr().includes('SIGHUP: reloaded the policy') ? true : undefined));
+    expect(await names()).to.deep.equal(['b__echo', 'b__shared']);
+    writeFileSync(policy, '{ "rules": [ { "tools": 7 } ] }');
+    proc.kill('SIGHUP');
+    await waitFor(() => (stderr().includes('SIGHUP: kept the policy in force') ? true : undefined));
+    expect(stderr()).to.include('rules[0].tools must be an array of non-empty strings');
+    expect(await names()).to.deep.equal(['b__echo', 'b__shared']);
+    expect(proc.exitCode).to.equal(null);
+    proc.kill('SIGINT');
+    expect(await exited).to.equal(0);
+  });
+
   it('serves a config entry over HTTP with a token from the environment, and exits 0 on SIGINT', async function () {
     this.timeout(20_000);
     const { proc, stderr, exited, url } = await serveProcess(['demo', '--token-env', 'SERVE_TOKEN'], {
