@@ -838,11 +838,12 @@ export class Connection extends EventEmitter {
  * resolves with the Connection. `eraKey` names the server for the era cache; without it, every call probes.
  */
 export async function connectOver(channel: Channel, options: ConnectOptions = {}, eraKey?: string): Promise<Connection> {
-  await loadTraceApi();
+  // Listening from the start: a child that exits at once must find the Connection there to hear it.
   const connection = new Connection(channel, options);
   options.onSpawn?.(connection);
   try {
-    await connection.initialize(options, eraKey);
+    // The trace API (when installed) loads during the handshake: requests after it carry the active context.
+    await Promise.all([connection.initialize(options, eraKey), loadTraceApi()]);
   } catch (err) {
     // Reject now; the shutdown (stdin closed, then SIGTERM, then SIGKILL) goes on in the background.
     void connection.close();
