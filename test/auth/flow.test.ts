@@ -108,14 +108,29 @@ describe('connect() with auth: signing in and staying signed in', function () {
     expect(JSON.stringify(events)).not.to.match(/at-[0-9a-f]{32}|rt-[0-9a-f]{32}/);
   });
 
-  it('refreshes 60 s before expiry, before the request, so that the server never answers 401', async () => {
-    await start({ accessTtl: 61 });
+  it('refreshes before expiry (60 s early, half way for a token that lives less than 2 min), before the request, so that the server never answers 401', async () => {
+    // A 2 s token: refreshed once its first second has passed.
+    await start({ accessTtl: 2 });
     const c = await signIn();
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const before = server.mcpRequests.length;
     await call(c);
     expect(server.counts.refresh).to.equal(1);
     expect(server.mcpRequests.slice(before).map((l) => l.status)).to.deep.equal([200]);
+  });
+
+  it('signs in where the token endpoint reads client_id from the form only (client_secret_basic, as the Python MCP SDK)', async () => {
+    await start({ basicClientIdFromForm: true });
+    const c = await signIn();
+    await call(c);
+    const tokenRequests = server.authServerRequests.filter((l) => l.path === '/token');
+    expect(tokenRequests.length).to.be.greaterThan(0);
+    for (const request of tokenRequests) {
+      expect(request.authorization).to.match(/^Basic /);
+      expect(new URLSearchParams(request.body).get('client_id')).to.match(/^client-/);
+      expect(new URLSearchParams(request.body).get('client_secret')).to.equal(null);
+    }
+    expect(server.counts.code).to.equal(1);
   });
 
   it('refreshes once on a 401 (a revoked token) and sends the request again, without a new sign-in', async () => {

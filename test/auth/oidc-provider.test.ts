@@ -54,26 +54,38 @@ describe('connect() with auth against oidc-provider', function () {
     expect(((await reuse.json()) as { error: string }).error).to.equal('invalid_grant');
   });
 
-  it('refreshes before expiry with a short-lived token, never drawing a 401 after signing in', async () => {
-    oidc = await startOidc({ accessTtl: 30 });
-    const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT } });
+  it('refreshes a short-lived token half way through its life, not before every request, never drawing a 401 after signing in', async () => {
+    oidc = await startOidc({ accessTtl: 4 });
+    const asked: URL[] = [];
+    const c = await connect(
+      { type: 'http', url: oidc.url },
+      { auth: { authorize: (request) => (asked.push(request.url), browser(request)), redirectUri: REDIRECT } },
+    );
     open.push(c);
-    await c.request('tools/call', { name: 'whoami', arguments: {} });
+    // offline_access was asked with prompt=consent, as OpenID Connect Core §11 wants (else it is dropped).
+    expect(asked[0]!.searchParams.get('scope')!.split(' ')).to.include('offline_access');
+    expect(asked[0]!.searchParams.get('prompt')).to.equal('consent');
+    for (let i = 0; i < 3; i++) await c.request('tools/call', { name: 'whoami', arguments: {} });
+    expect(oidc.counts.refresh_token).to.equal(0);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await c.request('tools/list');
     await c.request('tools/list');
     expect(oidc.counts.authorizations).to.equal(1);
-    expect(oidc.counts.refresh_token).to.be.at.least(2);
+    expect(oidc.counts.refresh_token).to.equal(1);
     expect(oidc.counts.refreshRefused).to.equal(0);
     // Only the very first request, before any token, was refused.
     expect(oidc.counts.unauthorized).to.equal(1);
   });
 
   it('signs in for DPoP-bound tokens when the server takes only those: a proof per request, both nonces honoured, refresh proven too', async () => {
-    oidc = await startOidc({ dpop: true, accessTtl: 30 });
+    oidc = await startOidc({ dpop: true, accessTtl: 2 });
     const store = memoryAuthStore();
     const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT, store } });
     open.push(c);
     const result = (await c.request('tools/call', { name: 'whoami', arguments: {} })) as { content: Array<{ text: string }> };
     expect(result.content[0]!.text).to.equal('user: user-1, scope: mcp:tools');
+    // Half way through the 2 s token's life: the next request refreshes first.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     await c.request('tools/list');
     const record = (await store.get(new URL(oidc.url).href))!;
     expect(record.tokens!.tokenType).to.equal('DPoP');

@@ -44,6 +44,11 @@ export interface OAuthFaults {
   echoRefresh?: boolean;
   /** The authorization endpoint redirects with this error instead of a code. */
   deny?: string;
+  /**
+   * As the Python MCP SDK's authorization server: clients are confidential (client_secret_basic only), and the
+   * token endpoint reads client_id from the form only, the secret from the Basic header.
+   */
+  basicClientIdFromForm?: boolean;
   /** Refresh requests get this status and a body that is no OAuth error (a 503 or 429 of a busy server); nothing is spent. */
   refreshStatus?: number | undefined;
 }
@@ -162,7 +167,7 @@ export class OAuthServer {
           registration_endpoint: `${this.origin}/register`,
           response_types_supported: ['code'],
           grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials'],
-          token_endpoint_auth_methods_supported: ['none', 'client_secret_basic'],
+          token_endpoint_auth_methods_supported: f.basicClientIdFromForm ? ['client_secret_basic'] : ['none', 'client_secret_basic'],
           ...(f.noPkce ? {} : { code_challenge_methods_supported: ['S256'] }),
           ...(f.scopesSupported === undefined ? {} : { scopes_supported: f.scopesSupported }),
           ...(f.iss === undefined ? {} : { authorization_response_iss_parameter_supported: true }),
@@ -222,7 +227,7 @@ export class OAuthServer {
     let secret = form.get('client_secret') ?? undefined;
     if (basic !== null) {
       const [i, s] = Buffer.from(basic[1]!, 'base64').toString().split(':').map(decodeURIComponent);
-      id = i;
+      if (!this.faults.basicClientIdFromForm) id = i;
       secret = s;
     }
     const client = id === undefined ? undefined : this.#clients.get(id);

@@ -16,6 +16,14 @@ import { MIN_SECRET_LENGTH, replaceSecrets } from '../../redaction.js';
 
 /** Tokens are refreshed this long before they expire. */
 const REFRESH_EARLY_MS = 60_000;
+
+/**
+ * How long before its expiry a token is refreshed: REFRESH_EARLY_MS, but at most half its life (a 4 s token
+ * refreshed 60 s early would be refreshed before every request, spending a rotated refresh token each time).
+ */
+function refreshEarlyMs(tokens: StoredTokens): number {
+  return tokens.lifetimeMs === undefined ? REFRESH_EARLY_MS : Math.min(REFRESH_EARLY_MS, tokens.lifetimeMs / 2);
+}
 /** At most this many sign-ins per server in a minute; then AUTH_SCOPE_LOOP. */
 const MAX_SIGN_INS_PER_MINUTE = 6;
 /** How long authorize() may take (a user in a browser) unless the authorizer bounds it itself. */
@@ -187,7 +195,7 @@ export class AuthSession {
     }
     const tokens = this.#record?.tokens;
     if (tokens === undefined) return undefined;
-    if (tokens.refreshToken !== undefined && tokens.expiresAt !== undefined && tokens.expiresAt - REFRESH_EARLY_MS <= Date.now()) {
+    if (tokens.refreshToken !== undefined && tokens.expiresAt !== undefined && tokens.expiresAt - refreshEarlyMs(tokens) <= Date.now()) {
       // A refresh that fails here is not the request's failure: the 401 that follows signs in.
       await this.#exclusive(async () => {
         const fresh = await this.#reread();
@@ -493,6 +501,9 @@ export class AuthSession {
     if (scope !== undefined) url.searchParams.set('scope', scope);
     const resource = this.#resourceParam(found.resource);
     if (resource !== undefined) url.searchParams.set('resource', resource);
+    // OpenID Connect Core §11: offline_access is granted only with prompt=consent; without it a provider drops
+    // the scope and every expiry sends the user back to the browser. authorizeParams can still set another prompt.
+    if (scope?.split(' ').includes('offline_access') === true) url.searchParams.set('prompt', 'consent');
     for (const [key, value] of Object.entries(this.#params)) url.searchParams.set(key, value);
     this.#event({ type: 'authorizing', url, redirectUri });
     const returned = await this.#userAgent(authorize, url, redirectUri, signal);
@@ -600,7 +611,10 @@ export class AuthSession {
     const refresh = str(json.refresh_token) ?? previousRefresh;
     if (refresh !== undefined) tokens.refreshToken = refresh;
     const expiresIn = Number(json.expires_in);
-    if (json.expires_in !== undefined && Number.isFinite(expiresIn) && expiresIn >= 0) tokens.expiresAt = Date.now() + expiresIn * 1000;
+    if (json.expires_in !== undefined && Number.isFinite(expiresIn) && expiresIn >= 0) {
+      tokens.expiresAt = Date.now() + expiresIn * 1000;
+      tokens.lifetimeMs = expiresIn * 1000;
+    }
     const granted = str(json.scope) ?? scope;
     if (granted !== undefined) tokens.scope = granted;
     this.#remember(accessToken);
@@ -635,6 +649,9 @@ export class AuthSession {
         const id = encodeURIComponent(client.clientId);
         const secret = encodeURIComponent(client.clientSecret ?? '');
         headers.authorization = `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+        // The client_id in the body too (RFC 6749 §3.2.1 lets a client identify itself there): some servers (the
+        // Python MCP SDK's) read it from the form only, and one that reads the header finds the same id.
+        form.set('client_id', client.clientId);
         break;
       }
       case 'client_secret_post':

@@ -60,6 +60,8 @@ export interface StoredTokens {
   tokenType: string;
   refreshToken?: string;
   expiresAt?: number;
+  /** The token's whole life as given (`expires_in`), in ms: it is refreshed no earlier than half way. */
+  lifetimeMs?: number;
   scope?: string;
 }
 
