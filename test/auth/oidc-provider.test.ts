@@ -59,7 +59,15 @@ describe('connect() with auth against oidc-provider', function () {
     const asked: URL[] = [];
     const c = await connect(
       { type: 'http', url: oidc.url },
-      { auth: { authorize: (request) => (asked.push(request.url), browser(request)), redirectUri: REDIRECT } },
+      {
+        auth: {
+          authorize: (request) => {
+            asked.push(request.url);
+            return browser(request);
+          },
+          redirectUri: REDIRECT,
+        },
+      },
     );
     open.push(c);
     // offline_access was asked with prompt=consent, as OpenID Connect Core §11 wants (else it is dropped).
