@@ -85,14 +85,23 @@ export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<Ser
     };
   }
   const name = opts.server!;
-  const path = opts.config ?? (await findConfig());
-  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
-  if (opts.config === undefined && opts.json !== true) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
-  try {
-    const text = await readConfigText(path);
+  return withConfig(opts.config, opts.json !== true, who, (text, path) => {
     const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
     if (entry === undefined) throw new CliError(`no server "${name}" in ${path}; it has: ${listNames(configServerNames(text, path))}`, EXIT.config);
     return entry;
+  });
+}
+
+/**
+ * Reads the config named with --config, or the one a host would find (said on stderr when `say`), and hands its
+ * text to `read`; a ConfigError from either is a CliError with the config's exit code.
+ */
+async function withConfig<T>(config: string | undefined, say: boolean, who: string, read: (text: string, path: string) => T): Promise<T> {
+  const path = config ?? (await findConfig());
+  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
+  if (config === undefined && say) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
+  try {
+    return read(await readConfigText(path), path);
   } catch (err) {
     throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
   }
@@ -123,11 +132,7 @@ export async function serverEntries(
   opts: { config: string | undefined; inputs: Record<string, string> },
   who: string,
 ): Promise<Array<[string, ServerConfig]>> {
-  const path = opts.config ?? (await findConfig());
-  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
-  if (opts.config === undefined) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
-  try {
-    const text = await readConfigText(path);
+  return withConfig(opts.config, true, who, (text, path) => {
     const known = configServerNames(text, path);
     const wanted = all ? known : names;
     const missing = wanted.filter((name) => !known.includes(name));
@@ -135,8 +140,6 @@ export async function serverEntries(
       throw new CliError(`no server ${missing.map((n) => `"${n}"`).join(', ')} in ${path}; it has: ${listNames(known)}`, EXIT.config);
     if (wanted.length === 0) throw new CliError(`${path} names no server`, EXIT.config);
     // Each entry read alone: a variable one entry needs and the environment lacks names that entry.
-    return wanted.map((name) => [name, serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name)!]);
-  } catch (err) {
-    throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
-  }
+    return wanted.map((name): [string, ServerConfig] => [name, serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name)!]);
+  });
 }

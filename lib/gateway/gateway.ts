@@ -193,11 +193,6 @@ export class Gateway extends EventEmitter implements Channel {
     });
   }
 
-  /** Each upstream's state, in config order. */
-  get upstreams(): Array<{ name: string; state: string; reason?: string }> {
-    return this.#ups.map((up) => ({ name: up.name, state: up.state, ...(up.why === undefined ? {} : { reason: up.why }) }));
-  }
-
   /** A message from the client; `caller`: who sent it, when not the gateway's own caller. */
   send(msg: unknown, caller?: Caller): Promise<void> {
     if (this.#closed) return Promise.reject(this.endError('the gateway'));

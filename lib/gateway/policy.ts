@@ -62,12 +62,9 @@ function strings(value: unknown, where: string): string[] {
 
 export class Policy {
   readonly #rules: CompiledRule[];
-  /** Where the policy came from (a file's path), for messages. */
-  readonly source: string;
 
-  private constructor(rules: CompiledRule[], source: string) {
+  private constructor(rules: CompiledRule[]) {
     this.#rules = rules;
-    this.source = source;
   }
 
   /** A policy from its JSON text; PolicyError naming the line (broken JSON) or the rule and key (a wrong shape). */
@@ -80,7 +77,7 @@ export class Policy {
       throw new PolicyError(`${source}: not valid JSON${at === undefined ? '' : ` at line ${at.line}, column ${at.column}`}`);
     }
     try {
-      return new Policy(Policy.#compile(parsed), source);
+      return new Policy(Policy.#compile(parsed));
     } catch (err) {
       if (!(err instanceof PolicyError)) throw err;
       const rule = /^rules\[(\d+)\]/.exec(err.message)?.[1];

@@ -101,11 +101,12 @@ export function startRequestSpan(
   // injected and the caller's own trace headers go on as they came.
   const carrier: Json = {};
   api.propagation.inject(api.trace.setSpan(parent, span), carrier, setter);
+  let out = params;
   if (typeof carrier.traceparent === 'string') {
     for (const key of TRACE_KEYS) delete meta[key];
     Object.assign(meta, carrier);
+    out = params === undefined ? { _meta: meta } : { ...params, _meta: meta };
   }
-  const out = params === undefined ? { _meta: meta } : { ...params, _meta: meta };
   const spanApi = api;
   return {
     params: out,

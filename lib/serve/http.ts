@@ -473,12 +473,11 @@ export class HttpFront {
   /** Carries a request for session `id` to the replica that owns it; 404 when none does. */
   async #carry(id: string, req: IncomingMessage, res: ServerResponse, forwarded: boolean, body: string, caller: Caller | undefined): Promise<void> {
     const store = this.#sessions.store;
-    const unknown = UNKNOWN_SESSION;
-    if (store === undefined || forwarded) refuse(404, unknown);
+    if (store === undefined || forwarded) refuse(404, UNKNOWN_SESSION);
     const owner = await store!.ownerOf(id);
-    if (owner === undefined || owner === store!.replica) refuse(404, unknown);
+    if (owner === undefined || owner === store!.replica) refuse(404, UNKNOWN_SESSION);
     this.#ctx.observer?.tunnel?.();
-    if (!(await store!.forward(owner!, tunnelRequest(req, body, caller), res))) refuse(404, unknown);
+    if (!(await store!.forward(owner!, tunnelRequest(req, body, caller), res))) refuse(404, UNKNOWN_SESSION);
   }
 
   /**

@@ -85,7 +85,6 @@ interface Observed {
 export function observe(child: Observed, observer: Observer | undefined, era: 'legacy' | 'modern', label: string, tracing: boolean): void {
   if (observer?.request === undefined && !tracing) return;
   const open = new Map<string, Open>();
-  const key = idKey;
   const send = child.send.bind(child) as (msg: unknown, ...rest: unknown[]) => Promise<void>;
   (child as unknown as { send: (msg: unknown, ...rest: unknown[]) => Promise<void> }).send = (msg: unknown, ...rest: unknown[]) => {
     // serve's own requests (the era probe, the translated initialize) are no client's.
@@ -94,14 +93,15 @@ export function observe(child: Observed, observer: Observer | undefined, era: 'l
     const span = tracing && traceApi() !== undefined ? startRequestSpan(msg.method, params, 'server', { 'mcp.protocol.era': era }) : undefined;
     const name = (msg.method === 'tools/call' || msg.method === 'prompts/get') && typeof params?.name === 'string' ? params.name : '';
     const caller = (rest[0] as { subject?: unknown } | undefined)?.subject;
-    open.set(key(msg.id), {
+    open.set(idKey(msg.id), {
       method: methodLabel(msg.method),
       name,
       start: process.hrtime.bigint(),
       span,
       ...(typeof caller === 'string' ? { caller } : {}),
     });
-    return send(span === undefined ? msg : { ...msg, params: span.params }, ...rest);
+    // A new params only when the span put its context in them: a request without params stays without.
+    return send(span === undefined || span.params === params ? msg : { ...msg, params: span.params }, ...rest);
   };
   const finish = (entry: Open, outcome: Outcome, code?: number): void => {
     if (outcome === 'ok' || outcome === 'tool_error') entry.span?.end();
@@ -124,9 +124,9 @@ export function observe(child: Observed, observer: Observer | undefined, era: 'l
   };
   child.on('message', (msg: unknown) => {
     if (!isResponse(msg)) return;
-    const entry = open.get(key(msg.id));
+    const entry = open.get(idKey(msg.id));
     if (entry === undefined) return;
-    open.delete(key(msg.id));
+    open.delete(idKey(msg.id));
     const error =
       isObject(msg) && isObject((msg as { error?: unknown }).error)
         ? ((msg as { error: { code?: unknown } }).error as { code?: unknown })
