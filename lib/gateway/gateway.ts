@@ -23,7 +23,7 @@ import { ConnectionError, type ExitStatus } from '../client/errors.js';
 import { idKey, isObject, isRequest, isResponse } from '../jsonrpc.js';
 import { INPUT_CAPABILITIES } from '../protocol/modern.js';
 import { listPages } from '../protocol/paging.js';
-import { startRequestSpan, traceApi } from '../protocol/trace.js';
+import { startRequestSpan } from '../protocol/trace.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
 import type { Caller, Policy } from './policy.js';
@@ -614,7 +614,7 @@ export class Gateway extends EventEmitter implements Channel {
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
     // One span per call to a server, a child of the caller's (in _meta), whose context goes on to the server.
-    const span = this.#tracing && traceApi() !== undefined ? startRequestSpan(method, out, 'client', { 'mcp.server.name': up.name }) : undefined;
+    const span = this.#tracing ? startRequestSpan(method, out, 'client', { 'mcp.server.name': up.name }) : undefined;
     if (span?.params !== undefined) out = span.params;
     const start = this.#observer?.upstreamRequest === undefined ? 0n : process.hrtime.bigint();
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';

@@ -61,6 +61,15 @@ export function withActiveTrace(params: unknown): unknown {
   return { ...own, _meta: meta };
 }
 
+/**
+ * Whether a host has registered a tracer provider (an SDK). Without one every span is the API's no-op and
+ * carries its parent's context unchanged, so none is made: the request goes on as it came, for no work.
+ */
+function recording(spanApi: Api): boolean {
+  const provider = spanApi.trace.getTracerProvider();
+  return !(provider instanceof spanApi.ProxyTracerProvider) || provider.getDelegateTracer('mcp-frame') !== undefined;
+}
+
 /** A span begun for one request, and the request's params with the span's context in `_meta` for the next hop. */
 export interface RequestSpan {
   params: Json | undefined;
@@ -78,7 +87,7 @@ export function startRequestSpan(
   kind: 'server' | 'client',
   attributes: Record<string, string | number | undefined>,
 ): RequestSpan | undefined {
-  if (api === undefined) return undefined;
+  if (api === undefined || !recording(api)) return undefined;
   const meta: Json = params !== undefined && isObject(params._meta) ? { ...params._meta } : {};
   const parent = typeof meta.traceparent === 'string' ? api.propagation.extract(api.context.active(), meta, getter) : api.context.active();
   const tool = method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined;

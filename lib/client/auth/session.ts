@@ -97,6 +97,17 @@ export function applicationType(redirectUri: string): 'native' | 'web' {
   }
 }
 
+/**
+ * What to add to an authorization server's refusal when it may be of the RFC 8707 `resource` parameter sent
+ * (RFC 8707's invalid_target, or a description that names the parameter, as Entra ID's AADSTS9010010 does):
+ * the option that leaves it out. Nothing when no resource was sent or the refusal is of something else.
+ */
+function resourceHint(sent: string | undefined, error: string | null | undefined, description: string | null | undefined): string {
+  if (sent === undefined) return '';
+  if (error !== 'invalid_target' && !/\bresource\b|AADSTS9010010/i.test(description ?? '')) return '';
+  return '; the authorization server may not take the RFC 8707 resource parameter: leave it out with auth.resource: false (the command line: --no-resource, or "resource": false in the entry\'s auth)';
+}
+
 /** The server's URL as a resource: no fragment, no query. */
 export function canonicalResource(url: URL): string {
   const u = new URL(url);
@@ -522,9 +533,8 @@ export class AuthSession {
     const error = params.get('error');
     if (error !== null) {
       const description = params.get('error_description');
-      throw this.#fail(
-        new ConnectionError('AUTH_DENIED', `the sign-in was refused: ${preview(description === null ? error : `${error}: ${description}`)}`),
-      );
+      const text = preview(description === null ? error : `${error}: ${description}`);
+      throw this.#fail(new ConnectionError('AUTH_DENIED', `the sign-in was refused: ${text}${resourceHint(resource, error, description)}`));
     }
     const code = params.get('code');
     if (code === null || code === '') throw this.#fail(new ConnectionError('AUTH_DENIED', 'the redirect carries no authorization code'));
@@ -570,7 +580,8 @@ export class AuthSession {
     const key = this.#dpopKey(found);
     const answer = await this.#tokenRequest(found.tokenEndpoint, client, body, found.issuer, key);
     if (answer.status !== 200 || answer.json === undefined) {
-      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused: ${oauthErrorText(answer, (text) => this.scrub(text))}`));
+      const hint = resourceHint(body.resource, str(answer.json?.error), str(answer.json?.error_description));
+      throw this.#fail(new ConnectionError('AUTH_TOKEN', `the token endpoint refused: ${oauthErrorText(answer, (text) => this.scrub(text))}${hint}`));
     }
     return this.#tokensFrom(answer, scope, undefined, key);
   }
