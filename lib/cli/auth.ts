@@ -4,12 +4,14 @@
  */
 import { spawn } from 'node:child_process';
 import { loopbackAuthorizer } from '../client/auth/agents.js';
-import { canonicalResource } from '../client/auth/session.js';
+import { canonicalResource, FLOW_PARAMS } from '../client/auth/session.js';
 import { fileAuthStore } from '../client/auth/store.js';
 import type { AuthEvent, AuthOptions, AuthRecord } from '../client/auth/types.js';
 import { isStdioServer, type RemoteServerConfig, type ServerConfig } from '../client/config.js';
 import { printable, safeLine } from '../errors.js';
-import { serverEntry } from './entry.js';
+import { connect } from '../client/connect.js';
+import { ConnectionError } from '../client/errors.js';
+import { isServerUrl, serverEntry } from './entry.js';
 import { CliError, EXIT, keyValues, parseOptions, positiveInteger, writeStdout } from './io.js';
 
 /** The flags every command that may sign in takes. */
@@ -17,21 +19,43 @@ export const AUTH_FLAGS = {
   'no-browser': { type: 'boolean', default: false },
   'callback-port': { type: 'string' },
   'auth-timeout': { type: 'string' },
+  'authorize-param': { type: 'string', multiple: true },
+  'client-id': { type: 'string' },
+  'no-resource': { type: 'boolean', default: false },
 } as const;
+
+/** Where `--client-id`'s secret comes from: the environment, never argv (which every user of the machine can read). */
+export const CLIENT_SECRET_VAR = 'MCP_FRAME_CLIENT_SECRET';
 
 export interface AuthFlags {
   noBrowser: boolean;
   callbackPort: number | undefined;
   authTimeoutMs: number;
+  /** `--authorize-param k=v`: over the entry's `auth.params`. */
+  authorizeParams: Record<string, string>;
+  /** `--client-id`, with the secret from MCP_FRAME_CLIENT_SECRET when it is set. */
+  client: { clientId: string; clientSecret?: string } | undefined;
+  /** `--no-resource`: no RFC 8707 resource parameter. */
+  noResource: boolean;
 }
 
-export function authFlags(values: Record<string, unknown>, usage: string): AuthFlags {
+export function authFlags(values: Record<string, unknown>, usage: string, env: NodeJS.ProcessEnv = process.env): AuthFlags {
   const port = positiveInteger(values['callback-port'] as string | undefined, '--callback-port', usage);
   if (port !== undefined && port > 65535) throw new CliError(`--callback-port must be a port number, got ${port}\n${usage}`, EXIT.usage);
+  const clientId = values['client-id'] as string | undefined;
+  if (clientId === '') throw new CliError(`--client-id is empty\n${usage}`, EXIT.usage);
+  const secret = env[CLIENT_SECRET_VAR];
+  const authorizeParams = keyValues(values['authorize-param'] as string[] | undefined, '--authorize-param', usage);
+  for (const key of Object.keys(authorizeParams)) {
+    if (FLOW_PARAMS.has(key)) throw new CliError(`--authorize-param may not set ${key}: the sign-in sets it itself\n${usage.split('\n')[0]}`, EXIT.usage);
+  }
   return {
     noBrowser: values['no-browser'] === true,
     callbackPort: port,
     authTimeoutMs: positiveInteger(values['auth-timeout'] as string | undefined, '--auth-timeout', usage) ?? 300_000,
+    authorizeParams,
+    client: clientId === undefined ? undefined : { clientId, ...(secret === undefined || secret === '' ? {} : { clientSecret: secret }) },
+    noResource: values['no-resource'] === true,
   };
 }
 
@@ -92,14 +116,21 @@ export function cliAuth(entry: ServerConfig, name: string, flags: AuthFlags, who
       if (!flags.noBrowser && canOpenBrowser()) openBrowser(url);
     },
   });
+  const client =
+    flags.client ??
+    (conf.clientId === undefined ? undefined : { clientId: conf.clientId, ...(conf.clientSecret === undefined ? {} : { clientSecret: conf.clientSecret }) });
+  for (const key of Object.keys(conf.params ?? {})) {
+    if (FLOW_PARAMS.has(key)) throw new CliError(`server "${printable(name)}": auth.params may not set ${key}: the sign-in sets it itself`, EXIT.config);
+  }
+  const params = { ...conf.params, ...flags.authorizeParams };
   return {
     authorize,
     authorizeTimeoutMs: flags.authTimeoutMs,
     store: fileAuthStore(),
     clientName: 'mcp-frame',
-    ...(conf.clientId === undefined
-      ? {}
-      : { client: { clientId: conf.clientId, ...(conf.clientSecret === undefined ? {} : { clientSecret: conf.clientSecret }) } }),
+    ...(client === undefined ? {} : { client }),
+    ...(Object.keys(params).length === 0 ? {} : { authorizeParams: params }),
+    ...(flags.noResource || conf.resource === false ? { resource: false as const } : {}),
     ...(conf.scope === undefined ? {} : { scope: conf.scope }),
     ...(conf.clientMetadataUrl === undefined ? {} : { clientMetadataUrl: conf.clientMetadataUrl }),
     onEvent: (e: AuthEvent) => {
@@ -108,8 +139,11 @@ export function cliAuth(entry: ServerConfig, name: string, flags: AuthFlags, who
   };
 }
 
-export const USAGE = `usage: mcp-frame auth status [server] [--config path] [--json]
-       mcp-frame auth logout <server> [--config path]
+export const USAGE = `usage: mcp-frame auth status [server | url] [--config path] [--json]
+       mcp-frame auth login <server | url> [--config path] [sign-in options]
+       mcp-frame auth logout <server | url> [--config path]
+sign-in options: --no-browser  --callback-port n  --auth-timeout ms  --authorize-param k=v  --client-id id
+  (its secret from $${CLIENT_SECRET_VAR})  --no-resource
 Tokens are kept in $MCP_FRAME_AUTH_DIR, else $XDG_CONFIG_HOME/mcp-frame/auth (~/.config/mcp-frame/auth).`;
 
 /** A record as `auth status` shows it: never a token, a secret or a refresh token's value. */
@@ -133,38 +167,62 @@ function line(d: Record<string, unknown>): string {
   return safeLine(`${d.server}  ${state}${d.scope === null ? '' : `  scope: ${d.scope}`}${d.issuer === null ? '' : `  issuer: ${d.issuer}`}`);
 }
 
-/** `mcp-frame auth status [server]` and `mcp-frame auth logout <server>`. */
+/** The remote server a subcommand names: an http(s) URL as given, else a config entry's. */
+async function remoteNamed(server: string, values: Record<string, unknown>): Promise<RemoteServerConfig> {
+  if (isServerUrl(server)) return { type: 'http', url: server };
+  const entry = await serverEntry(
+    { command: undefined, env: {}, server, config: values.config as string | undefined, inputs: keyValues(values.input as string[] | undefined, '--input', USAGE) },
+    'auth',
+  );
+  if (isStdioServer(entry) || entry.type === 'socket') throw new CliError(`server "${server}" is not a remote server: it has no sign-in`, EXIT.usage);
+  return entry as RemoteServerConfig;
+}
+
+/** `auth login`: connects, which signs in when the server asks (or says the tokens kept are still good), and closes. */
+async function login(server: string, entry: RemoteServerConfig, values: Record<string, unknown>): Promise<number> {
+  const store = fileAuthStore();
+  const key = canonicalResource(new URL(entry.url));
+  const before = (await store.get(key))?.tokens?.accessToken;
+  const name = isServerUrl(server) ? new URL(server).host : server;
+  const auth = cliAuth(entry, name, authFlags(values, USAGE), 'auth', true)!;
+  try {
+    const c = await connect(entry, { name, auth });
+    await c.close();
+  } catch (err) {
+    if (err instanceof ConnectionError && err.code.startsWith('AUTH_')) throw new CliError(`${err.code}: ${err.message}`, EXIT.auth);
+    if (err instanceof ConnectionError) throw new CliError(err.message, EXIT.connection);
+    throw err;
+  }
+  const after = await store.get(key);
+  if (after?.tokens === undefined) process.stderr.write(`mcp-frame auth: "${printable(name)}" asked for no sign-in: nothing to keep\n`);
+  else if (after.tokens.accessToken === before) process.stderr.write(`mcp-frame auth: already signed in to "${printable(name)}" (${line(describe(key, after))})\n`);
+  return EXIT.ok;
+}
+
+/** `mcp-frame auth status [server|url]`, `auth login <server|url>` and `auth logout <server|url>`. */
 export async function authCommand(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
   if (sub === '--help' || sub === '-h') {
     await writeStdout(`${USAGE}\n`);
     return EXIT.ok;
   }
-  if (sub !== 'status' && sub !== 'logout') throw new CliError(USAGE, EXIT.usage);
+  if (sub !== 'status' && sub !== 'logout' && sub !== 'login') throw new CliError(USAGE, EXIT.usage);
   const { values, positionals } = parseOptions(
     rest,
-    { config: { type: 'string' }, input: { type: 'string', multiple: true }, json: { type: 'boolean', default: false } },
+    {
+      config: { type: 'string' },
+      input: { type: 'string', multiple: true },
+      json: { type: 'boolean', default: false },
+      ...(sub === 'login' ? AUTH_FLAGS : {}),
+    },
     USAGE,
   );
   const [server, ...extra] = positionals;
-  if (extra.length > 0 || (sub === 'logout' && server === undefined)) throw new CliError(USAGE, EXIT.usage);
+  if (extra.length > 0 || (sub !== 'status' && server === undefined)) throw new CliError(USAGE, EXIT.usage);
+  const entry = server === undefined ? undefined : await remoteNamed(server, values);
+  if (sub === 'login') return login(server!, entry!, values);
   const store = fileAuthStore();
-  let key: string | undefined;
-  if (server !== undefined) {
-    const entry = await serverEntry(
-      {
-        command: undefined,
-        env: {},
-        server,
-        config: values.config as string | undefined,
-        inputs: keyValues(values.input, '--input', USAGE),
-      },
-      'auth',
-    );
-    if (isStdioServer(entry) || entry.type === 'socket')
-      throw new CliError(`server "${server}" is not a remote server: it has no sign-in`, EXIT.usage);
-    key = canonicalResource(new URL((entry as RemoteServerConfig).url));
-  }
+  const key = entry === undefined ? undefined : canonicalResource(new URL(entry.url));
   if (sub === 'logout') {
     const had = await store.get(key!);
     await store.delete(key!);

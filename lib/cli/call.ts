@@ -18,7 +18,8 @@ export const USAGE = `usage: mcp-frame call <server> [method [params-json | @fil
        mcp-frame call [--url] <url> [--header 'Name: value'] [--header-env Name=VAR] [method [params] | <tool> ...]
        mcp-frame tools | resources | prompts <server> [options]   (or [--url] <url>, or [options] -- <command> [args...])
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
-sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms`;
+sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms
+  --authorize-param k=v  --client-id id (secret: $MCP_FRAME_CLIENT_SECRET)  --no-resource`;
 
 /** What the command does once connected. */
 type CallAction = 'call' | 'tools' | 'resources' | 'prompts';

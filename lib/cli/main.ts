@@ -37,8 +37,8 @@ commands:
         (or: serve <server> [--config path])
                              offer a stdio server over Streamable HTTP (/mcp), legacy SSE (/sse) and a
                              local socket, one server process per session; 'serve --help' lists options
-  auth status [server] | auth logout <server>
-                             what the command line is signed in to (never the tokens), or sign out
+  auth status [server|url] | auth login <server|url> | auth logout <server|url>
+                             what the command line is signed in to (never the tokens), sign in, sign out
   check-config [path] [--input id=value]...
                              report every problem of a config file at once (default: the one call would use)
   help [command]             this text, or a command's own (as does <command> --help)

@@ -32,6 +32,10 @@ export interface RemoteAuthConfig {
   clientMetadataUrl?: string;
   /** The loopback callback's port. @defaultValue any free port */
   callbackPort?: number;
+  /** More authorization request parameters (Google's `access_type: offline`, Auth0's `audience`). */
+  params?: Record<string, string>;
+  /** false: send no RFC 8707 `resource` parameter, for an authorization server that refuses it (Entra ID). */
+  resource?: false;
 }
 
 /** A server behind a local socket (a Unix domain socket, or a named pipe on Windows) carrying NDJSON, as `mcp-frame serve --socket` offers. */
@@ -328,8 +332,15 @@ class EntryReader {
           out.callbackPort = port;
           break;
         }
+        case 'params':
+          out.params = this.#stringMap(value, at);
+          break;
+        case 'resource':
+          if (value !== false) this.#fail(at, `expected false (to send no resource parameter), got ${kind(value)}`);
+          out.resource = false;
+          break;
         default:
-          this.#fail(at, 'unknown key (auth takes clientId, clientSecret, scope, clientMetadataUrl, callbackPort)');
+          this.#fail(at, 'unknown key (auth takes clientId, clientSecret, scope, clientMetadataUrl, callbackPort, params, resource)');
       }
     }
     return out;

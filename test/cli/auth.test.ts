@@ -164,4 +164,105 @@ describe('mcp-frame sign-in on the command line', function () {
     expect(result.stderr).to.include('mcpServers.remote.auth.clientSecret');
     expect(result.stderr).not.to.include('hunter2');
   });
+
+  it('auth login, status and logout take a URL where a server name goes', async () => {
+    const host = new URL(server.url).host;
+    const login = start(['auth', 'login', server.url], env, dir);
+    running.push(login);
+    const [, url] = await login.waitFor(/Open this URL to sign in:\s+(\S+)/);
+    await browse(url!, true);
+    expect(await login.done).to.equal(0);
+    expect(login.stderr()).to.include(`signed in to "${host}"`);
+    expect((await cli(['auth', 'status', server.url], { env, cwd: dir })).stdout).to.match(/ {2}signed in \(expires /);
+    // Signed in already: said, and no second sign-in.
+    const again = await cli(['auth', 'login', server.url], { env, cwd: dir });
+    expect(again.code).to.equal(0);
+    expect(again.stderr).to.include(`already signed in to "${host}"`);
+    expect(again.stderr).not.to.match(TOKEN);
+    expect(server.counts.authorize).to.equal(1);
+    const out = await cli(['auth', 'logout', server.url], { env, cwd: dir });
+    expect(out.stderr).to.include(`signed out of "${server.url}"`);
+    expect((await cli(['auth', 'status', server.url], { env, cwd: dir })).stdout).to.include('not signed in');
+  });
+
+  it('--authorize-param and an entry\'s auth.params go into the authorization request; the flow\'s own parameters are refused', async () => {
+    writeFileSync(
+      join(dir, '.mcp.json'),
+      JSON.stringify({ mcpServers: { remote: { url: server.url, auth: { params: { access_type: 'offline', audience: 'from-entry' } } } } }),
+    );
+    const call = start(['tools', 'remote', '--authorize-param', 'audience=api://files'], env, dir);
+    running.push(call);
+    const [, url] = await call.waitFor(/Open this URL to sign in:\s+(\S+)/);
+    const asked = new URL(url!).searchParams;
+    expect(asked.get('access_type')).to.equal('offline');
+    expect(asked.get('audience')).to.equal('api://files');
+    await browse(url!, true);
+    expect(await call.done).to.equal(0);
+    const refused = await cli(['tools', 'remote', '--authorize-param', 'scope=admin'], { env, cwd: dir });
+    expect(refused.code).to.equal(2);
+    expect(refused.stderr).to.include('--authorize-param may not set scope');
+    writeFileSync(join(dir, '.mcp.json'), JSON.stringify({ mcpServers: { remote: { url: server.url, auth: { params: { resource: 'x' } } } } }));
+    const inEntry = await cli(['tools', 'remote'], { env, cwd: dir });
+    expect(inEntry.code).to.equal(3);
+    expect(inEntry.stderr).to.include('auth.params may not set resource');
+  });
+
+  it('--client-id signs in as a client registered by hand, its secret from MCP_FRAME_CLIENT_SECRET: nothing registered', async () => {
+    const secret = 'pre-registered-secret-0123456789';
+    server.preRegister('registered-by-hand', secret);
+    const call = start(['tools', 'remote', '--client-id', 'registered-by-hand'], { ...env, MCP_FRAME_CLIENT_SECRET: secret }, dir);
+    running.push(call);
+    const [, url] = await call.waitFor(/Open this URL to sign in:\s+(\S+)/);
+    expect(new URL(url!).searchParams.get('client_id')).to.equal('registered-by-hand');
+    await browse(url!, true);
+    expect(await call.done).to.equal(0);
+    expect(server.counts.register).to.equal(0);
+    expect(call.stdout() + call.stderr()).not.to.include(secret);
+    // The token request proved the client with that secret (Basic, as the server advertises).
+    const token = server.log.find((l) => l.path === '/token')!;
+    expect(Buffer.from(token.authorization!.replace(/^Basic /, ''), 'base64').toString()).to.equal(`registered-by-hand:${secret}`);
+  });
+
+  it('against a provider that refuses the resource parameter: the refusal names --no-resource, which signs in; so does the entry\'s auth.resource: false', async () => {
+    server.faults.refuseResource = true;
+    const first = start(['tools', 'remote'], env, dir);
+    running.push(first);
+    await browse((await first.waitFor(/Open this URL to sign in:\s+(\S+)/))[1]!, true);
+    expect(await first.done).to.equal(7);
+    expect(first.stderr()).to.include('AADSTS9010010');
+    expect(first.stderr()).to.include('--no-resource');
+    const second = start(['tools', 'remote', '--no-resource'], env, dir);
+    running.push(second);
+    const [, url] = await second.waitFor(/Open this URL to sign in:\s+(\S+)/);
+    expect(new URL(url!).searchParams.has('resource')).to.equal(false);
+    await browse(url!, true);
+    expect(await second.done).to.equal(0);
+    expect(second.stdout()).to.include('whoami');
+    await cli(['auth', 'logout', 'remote'], { env, cwd: dir });
+    writeFileSync(join(dir, '.mcp.json'), JSON.stringify({ mcpServers: { remote: { url: server.url, auth: { resource: false } } } }));
+    const third = start(['tools', 'remote'], env, dir);
+    running.push(third);
+    await browse((await third.waitFor(/Open this URL to sign in:\s+(\S+)/))[1]!, true);
+    expect(await third.done).to.equal(0);
+    expect(server.resources.slice(-2)).to.deep.equal([undefined, undefined]);
+  });
+
+  it('two processes sharing the store refresh once: the one that waited takes the new tokens, and a provider that revokes on reuse revokes nothing', async () => {
+    // 2 s tokens are refreshed after 1 s; a slow token endpoint keeps the first refresh under way while the second process asks.
+    server.faults = { accessTtl: 2, tokenDelayMs: 400, revokeOnReuse: true };
+    const first = start(['tools', 'remote'], env, dir);
+    running.push(first);
+    await browse((await first.waitFor(/Open this URL to sign in:\s+(\S+)/))[1]!, true);
+    expect(await first.done).to.equal(0);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const [a, b] = await Promise.all([
+      cli(['call', 'remote', 'tools/list', '--auth-timeout', '3000'], { env, cwd: dir }),
+      cli(['call', 'remote', 'tools/list', '--auth-timeout', '3000'], { env, cwd: dir }),
+    ]);
+    expect([a.code, b.code], a.stderr + b.stderr).to.deep.equal([0, 0]);
+    expect(a.stderr + b.stderr).not.to.include('needs authorization');
+    expect(server.counts.refresh).to.equal(1);
+    expect(server.counts.refreshReused).to.equal(0);
+    expect(server.counts.authorize).to.equal(1);
+  });
 });

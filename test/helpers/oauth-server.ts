@@ -9,6 +9,9 @@ import type { AddressInfo } from 'node:net';
 
 type Json = Record<string, unknown>;
 
+/** A client's redirect URIs include this: any loopback redirect is taken. */
+const LOOPBACK = 'loopback';
+
 export interface OAuthFaults {
   /** Seconds an access token lives. @defaultValue 3600 */
   accessTtl?: number;
@@ -51,6 +54,10 @@ export interface OAuthFaults {
   basicClientIdFromForm?: boolean;
   /** Refresh requests get this status and a body that is no OAuth error (a 503 or 429 of a busy server); nothing is spent. */
   refreshStatus?: number | undefined;
+  /** A spent refresh token presented again revokes every token of its client (the family), as rotating providers do. */
+  revokeOnReuse?: boolean;
+  /** As Entra ID: an authorization request with a `resource` parameter is refused (AADSTS9010010); one without is granted. */
+  refuseResource?: boolean;
 }
 
 export interface Logged {
@@ -124,6 +131,11 @@ export class OAuthServer {
     this.#refresh.clear();
   }
 
+  /** A client registered by hand (no dynamic registration), taking any loopback redirect (RFC 8252 §7.3). */
+  preRegister(clientId: string, secret: string | undefined): void {
+    this.#clients.set(clientId, { secret, redirectUris: [LOOPBACK] });
+  }
+
   /** The server forgets every registered client (a database reset). */
   forgetClients(): void {
     this.#clients.clear();
@@ -188,10 +200,14 @@ export class OAuthServer {
         const q = url.searchParams;
         const redirect = new URL(q.get('redirect_uri') ?? '');
         const client = this.#clients.get(q.get('client_id') ?? '');
-        if (client === undefined || !client.redirectUris.includes(redirect.href)) return json(400, { error: 'invalid_request' });
+        const loopback = client?.redirectUris.includes(LOOPBACK) === true && redirect.hostname === '127.0.0.1';
+        if (client === undefined || (!loopback && !client.redirectUris.includes(redirect.href))) return json(400, { error: 'invalid_request' });
         this.resources.push(q.get('resource') ?? undefined);
         if (f.deny !== undefined) {
           redirect.searchParams.set('error', f.deny);
+        } else if (f.refuseResource === true && q.has('resource')) {
+          redirect.searchParams.set('error', 'invalid_request');
+          redirect.searchParams.set('error_description', "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.");
         } else {
           const code = randomBytes(16).toString('hex');
           this.#codes.set(code, {
@@ -257,7 +273,10 @@ export class OAuthServer {
       if (this.faults.refreshStatus !== undefined) return json(this.faults.refreshStatus, { message: 'busy, try again later' });
       const presented = form.get('refresh_token') ?? '';
       const found = this.#refresh.get(presented);
-      if (found === 'spent') this.counts.refreshReused++;
+      if (found === 'spent') {
+        this.counts.refreshReused++;
+        if (this.faults.revokeOnReuse === true) this.#revokeFamily(clientId);
+      }
       if (found === undefined || found === 'spent' || found.clientId !== clientId) {
         return json(400, { error: 'invalid_grant', ...(this.faults.echoRefresh ? { error_description: `unknown refresh token ${presented}` } : {}) });
       }
@@ -277,6 +296,12 @@ export class OAuthServer {
       answer.refresh_token = refresh;
     }
     json(200, answer);
+  }
+
+  /** Every access and refresh token of `clientId`: a reuse of a spent refresh token tells of a theft. */
+  #revokeFamily(clientId: string): void {
+    for (const [token, grant] of this.#access) if (grant.clientId === clientId) this.#access.delete(token);
+    for (const [token, grant] of this.#refresh) if (grant !== 'spent' && grant.clientId === clientId) this.#refresh.delete(token);
   }
 
   /** The token a request carries, when it is live; else the 401 has been answered. */

@@ -30,7 +30,7 @@ const MAX_SIGN_INS_PER_MINUTE = 6;
 const AUTHORIZE_TIMEOUT_MS = 5 * 60_000;
 
 /** Keys of the authorization request that the flow sets itself: authorizeParams may not carry them. */
-const FLOW_PARAMS = new Set(['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource']);
+export const FLOW_PARAMS: ReadonlySet<string> = new Set(['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource']);
 
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
