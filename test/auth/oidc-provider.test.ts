@@ -29,6 +29,20 @@ describe('connect() with auth against oidc-provider', function () {
     expect(oidc.counts).to.include({ authorizations: 1, authorization_code: 1 });
   });
 
+  it('finds the metadata of an issuer with a path (Keycloak-style) by the path-appended OpenID form, after the path-insertion ones', async () => {
+    oidc = await startOidc({ issuerPath: '/realms/team' });
+    const c = await connect({ type: 'http', url: oidc.url }, { auth: { authorize: browser, redirectUri: REDIRECT } });
+    open.push(c);
+    const result = (await c.request('tools/call', { name: 'whoami', arguments: {} })) as { content: Array<{ text: string }> };
+    expect(result.content[0]!.text).to.equal('user: user-1, scope: mcp:tools');
+    const wellKnown = oidc.paths.filter((p) => p.includes('/.well-known/') && !p.includes('oauth-protected-resource'));
+    expect(wellKnown).to.deep.equal([
+      '/.well-known/oauth-authorization-server/realms/team',
+      '/.well-known/openid-configuration/realms/team',
+      '/realms/team/.well-known/openid-configuration',
+    ]);
+  });
+
   it('refreshes with a rotated refresh token when the access token is revoked, and the spent one stays spent', async () => {
     oidc = await startOidc();
     const store = memoryAuthStore();

@@ -17,6 +17,8 @@ export interface OidcServer {
   provider: Provider;
   /** Token requests by grant type, and refresh tokens refused. */
   counts: { authorization_code: number; refresh_token: number; refreshRefused: number; authorizations: number; unauthorized: number };
+  /** The path of every request the server got, in order. */
+  paths: string[];
   /** With `dpop`: every proof the MCP endpoint accepted (its jti), and why it refused the others. */
   proofs: { accepted: string[]; refused: string[]; nonceChallenges: number };
   close(): Promise<void>;
@@ -27,14 +29,19 @@ export interface OidcServer {
  * endpoint takes only DPoP-bound tokens (challenge `DPoP`), checks each proof itself with jose (signature, typ,
  * htm, htu, iat, ath, a jti never seen, the key the token is bound to) and wants its own nonce too.
  */
-export async function startOidc(options: { accessTtl?: number; dpop?: boolean } = {}): Promise<OidcServer> {
+export async function startOidc(options: { accessTtl?: number; dpop?: boolean; issuerPath?: string } = {}): Promise<OidcServer> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const mcpUrl = `${origin}/mcp`;
+  // With `issuerPath` (a Keycloak-style issuer such as /realms/a), the provider is mounted there, as under
+  // express's app.use(path, ...): its metadata is at <issuer>/.well-known/openid-configuration only.
+  const mount = options.issuerPath ?? '';
+  const issuer = `${origin}${mount}`;
   const counts = { authorization_code: 0, refresh_token: 0, refreshRefused: 0, authorizations: 0, unauthorized: 0 };
   const proofs = { accepted: [] as string[], refused: [] as string[], nonceChallenges: 0 };
-  const provider = new Provider(origin, {
+  const paths: string[] = [];
+  const provider = new Provider(issuer, {
     clients: [],
     scopes: ['openid', 'offline_access', SCOPE],
     pkce: { required: () => true },
@@ -68,22 +75,29 @@ export async function startOidc(options: { accessTtl?: number; dpop?: boolean } 
   const callback = provider.callback();
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const path = new URL(req.url ?? '/', origin).pathname;
+    paths.push(path);
     if (path === '/.well-known/oauth-protected-resource/mcp') {
       res
         .writeHead(200, { 'content-type': 'application/json' })
-        .end(JSON.stringify({ resource: mcpUrl, authorization_servers: [origin], scopes_supported: [SCOPE] }));
+        .end(JSON.stringify({ resource: mcpUrl, authorization_servers: [issuer], scopes_supported: [SCOPE] }));
       return;
     }
     if (path.startsWith('/interaction/')) return void approve(provider, req, res, counts).catch((err: Error) => res.writeHead(500).end(err.message));
     if (path === '/mcp') return void resource(provider, mcpUrl, origin, req, res, counts, options.dpop === true ? proofs : undefined);
+    if (mount !== '') {
+      if (!path.startsWith(`${mount}/`)) return void res.writeHead(404).end();
+      (req as { originalUrl?: string }).originalUrl = req.url ?? '';
+      req.url = req.url!.slice(mount.length);
+    }
     callback(req, res);
   });
   return {
-    issuer: origin,
+    issuer,
     url: mcpUrl,
     provider,
     counts,
     proofs,
+    paths,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
