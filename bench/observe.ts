@@ -40,7 +40,11 @@ async function served(): Promise<Served[]> {
     return (await answer)[0].cpu;
   };
   return Promise.all(
-    Object.keys(setups).map(async (n) => ({ proc, cpu, client: await connect({ type: 'http', url: first.urls[n]! }, { protocolVersion: '2025-11-25' }) })),
+    Object.keys(setups).map(async (n) => ({
+      proc,
+      cpu,
+      client: await connect({ type: 'http', url: first.urls[n]! }, { protocolVersion: '2025-11-25' }),
+    })),
   );
 }
 

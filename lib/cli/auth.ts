@@ -22,6 +22,7 @@ export const AUTH_FLAGS = {
   'authorize-param': { type: 'string', multiple: true },
   'client-id': { type: 'string' },
   'no-resource': { type: 'boolean', default: false },
+  'device-code': { type: 'boolean', default: false },
 } as const;
 
 /** Where `--client-id`'s secret comes from: the environment, never argv (which every user of the machine can read). */
@@ -37,6 +38,8 @@ export interface AuthFlags {
   client: { clientId: string; clientSecret?: string } | undefined;
   /** `--no-resource`: no RFC 8707 resource parameter. */
   noResource: boolean;
+  /** `--device-code`: the device authorization grant, or a failed sign-in where it is not offered. */
+  deviceCode: boolean;
 }
 
 export function authFlags(values: Record<string, unknown>, usage: string, env: NodeJS.ProcessEnv = process.env): AuthFlags {
@@ -47,7 +50,8 @@ export function authFlags(values: Record<string, unknown>, usage: string, env: N
   const secret = env[CLIENT_SECRET_VAR];
   const authorizeParams = keyValues(values['authorize-param'] as string[] | undefined, '--authorize-param', usage);
   for (const key of Object.keys(authorizeParams)) {
-    if (FLOW_PARAMS.has(key)) throw new CliError(`--authorize-param may not set ${key}: the sign-in sets it itself\n${usage.split('\n')[0]}`, EXIT.usage);
+    if (FLOW_PARAMS.has(key))
+      throw new CliError(`--authorize-param may not set ${key}: the sign-in sets it itself\n${usage.split('\n')[0]}`, EXIT.usage);
   }
   return {
     noBrowser: values['no-browser'] === true,
@@ -56,6 +60,7 @@ export function authFlags(values: Record<string, unknown>, usage: string, env: N
     authorizeParams,
     client: clientId === undefined ? undefined : { clientId, ...(secret === undefined || secret === '' ? {} : { clientSecret: secret }) },
     noResource: values['no-resource'] === true,
+    deviceCode: values['device-code'] === true,
   };
 }
 
@@ -118,13 +123,29 @@ export function cliAuth(entry: ServerConfig, name: string, flags: AuthFlags, who
   });
   const client =
     flags.client ??
-    (conf.clientId === undefined ? undefined : { clientId: conf.clientId, ...(conf.clientSecret === undefined ? {} : { clientSecret: conf.clientSecret }) });
+    (conf.clientId === undefined
+      ? undefined
+      : { clientId: conf.clientId, ...(conf.clientSecret === undefined ? {} : { clientSecret: conf.clientSecret }) });
   for (const key of Object.keys(conf.params ?? {})) {
-    if (FLOW_PARAMS.has(key)) throw new CliError(`server "${printable(name)}": auth.params may not set ${key}: the sign-in sets it itself`, EXIT.config);
+    if (FLOW_PARAMS.has(key))
+      throw new CliError(`server "${printable(name)}": auth.params may not set ${key}: the sign-in sets it itself`, EXIT.config);
   }
   const params = { ...conf.params, ...flags.authorizeParams };
+  // The device grant with --device-code; without it, where no browser can open here (over SSH, no display) and
+  // the authorization server offers it: no port to reach, the code typed on any device.
+  const device: AuthOptions['device'] =
+    flags.deviceCode || !canOpenBrowser()
+      ? {
+          when: flags.deviceCode ? 'always' : 'offered',
+          prompt: (p) =>
+            say(
+              `server "${printable(name)}" needs authorization. On any device, open\n\n  ${printable(p.verificationUriComplete ?? p.verificationUri)}\n\n${p.verificationUriComplete === undefined ? 'and enter' : 'and check it shows'} the code ${printable(p.userCode)} (good for ${Math.round(p.expiresInS / 60)} min)`,
+            ),
+        }
+      : undefined;
   return {
     authorize,
+    ...(device === undefined ? {} : { device }),
     authorizeTimeoutMs: flags.authTimeoutMs,
     store: fileAuthStore(),
     clientName: 'mcp-frame',
@@ -143,7 +164,7 @@ export const USAGE = `usage: mcp-frame auth status [server | url] [--config path
        mcp-frame auth login <server | url> [--config path] [sign-in options]
        mcp-frame auth logout <server | url> [--config path]
 sign-in options: --no-browser  --callback-port n  --auth-timeout ms  --authorize-param k=v  --client-id id
-  (its secret from $${CLIENT_SECRET_VAR})  --no-resource
+  (its secret from $${CLIENT_SECRET_VAR})  --no-resource  --device-code
 Tokens are kept in $MCP_FRAME_AUTH_DIR, else $XDG_CONFIG_HOME/mcp-frame/auth (~/.config/mcp-frame/auth).`;
 
 /** A record as `auth status` shows it: never a token, a secret or a refresh token's value. */
@@ -171,7 +192,13 @@ function line(d: Record<string, unknown>): string {
 async function remoteNamed(server: string, values: Record<string, unknown>): Promise<RemoteServerConfig> {
   if (isServerUrl(server)) return { type: 'http', url: server };
   const entry = await serverEntry(
-    { command: undefined, env: {}, server, config: values.config as string | undefined, inputs: keyValues(values.input as string[] | undefined, '--input', USAGE) },
+    {
+      command: undefined,
+      env: {},
+      server,
+      config: values.config as string | undefined,
+      inputs: keyValues(values.input as string[] | undefined, '--input', USAGE),
+    },
     'auth',
   );
   if (isStdioServer(entry) || entry.type === 'socket') throw new CliError(`server "${server}" is not a remote server: it has no sign-in`, EXIT.usage);
@@ -195,7 +222,8 @@ async function login(server: string, entry: RemoteServerConfig, values: Record<s
   }
   const after = await store.get(key);
   if (after?.tokens === undefined) process.stderr.write(`mcp-frame auth: "${printable(name)}" asked for no sign-in: nothing to keep\n`);
-  else if (after.tokens.accessToken === before) process.stderr.write(`mcp-frame auth: already signed in to "${printable(name)}" (${line(describe(key, after))})\n`);
+  else if (after.tokens.accessToken === before)
+    process.stderr.write(`mcp-frame auth: already signed in to "${printable(name)}" (${line(describe(key, after))})\n`);
   return EXIT.ok;
 }
 

@@ -9,7 +9,7 @@ export const USAGE = `usage: mcp-frame bridge <server> [--config path] [--input 
        mcp-frame bridge [--url] <url> [--header 'Name: value']... [--header-env Name=VAR]...
 a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
-       --no-browser  --callback-port n  --auth-timeout ms  --authorize-param k=v  --client-id id  --no-resource`;
+       --no-browser  --callback-port n  --auth-timeout ms  --authorize-param k=v  --client-id id  --no-resource  --device-code`;
 
 interface BridgeArgs {
   name: string;

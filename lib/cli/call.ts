@@ -19,7 +19,7 @@ export const USAGE = `usage: mcp-frame call <server> [method [params-json | @fil
        mcp-frame tools | resources | prompts <server> [options]   (or [--url] <url>, or [options] -- <command> [args...])
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
 sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms
-  --authorize-param k=v  --client-id id (secret: $MCP_FRAME_CLIENT_SECRET)  --no-resource`;
+  --authorize-param k=v  --client-id id (secret: $MCP_FRAME_CLIENT_SECRET)  --no-resource  --device-code`;
 
 /** What the command does once connected. */
 type CallAction = 'call' | 'tools' | 'resources' | 'prompts';

@@ -48,7 +48,7 @@ gateway (several servers behind one endpoint):
   --upstream-start-ms <n>  how long a session waits for its servers to start (default 10000)
   --max-server-requests <n>  requests in flight to one server, per session (default 1024)
   --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it
-  --authorize-param k=v  --client-id id  --no-resource  (see mcp-frame call --help)
+  --authorize-param k=v  --client-id id  --no-resource  --device-code  (see mcp-frame call --help)
 callers signed in (serve as an OAuth 2.1 resource server; not with --token-env or --socket):
   --auth-issuer <url>      take access tokens of this authorization server only (JWTs checked with its keys)
   --public-url <url>       this server's MCP URL as clients reach it, the tokens' audience (default: where it listens)

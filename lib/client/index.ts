@@ -32,6 +32,7 @@ export type {
   AuthorizeRequest,
   AuthRecord,
   AuthStore,
+  DevicePrompt,
   JwtBearerContext,
   JwtBearerGrant,
   PreRegisteredClient,

@@ -5,8 +5,9 @@ import type { Connection } from '../../lib/client/connection.js';
 import { connect } from '../../lib/client/connect.js';
 import { memoryAuthStore } from '../../lib/client/auth/store.js';
 import type { ConnectionError } from '../../lib/client/errors.js';
+import type { DevicePrompt } from '../../lib/client/auth/types.js';
 import { rejection } from '../helpers/rejection.js';
-import { browser, type OidcServer, startOidc } from '../helpers/oidc-server.js';
+import { browser, deviceBrowser, type OidcServer, startOidc } from '../helpers/oidc-server.js';
 
 const REDIRECT = 'http://127.0.0.1:9/callback';
 
@@ -41,6 +42,47 @@ describe('connect() with auth against oidc-provider', function () {
       '/.well-known/openid-configuration/realms/team',
       '/realms/team/.well-known/openid-configuration',
     ]);
+  });
+
+  it('signs in with the device authorization grant when it is offered: the code shown, the token endpoint polled, no browser redirect', async () => {
+    oidc = await startOidc({ device: true });
+    const shown: DevicePrompt[] = [];
+    const c = await connect(
+      { type: 'http', url: oidc.url },
+      {
+        auth: {
+          authorize: () => Promise.reject(new Error('the browser flow was taken')),
+          redirectUri: REDIRECT,
+          device: {
+            when: 'offered',
+            prompt: (p) => {
+              shown.push(p);
+              void deviceBrowser(p.verificationUriComplete!);
+            },
+          },
+        },
+      },
+    );
+    open.push(c);
+    const result = (await c.request('tools/call', { name: 'whoami', arguments: {} })) as { content: Array<{ text: string }> };
+    expect(result.content[0]!.text).to.equal('user: user-1, scope: mcp:tools');
+    expect(shown).to.have.length(1);
+    expect(shown[0]!.userCode).to.match(/^[A-Z]{4}-?[A-Z]{4}$/);
+    expect(shown[0]!.verificationUri).to.equal(`${oidc.issuer}/device`);
+    expect(oidc.counts.authorizations).to.equal(1);
+    expect(oidc.paths.filter((p) => p === '/auth')).to.deep.equal([]);
+  });
+
+  it('fails a sign-in that asks for the device grant always where the server does not offer it, naming RFC 8628', async () => {
+    oidc = await startOidc();
+    const err = await rejection<ConnectionError>(
+      connect(
+        { type: 'http', url: oidc.url },
+        { auth: { authorize: browser, redirectUri: REDIRECT, device: { when: 'always', prompt: () => undefined } } },
+      ),
+    );
+    expect(err.code).to.equal('AUTH_REQUIRED');
+    expect(err.message).to.include('offers no device authorization grant (RFC 8628)');
   });
 
   it('refreshes with a rotated refresh token when the access token is revoked, and the spent one stays spent', async () => {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { ROOT } from '../helpers/fixtures.js';
 import { OAuthServer } from '../helpers/oauth-server.js';
+import { deviceBrowser, startOidc } from '../helpers/oidc-server.js';
 import { cli } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -185,7 +186,7 @@ describe('mcp-frame sign-in on the command line', function () {
     expect((await cli(['auth', 'status', server.url], { env, cwd: dir })).stdout).to.include('not signed in');
   });
 
-  it('--authorize-param and an entry\'s auth.params go into the authorization request; the flow\'s own parameters are refused', async () => {
+  it("--authorize-param and an entry's auth.params go into the authorization request; the flow's own parameters are refused", async () => {
     writeFileSync(
       join(dir, '.mcp.json'),
       JSON.stringify({ mcpServers: { remote: { url: server.url, auth: { params: { access_type: 'offline', audience: 'from-entry' } } } } }),
@@ -223,7 +224,7 @@ describe('mcp-frame sign-in on the command line', function () {
     expect(Buffer.from(token.authorization!.replace(/^Basic /, ''), 'base64').toString()).to.equal(`registered-by-hand:${secret}`);
   });
 
-  it('against a provider that refuses the resource parameter: the refusal names --no-resource, which signs in; so does the entry\'s auth.resource: false', async () => {
+  it("against a provider that refuses the resource parameter: the refusal names --no-resource, which signs in; so does the entry's auth.resource: false", async () => {
     server.faults.refuseResource = true;
     const first = start(['tools', 'remote'], env, dir);
     running.push(first);
@@ -264,5 +265,24 @@ describe('mcp-frame sign-in on the command line', function () {
     expect(server.counts.refresh).to.equal(1);
     expect(server.counts.refreshReused).to.equal(0);
     expect(server.counts.authorize).to.equal(1);
+  });
+
+  it('signs in with the device grant where no browser can open and the provider offers it (no port bound); --device-code fails where it is not offered', async () => {
+    const oidc = await startOidc({ device: true });
+    try {
+      const call = start(['tools', '--url', oidc.url], env, dir);
+      running.push(call);
+      const [, url] = await call.waitFor(/On any device, open\s+(\S+)\s+and check it shows the code ([A-Z-]+)/);
+      expect(call.stderr()).not.to.match(/waiting on http/);
+      await deviceBrowser(url!);
+      expect(await call.done).to.equal(0);
+      expect(call.stdout()).to.include('whoami');
+      expect(oidc.counts.authorizations).to.equal(1);
+    } finally {
+      await oidc.close();
+    }
+    const refused = await cli(['tools', 'remote', '--device-code'], { env, cwd: dir });
+    expect(refused.code).to.equal(7);
+    expect(refused.stderr).to.include('offers no device authorization grant (RFC 8628)');
   });
 });

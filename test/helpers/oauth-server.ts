@@ -207,7 +207,10 @@ export class OAuthServer {
           redirect.searchParams.set('error', f.deny);
         } else if (f.refuseResource === true && q.has('resource')) {
           redirect.searchParams.set('error', 'invalid_request');
-          redirect.searchParams.set('error_description', "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.");
+          redirect.searchParams.set(
+            'error_description',
+            "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.",
+          );
         } else {
           const code = randomBytes(16).toString('hex');
           this.#codes.set(code, {

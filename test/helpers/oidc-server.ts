@@ -29,7 +29,7 @@ export interface OidcServer {
  * endpoint takes only DPoP-bound tokens (challenge `DPoP`), checks each proof itself with jose (signature, typ,
  * htm, htu, iat, ath, a jti never seen, the key the token is bound to) and wants its own nonce too.
  */
-export async function startOidc(options: { accessTtl?: number; dpop?: boolean; issuerPath?: string } = {}): Promise<OidcServer> {
+export async function startOidc(options: { accessTtl?: number; dpop?: boolean; issuerPath?: string; device?: boolean } = {}): Promise<OidcServer> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -48,6 +48,7 @@ export async function startOidc(options: { accessTtl?: number; dpop?: boolean; i
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: true },
+      deviceFlow: { enabled: options.device === true },
       dPoP: options.dpop === true ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true } : { enabled: false },
       resourceIndicators: {
         enabled: true,
@@ -193,6 +194,46 @@ async function proofProblem(
 }
 
 /** The browser: opens the authorization URL and follows redirects, with cookies, until one goes to `redirectUri`. */
+/**
+ * The user's part of the device authorization grant (RFC 8628): opens the verification URL (with the code in
+ * it), submits each form the provider shows (the code, the confirmation), signs in and consents through the
+ * interaction, until a page with no form: the provider's "you may close this" page.
+ */
+export async function deviceBrowser(url: string): Promise<void> {
+  const cookies = new Map<string, string>();
+  let next: { url: string; form?: URLSearchParams } = { url };
+  for (let hops = 0; hops < 20; hops++) {
+    const res = await fetch(next.url, {
+      redirect: 'manual',
+      method: next.form === undefined ? 'GET' : 'POST',
+      headers: {
+        cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(next.form === undefined ? {} : { 'content-type': 'application/x-www-form-urlencoded' }),
+      },
+      ...(next.form === undefined ? {} : { body: next.form.toString() }),
+    });
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const eq = pair!.indexOf('=');
+      cookies.set(pair!.slice(0, eq).trim(), pair!.slice(eq + 1).trim());
+    }
+    const location = res.headers.get('location');
+    if (location !== null) {
+      await res.body?.cancel();
+      next = { url: new URL(location, next.url).href };
+      continue;
+    }
+    const html = await res.text();
+    if (res.status !== 200) throw new Error(`the provider answered ${res.status} at ${next.url}: ${html.slice(0, 200)}`);
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    if (action === undefined) return;
+    const form = new URLSearchParams();
+    for (const m of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)) form.set(m[1]!, m[2]!);
+    next = { url: new URL(action.replaceAll('&amp;', '&'), next.url).href, form };
+  }
+  throw new Error('too many steps');
+}
+
 export async function browser({ url, redirectUri }: { url: URL; redirectUri: string }): Promise<string> {
   const cookies = new Map<string, string>();
   let next = url.href;

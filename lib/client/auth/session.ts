@@ -5,6 +5,7 @@
  * RFC 8707 resource indicators, client credentials and jwt-bearer grants, and staying signed in: refresh before
  * expiry and on a 401, rotated refresh tokens saved before use, one sign-in or refresh at a time per server.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { preview } from '../../errors.js';
 import { isLoopback } from '../../protocol/loopback.js';
 import { type AuthChallenge, ConnectionError } from '../errors.js';
@@ -30,9 +31,19 @@ const MAX_SIGN_INS_PER_MINUTE = 6;
 const AUTHORIZE_TIMEOUT_MS = 5 * 60_000;
 
 /** Keys of the authorization request that the flow sets itself: authorizeParams may not carry them. */
-export const FLOW_PARAMS: ReadonlySet<string> = new Set(['response_type', 'client_id', 'redirect_uri', 'code_challenge', 'code_challenge_method', 'state', 'scope', 'resource']);
+export const FLOW_PARAMS: ReadonlySet<string> = new Set([
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'code_challenge',
+  'code_challenge_method',
+  'state',
+  'scope',
+  'resource',
+]);
 
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 type Json = Record<string, unknown>;
 
@@ -74,6 +85,15 @@ function stringList(value: unknown): string[] | undefined {
 }
 
 /** True for an https URL, or an http one on this machine (the only place a code or a secret may go in the clear). */
+/** Waits `ms`; a sign-in given up on (the connection closed) ends the wait with its reason. */
+async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await delay(ms, undefined, { signal });
+  } catch {
+    throw signal.reason;
+  }
+}
+
 function secureEndpoint(url: string | URL): boolean {
   const parsed = typeof url === 'string' ? new URL(url) : url;
   return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopback(parsed.hostname));
@@ -441,6 +461,8 @@ export class AuthSession {
       if (scope !== undefined) body.scope = scope;
       if (resource !== undefined) body.resource = resource;
       tokens = await this.#grant(found, client, body, scope);
+    } else if (this.#deviceFlow(found)) {
+      tokens = await this.#deviceCode(found, record, scope, signal);
     } else {
       tokens = await this.#authorizationCode(found, record, scope, signal);
     }
@@ -488,7 +510,8 @@ export class AuthSession {
     const redirectUri = this.#options.redirectUri ?? (await (authorize as WithRedirect).redirectUri?.());
     if (redirectUri === undefined) throw new TypeError('auth.redirectUri is needed with an authorize() of your own');
     let client = this.#clientFor(record);
-    if (client !== undefined && this.#options.client === undefined && client.redirectUri !== undefined && client.redirectUri !== redirectUri) {
+    // A client registered for another redirect, or for the device grant (none), is registered again for this one.
+    if (client !== undefined && this.#options.client === undefined && client.redirectUri !== redirectUri) {
       client = undefined;
     }
     try {
@@ -541,6 +564,98 @@ export class AuthSession {
     const body: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: pkce.verifier };
     if (resource !== undefined) body.resource = resource;
     return this.#grant(found, client, body, scope);
+  }
+
+  /** Whether this sign-in takes the device grant: asked for, and offered (or asked for always: refused when not offered). */
+  #deviceFlow(found: Discovery): boolean {
+    const device = this.#options.device;
+    if (device === undefined) return false;
+    const offered = str(found.metadata?.device_authorization_endpoint) !== undefined;
+    if (!offered && device.when === 'always') {
+      throw this.#fail(
+        new ConnectionError('AUTH_REQUIRED', `the authorization server ${found.issuer} offers no device authorization grant (RFC 8628)`),
+      );
+    }
+    return offered;
+  }
+
+  /**
+   * The device authorization grant (RFC 8628): the code asked for, the URL and user code shown through
+   * `device.prompt`, the token endpoint polled at the server's interval (5 s more on each slow_down), within
+   * the code's life and authorizeTimeoutMs. No port is bound and no browser is opened.
+   */
+  async #deviceCode(found: Discovery, record: AuthRecord, scope: string | undefined, signal: AbortSignal): Promise<StoredTokens> {
+    const endpoint = str(found.metadata?.device_authorization_endpoint)!;
+    if (!/^https?:\/\//.test(endpoint) || !secureEndpoint(endpoint))
+      throw this.#fail(
+        new ConnectionError(
+          'AUTH_REQUIRED',
+          `the device_authorization_endpoint ${preview(endpoint)} must be https (plain http only on this machine)`,
+        ),
+      );
+    let client = this.#clientFor(record);
+    // One registered for the browser flow has no device grant: a client of its own for this one.
+    if (client !== undefined && this.#options.client === undefined && client.redirectUri !== undefined) client = undefined;
+    client ??= await this.#register(found, undefined, signal);
+    if (this.#options.client === undefined) record.client = client;
+    const body: Record<string, string> = {};
+    if (scope !== undefined) body.scope = scope;
+    const resource = this.#resourceParam(found.resource);
+    if (resource !== undefined) body.resource = resource;
+    const asked = await this.#tokenRequest(endpoint, client, body, found.issuer);
+    const deviceCode = str(asked.json?.device_code);
+    const userCode = str(asked.json?.user_code);
+    const verificationUri = str(asked.json?.verification_uri);
+    if (asked.status !== 200 || deviceCode === undefined || userCode === undefined || verificationUri === undefined) {
+      const hint = resourceHint(resource, str(asked.json?.error), str(asked.json?.error_description));
+      throw this.#fail(
+        new ConnectionError('AUTH_DENIED', `the device authorization endpoint refused: ${oauthErrorText(asked, (t) => this.scrub(t))}${hint}`),
+      );
+    }
+    // The device code is a bearer credential at the token endpoint until it is spent.
+    this.#remember(deviceCode);
+    const expiresIn = typeof asked.json?.expires_in === 'number' ? asked.json.expires_in : 600;
+    let intervalS = typeof asked.json?.interval === 'number' && asked.json.interval > 0 ? asked.json.interval : 5;
+    const complete = str(asked.json?.verification_uri_complete);
+    this.#options.device!.prompt({
+      verificationUri,
+      userCode,
+      expiresInS: expiresIn,
+      ...(complete === undefined ? {} : { verificationUriComplete: complete }),
+    });
+    const limit = Math.min(expiresIn * 1000, this.#options.authorizeTimeoutMs ?? AUTHORIZE_TIMEOUT_MS);
+    const deadline = Date.now() + limit;
+    const key = this.#dpopKey(found);
+    const poll: Record<string, string> = { grant_type: DEVICE_GRANT, device_code: deviceCode };
+    if (resource !== undefined) poll.resource = resource;
+    this.#signingIn = true;
+    const started = Date.now();
+    try {
+      for (;;) {
+        await abortableSleep(Math.min(intervalS * 1000, Math.max(0, deadline - Date.now())), signal);
+        if (Date.now() >= deadline) throw new ConnectionError('AUTH_TIMEOUT', `no sign-in with the device code within ${limit} ms`);
+        const answer = await this.#tokenRequest(found.tokenEndpoint, client, poll, found.issuer, key);
+        if (answer.status === 200 && answer.json !== undefined) return this.#tokensFrom(answer, scope, undefined, key);
+        const error = str(answer.json?.error);
+        if (error === 'authorization_pending') continue;
+        if (error === 'slow_down') {
+          intervalS += 5;
+          continue;
+        }
+        if (error === 'expired_token') throw new ConnectionError('AUTH_TIMEOUT', 'the device code expired before the sign-in was done');
+        throw new ConnectionError(
+          error === 'access_denied' ? 'AUTH_DENIED' : 'AUTH_TOKEN',
+          `the token endpoint refused the device code: ${oauthErrorText(answer, (t) => this.scrub(t))}`,
+        );
+      }
+    } catch (err) {
+      throw this.#fail(
+        err instanceof ConnectionError ? err : new ConnectionError('AUTH_DENIED', `the sign-in failed: ${(err as Error).message}`, { cause: err }),
+      );
+    } finally {
+      this.#signingIn = false;
+      this.#waitedMs += Date.now() - started;
+    }
   }
 
   /** authorize() within its time limit and the session's life; its answer as a URL. */
@@ -687,11 +802,12 @@ export class AuthSession {
   }
 
   /** A client ID metadata document when the server takes one, else dynamic registration (RFC 7591). */
-  async #register(found: Discovery, redirectUri: string, signal: AbortSignal): Promise<StoredClient> {
+  /** A client registered for the browser flow (with `redirectUri`), or for the device grant (without one). */
+  async #register(found: Discovery, redirectUri: string | undefined, signal: AbortSignal): Promise<StoredClient> {
     const metadataUrl = this.#options.clientMetadataUrl;
     if (metadataUrl !== undefined && found.metadata?.client_id_metadata_document_supported === true) {
       this.#event({ type: 'registered', clientId: metadataUrl, how: 'metadata-document' });
-      return { clientId: metadataUrl, authMethod: 'none', redirectUri, issuer: found.issuer };
+      return { clientId: metadataUrl, authMethod: 'none', ...(redirectUri === undefined ? {} : { redirectUri }), issuer: found.issuer };
     }
     if (found.registrationEndpoint === undefined) {
       throw this.#fail(
@@ -711,10 +827,10 @@ export class AuthSession {
     const request = {
       client_name: this.#options.clientName ?? 'mcp-frame',
       // OpenID registration defaults to "web", which refuses loopback redirects: say which kind of client this is.
-      application_type: applicationType(redirectUri),
-      redirect_uris: [redirectUri],
-      grant_types: ['authorization_code', 'refresh_token'],
-      response_types: ['code'],
+      application_type: redirectUri === undefined ? 'native' : applicationType(redirectUri),
+      redirect_uris: redirectUri === undefined ? [] : [redirectUri],
+      grant_types: redirectUri === undefined ? [DEVICE_GRANT, 'refresh_token'] : ['authorization_code', 'refresh_token'],
+      response_types: redirectUri === undefined ? [] : ['code'],
       token_endpoint_auth_method: method,
     };
     const answer = await authFetch(found.registrationEndpoint, {
@@ -751,7 +867,7 @@ export class AuthSession {
         : supported === undefined || supported.includes('client_secret_basic')
           ? 'client_secret_basic'
           : 'client_secret_post');
-    const client: StoredClient = { clientId, authMethod, redirectUri, issuer: found.issuer };
+    const client: StoredClient = { clientId, authMethod, ...(redirectUri === undefined ? {} : { redirectUri }), issuer: found.issuer };
     if (secret !== undefined) {
       client.clientSecret = secret;
       this.#remember(secret);

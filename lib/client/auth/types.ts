@@ -14,6 +14,16 @@ export interface AuthorizeRequest {
   signal: AbortSignal;
 }
 
+/** What the user is to open, and the code to enter there, in the device authorization grant (RFC 8628). */
+export interface DevicePrompt {
+  verificationUri: string;
+  /** The URL with the code in it, when the server gives one (no typing). */
+  verificationUriComplete?: string;
+  userCode: string;
+  /** How long the code lives. */
+  expiresInS: number;
+}
+
 /** A client registered in advance with the authorization server: used as given, never registered again. */
 export interface PreRegisteredClient {
   clientId: string;
@@ -122,7 +132,13 @@ export interface AuthOptions {
   resource?: string | false;
   /** Extra authorization request parameters (audience, login_hint, ...); the flow's own keys are refused. */
   authorizeParams?: Record<string, string>;
-  /** How long authorize() may take before the sign-in fails with AUTH_TIMEOUT. @defaultValue 300000 (5 minutes) */
+  /**
+   * Sign in with the device authorization grant (RFC 8628) instead of a browser redirect: no port bound, the
+   * URL and code shown by `prompt` to open on any device. `when: 'offered'` takes it when the authorization
+   * server lists a device_authorization_endpoint (else the browser flow); `'always'` fails a sign-in where it is not.
+   */
+  device?: { when: 'offered' | 'always'; prompt(p: DevicePrompt): void };
+  /** How long authorize() (or the device flow) may take before the sign-in fails with AUTH_TIMEOUT. @defaultValue 300000 (5 minutes) */
   authorizeTimeoutMs?: number;
   /**
    * DPoP-bound tokens (RFC 9449, SEP-1932): a key pair per authorization server, a proof signed with it on every
