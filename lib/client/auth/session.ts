@@ -628,9 +628,7 @@ export class AuthSession {
     const key = this.#dpopKey(found);
     const poll: Record<string, string> = { grant_type: DEVICE_GRANT, device_code: deviceCode };
     if (resource !== undefined) poll.resource = resource;
-    this.#signingIn = true;
-    const started = Date.now();
-    try {
+    return this.#userWait(async () => {
       for (;;) {
         await abortableSleep(Math.min(intervalS * 1000, Math.max(0, deadline - Date.now())), signal);
         if (Date.now() >= deadline) throw new ConnectionError('AUTH_TIMEOUT', `no sign-in with the device code within ${limit} ms`);
@@ -648,6 +646,18 @@ export class AuthSession {
           `the token endpoint refused the device code: ${oauthErrorText(answer, (t) => this.scrub(t))}`,
         );
       }
+    });
+  }
+
+  /**
+   * Waits for the user (a browser sign-in, a device code entered): the time spent is kept apart from the
+   * request's, and an error that is no ConnectionError fails the sign-in as AUTH_DENIED.
+   */
+  async #userWait<T>(task: () => Promise<T>): Promise<T> {
+    this.#signingIn = true;
+    const started = Date.now();
+    try {
+      return await task();
     } catch (err) {
       throw this.#fail(
         err instanceof ConnectionError ? err : new ConnectionError('AUTH_DENIED', `the sign-in failed: ${(err as Error).message}`, { cause: err }),
@@ -663,26 +673,17 @@ export class AuthSession {
     const limit = this.#options.authorizeTimeoutMs ?? AUTHORIZE_TIMEOUT_MS;
     const timeout = AbortSignal.timeout(limit);
     const signal = AbortSignal.any([closed, timeout]);
-    this.#signingIn = true;
-    const started = Date.now();
-    let answer: URL | string;
-    try {
-      answer = await new Promise<URL | string>((resolve, reject) => {
-        const onAbort = (): void =>
-          reject(timeout.aborted ? new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${limit} ms`) : (closed.reason as ConnectionError));
-        signal.addEventListener('abort', onAbort, { once: true });
-        authorize({ url, redirectUri, signal })
-          .then(resolve, reject)
-          .finally(() => signal.removeEventListener('abort', onAbort));
-      });
-    } catch (err) {
-      throw this.#fail(
-        err instanceof ConnectionError ? err : new ConnectionError('AUTH_DENIED', `the sign-in failed: ${(err as Error).message}`, { cause: err }),
-      );
-    } finally {
-      this.#signingIn = false;
-      this.#waitedMs += Date.now() - started;
-    }
+    const answer = await this.#userWait(
+      () =>
+        new Promise<URL | string>((resolve, reject) => {
+          const onAbort = (): void =>
+            reject(timeout.aborted ? new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${limit} ms`) : (closed.reason as ConnectionError));
+          signal.addEventListener('abort', onAbort, { once: true });
+          authorize({ url, redirectUri, signal })
+            .then(resolve, reject)
+            .finally(() => signal.removeEventListener('abort', onAbort));
+        }),
+    );
     try {
       return new URL(answer);
     } catch {
