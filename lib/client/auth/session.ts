@@ -84,7 +84,6 @@ function stringList(value: unknown): string[] | undefined {
   return Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
 }
 
-/** True for an https URL, or an http one on this machine (the only place a code or a secret may go in the clear). */
 /** Waits `ms`; a sign-in given up on (the connection closed) ends the wait with its reason. */
 async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   try {
@@ -94,6 +93,7 @@ async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   }
 }
 
+/** True for an https URL, or an http one on this machine (the only place a code or a secret may go in the clear). */
 function secureEndpoint(url: string | URL): boolean {
   const parsed = typeof url === 'string' ? new URL(url) : url;
   return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopback(parsed.hostname));
@@ -802,8 +802,10 @@ export class AuthSession {
     return authFetch(endpoint, { method: 'POST', headers, body: form.toString(), signal: this.#closed.signal });
   }
 
-  /** A client ID metadata document when the server takes one, else dynamic registration (RFC 7591). */
-  /** A client registered for the browser flow (with `redirectUri`), or for the device grant (without one). */
+  /**
+   * A client ID metadata document when the server takes one, else dynamic registration (RFC 7591): for the
+   * browser flow (with `redirectUri`), or for the device grant (without one).
+   */
   async #register(found: Discovery, redirectUri: string | undefined, signal: AbortSignal): Promise<StoredClient> {
     const metadataUrl = this.#options.clientMetadataUrl;
     if (metadataUrl !== undefined && found.metadata?.client_id_metadata_document_supported === true) {
