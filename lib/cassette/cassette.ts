@@ -195,6 +195,9 @@ interface Exchange {
   key: string;
   request: Obj;
   replies: Obj[];
+  /** When the request was recorded, and each reply after it, ms (the cassette's `t`). */
+  t: number;
+  after: number[];
 }
 
 /** Pairs each recorded client request with the server messages that answered it. */
@@ -207,7 +210,7 @@ export function exchanges(events: readonly CassetteEvent[]): Exchange[] {
     const msg = event.msg;
     if (event.from === 'client') {
       if (typeof msg.method === 'string' && 'id' in msg) {
-        current = { key: requestKey(msg.method, msg.params), request: msg, replies: [] };
+        current = { key: requestKey(msg.method, msg.params), request: msg, replies: [], t: event.t, after: [] };
         out.push(current);
         open.set(canonical(msg.id), current);
       }
@@ -219,11 +222,13 @@ export function exchanges(events: readonly CassetteEvent[]): Exchange[] {
       const ex = open.get(id);
       if (ex === undefined) continue;
       ex.replies.push(msg);
+      ex.after.push(Math.max(0, event.t - ex.t));
       open.delete(id);
       if (current === ex) current = undefined;
     } else if (current !== undefined) {
       // A notification (or a request of the server's) while a request was open goes with the latest one.
       current.replies.push(msg);
+      current.after.push(Math.max(0, event.t - current.t));
     }
   }
   return out;
@@ -248,6 +253,11 @@ function adapt(reply: Obj, recorded: Obj, live: Obj): Obj {
 export interface ReplayOptions {
   /** Only the next recorded request, in order, may match. @defaultValue false */
   strictOrder?: boolean;
+  /**
+   * replayStream(): each reply as long after its live request as it came after the recorded one. Without it,
+   * the replies go at once, still one write each, as a server writes them. @defaultValue false
+   */
+  pace?: boolean;
   /** Told about each live request the cassette cannot answer. */
   onMiss?: (request: { method: string; id: unknown; reason: string }) => void;
 }
@@ -281,7 +291,12 @@ export class Replayer {
   }
 
   answer(msg: unknown): Obj[] {
-    if (Array.isArray(msg)) return msg.flatMap((m) => this.answer(m));
+    return this.timedAnswer(msg).map((r) => r.msg);
+  }
+
+  /** answer(), each message with how long after the request the recorded server sent it (0 for a miss). */
+  timedAnswer(msg: unknown): Array<{ msg: Obj; after: number }> {
+    if (Array.isArray(msg)) return msg.flatMap((m) => this.timedAnswer(m));
     if (!isObject(msg) || typeof msg.method !== 'string' || !('id' in msg)) return []; // notifications and responses need no answer
     const key = requestKey(msg.method, msg.params);
     const found = this.#find(key);
@@ -293,22 +308,13 @@ export class Replayer {
           ? 'the cassette has this method, but not with these params'
           : 'the cassette never saw this method';
       this.#onMiss?.({ method: msg.method, id: msg.id, reason });
-      return [
-        {
-          jsonrpc: '2.0',
-          id: msg.id,
-          error:
-            known || this.#strict
-              ? {
-                  code: REPLAY_NOT_RECORDED,
-                  message: `not in the cassette: ${msg.method}: ${reason}`,
-                  data: { method: msg.method, params: msg.params },
-                }
-              : { code: -32601, message: `Method not found: ${msg.method} (not in the cassette)` },
-        },
-      ];
+      const error =
+        known || this.#strict
+          ? { code: REPLAY_NOT_RECORDED, message: `not in the cassette: ${msg.method}: ${reason}`, data: { method: msg.method, params: msg.params } }
+          : { code: -32601, message: `Method not found: ${msg.method} (not in the cassette)` };
+      return [{ msg: { jsonrpc: '2.0', id: msg.id, error }, after: 0 }];
     }
-    return found.replies.map((reply) => adapt(reply, found.request, msg));
+    return found.replies.map((reply, i) => ({ msg: adapt(reply, found.request, msg), after: found.after[i] ?? 0 }));
   }
 
   #find(key: string): Exchange | undefined {
@@ -328,16 +334,42 @@ export class Replayer {
 
 /**
  * A replaying server as one Duplex stream of ndjson bytes: write what a client sends, read what the recorded
- * server answers. Bad input lines are skipped (and reported on 'invalid').
+ * server answers, one frame to a chunk and one chunk to a turn of the event loop, as a server's writes come (a
+ * client may read a progress notification and the response after it differently when they come in one read:
+ * the MCP SDK 1.x client drops the progress). With `pace`, each at its recorded delay. Bad input lines are
+ * skipped (and reported on 'invalid'). The stream ends once every reply is out.
  */
 export function replayStream(events: readonly CassetteEvent[], options: ReplayOptions = {}): Duplex {
   const replayer = new Replayer(events, options);
   const decoder = new NdjsonDecoder({ maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES });
+  /** Frames due now, in order; one is pushed a turn. */
+  const due: string[] = [];
+  let pending = 0;
+  let ending = false;
   let duplex: Duplex;
+  const pump = (): void => {
+    const next = due.shift();
+    if (next !== undefined) duplex.push(next);
+    if (due.length > 0) setImmediate(pump);
+    else if (ending && pending === 0) duplex.push(null);
+  };
+  const send = (text: string): void => {
+    due.push(text);
+    if (due.length === 1) setImmediate(pump);
+  };
   const sink: DecodeSink = {
     textUnused: true,
     message: (msg) => {
-      for (const reply of replayer.answer(msg)) duplex.push(frame(reply));
+      for (const reply of replayer.timedAnswer(msg)) {
+        if (options.pace !== true || reply.after === 0) send(frame(reply.msg));
+        else {
+          pending++;
+          setTimeout(() => {
+            pending--;
+            send(frame(reply.msg));
+          }, reply.after);
+        }
+      }
     },
     invalid: (err) => {
       duplex.emit('invalid', err);
@@ -351,7 +383,8 @@ export function replayStream(events: readonly CassetteEvent[], options: ReplayOp
     },
     final(callback) {
       decoder.end(sink);
-      this.push(null);
+      ending = true;
+      if (due.length === 0 && pending === 0) this.push(null);
       callback();
     },
     read() {},

@@ -2,14 +2,19 @@ import { pipeline } from 'node:stream/promises';
 import { Cassette, CassetteError } from '../cassette/cassette.js';
 import { CliError, EXIT, parseOptions } from './io.js';
 
-export const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order]';
+export const USAGE = 'usage: mcp-frame replay <cassette> [--strict-order] [--pace]';
 
 /**
- * `mcp-frame replay <cassette>`: plays the server side of a recorded session over stdio. A request the cassette
- * cannot answer gets a JSON-RPC error at once and a line on stderr.
+ * `mcp-frame replay <cassette>`: plays the server side of a recorded session over stdio, one write a frame as
+ * the server wrote them (with --pace, at the recorded delays). A request the cassette cannot answer gets a
+ * JSON-RPC error at once and a line on stderr.
  */
 export async function replayCommand(args: string[]): Promise<void> {
-  const { values, positionals } = parseOptions(args, { 'strict-order': { type: 'boolean', default: false } }, USAGE);
+  const { values, positionals } = parseOptions(
+    args,
+    { 'strict-order': { type: 'boolean', default: false }, pace: { type: 'boolean', default: false } },
+    USAGE,
+  );
   const [path, ...extra] = positionals;
   if (path === undefined || extra.length > 0) throw new CliError(USAGE, EXIT.usage);
   const cassette = await Cassette.load(path).catch((err: unknown) => {
@@ -17,6 +22,7 @@ export async function replayCommand(args: string[]): Promise<void> {
   });
   const server = cassette.replay({
     strictOrder: values['strict-order'] === true,
+    pace: values.pace === true,
     onMiss: ({ method, id, reason }) =>
       process.stderr.write(`mcp-frame replay: no recorded answer for ${method} (id ${JSON.stringify(id)}): ${reason}\n`),
   });

@@ -1,9 +1,12 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { expect } from 'chai';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseCassette } from '../../lib/cassette/cassette.js';
+import { Cassette, parseCassette } from '../../lib/cassette/cassette.js';
 import { RpcError, type Connection } from '../../lib/client/connection.js';
 import { connect } from '../../lib/client/connect.js';
 import type { FrameError } from '../../lib/errors.js';
@@ -73,6 +76,58 @@ describe('mcp-frame record and replay', function () {
     expect((caught as RpcError).code).to.equal(-32001);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(misses.join('\n')).to.match(/no recorded answer for tools\/call/);
+  });
+
+  it('replays one chunk a frame, and with --pace at the recorded delays, so that the MCP SDK client loses none of the progress', async () => {
+    const progressFile = join(dir, 'progress.cassette');
+    const event = (from: string, t: number, msg: object) => JSON.stringify({ from, t, msg: { jsonrpc: '2.0', ...msg } });
+    const progress = (t: number, n: number) =>
+      event('server', t, { method: 'notifications/progress', params: { progressToken: 7, progress: n, total: 3 } });
+    writeFileSync(
+      progressFile,
+      `${[
+        event('client', 0, {
+          id: 0,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'rec', version: '1' } },
+        }),
+        event('server', 5, {
+          id: 0,
+          result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'recorded', version: '1' } },
+        }),
+        event('client', 10, { id: 1, method: 'tools/call', params: { name: 'slow', arguments: {}, _meta: { progressToken: 7 } } }),
+        progress(20, 1),
+        progress(40, 2),
+        progress(60, 3),
+        event('server', 160, { id: 1, result: { content: [{ type: 'text', text: 'done' }] } }),
+      ].join('\n')}\n`,
+    );
+    // One chunk a frame, paced or not: never two messages in one write.
+    const chunks: string[] = [];
+    const stream = (await Cassette.load(progressFile)).replay();
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString()));
+    stream.end(frame({ jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'slow', arguments: {} } }));
+    await once(stream, 'end');
+    expect(chunks.map((c) => (JSON.parse(c) as { method?: string }).method ?? 'response')).to.deep.equal([
+      'notifications/progress',
+      'notifications/progress',
+      'notifications/progress',
+      'response',
+    ]);
+    // The SDK 1.x client drops progress it reads together with the response: paced as recorded, it gets all of it.
+    const client = new Client({ name: 'sdk', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: [main, 'replay', progressFile, '--pace'] }));
+    try {
+      const seen: number[] = [];
+      const started = Date.now();
+      const result = await client.callTool({ name: 'slow', arguments: {} }, undefined, { onprogress: (p) => seen.push(p.progress) });
+      expect((result.content as Array<{ text: string }>)[0]!.text).to.equal('done');
+      expect(seen).to.deep.equal([1, 2, 3]);
+      // Recorded 150 ms after its request: paced, the response is no sooner.
+      expect(Date.now() - started).to.be.at.least(140);
+    } finally {
+      await client.close();
+    }
   });
 
   it("gives a --config server the safe default environment, and a -- server the host's", async () => {
