@@ -83,6 +83,7 @@ const ENTRY_POINTS = {
       'AuthStore',
       'AuthorizeRequest',
       'CrossAppAccessOptions',
+      'DevicePrompt',
       'FileAuthStore',
       'FileAuthStoreOptions',
       'JwtBearerContext',

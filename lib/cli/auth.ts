@@ -26,7 +26,7 @@ export const AUTH_FLAGS = {
 } as const;
 
 /** Where `--client-id`'s secret comes from: the environment, never argv (which every user of the machine can read). */
-export const CLIENT_SECRET_VAR = 'MCP_FRAME_CLIENT_SECRET';
+const CLIENT_SECRET_VAR = 'MCP_FRAME_CLIENT_SECRET';
 
 export interface AuthFlags {
   noBrowser: boolean;

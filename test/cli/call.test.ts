@@ -266,7 +266,15 @@ describe('mcp-frame call', () => {
       trace: true,
       timeoutMs: 500,
       json: false,
-      auth: { noBrowser: false, callbackPort: undefined, authTimeoutMs: 300_000 },
+      auth: {
+        noBrowser: false,
+        callbackPort: undefined,
+        authTimeoutMs: 300_000,
+        authorizeParams: {},
+        client: undefined,
+        noResource: false,
+        deviceCode: false,
+      },
     });
     expect(
       parseCallArgs(['echo', '--arg', 'text=hi', '--arg', 'n=3', '--arg', 'o={"a":[1]}', '-e', 'K=v', '--', 'node', 'server.js']),
