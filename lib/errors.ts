@@ -86,3 +86,16 @@ function describePosition({ line, offset, index }: FrameErrorPosition): string {
   if (offset !== undefined) parts.push(`byte ${offset}`);
   return parts.join(', ');
 }
+
+/**
+ * The error for an optional peer package a feature needs and cannot find (`import()` failed for `pkg`): says the
+ * feature, the package and how to install it, with code MISSING_PEER. Any other failure (`cause` names another
+ * module, or the package is there but broken) is given back as it is.
+ */
+export function missingPeer(feature: string, pkg: string, cause: unknown): unknown {
+  const err = cause as NodeJS.ErrnoException;
+  if (err?.code !== 'ERR_MODULE_NOT_FOUND' || !String(err.message).includes(pkg)) return cause;
+  return Object.assign(new Error(`${feature} with the ${pkg} package, which is not installed (npm install ${pkg})`, { cause }), {
+    code: 'MISSING_PEER',
+  });
+}

@@ -356,6 +356,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   options.upstreamAuth = (name, entry) => cliAuth(entry, name, auth, 'serve', true);
   const bridge = await serve(target, options).catch((err: Error & { code?: string }) => {
     if (err.code === 'NAME_CLASH') throw new CliError(`--${err.message}`, EXIT.config);
+    if (err.code === 'MISSING_PEER') throw new CliError(err.message, EXIT.config);
     throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);
   });
 

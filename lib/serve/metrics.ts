@@ -4,6 +4,7 @@
  * set is bounded: methods outside MCP's are `other`, a tool is named only once a server answered it as its own,
  * and never a session id, a token or an argument.
  */
+import { missingPeer } from '../errors.js';
 import type { MetricsRegistry, Observer, Outcome, RequestRecord } from './observer.js';
 
 type PromClient = typeof import('prom-client');
@@ -11,13 +12,9 @@ type Registry = import('prom-client').Registry;
 
 /** prom-client, loaded now: a clear error naming it when it is not installed. */
 async function loadPromClient(): Promise<PromClient> {
-  try {
-    return await import('prom-client');
-  } catch (err) {
-    throw new Error(
-      `serve --metrics counts with the prom-client package, which is not installed (npm install prom-client): ${(err as Error).message}`,
-    );
-  }
+  return import('prom-client').catch((err: unknown) => {
+    throw missingPeer('serve --metrics counts', 'prom-client', err);
+  });
 }
 
 /** Seconds: from a fast in-process answer to a long tool call. */

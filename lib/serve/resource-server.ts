@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { Caller } from '../gateway/policy.js';
 import { isObject } from '../jsonrpc.js';
+import { missingPeer } from '../errors.js';
 
 export interface ResourceServerOptions {
   /** The authorization server's issuer identifier, exactly as its tokens' `iss`. */
@@ -42,15 +43,15 @@ const DISCOVERY_RETRY_MS = 5000;
 
 type Jose = typeof import('jose');
 
-/** jose, loaded now: a clear error naming it when it is not installed. */
-async function loadJose(): Promise<Jose> {
-  try {
-    return await import('jose');
-  } catch (err) {
-    throw new Error(
-      `serve --auth-issuer validates tokens with the jose package, which is not installed (npm install jose): ${(err as Error).message}`,
-    );
-  }
+let joseLoaded: Promise<Jose> | undefined;
+
+/** jose, loaded once: a clear error naming it when it is not installed. */
+export function loadJose(): Promise<Jose> {
+  joseLoaded ??= import('jose').catch((err: unknown) => {
+    joseLoaded = undefined;
+    throw missingPeer('serve --auth-issuer validates tokens', 'jose', err);
+  });
+  return joseLoaded;
 }
 
 /** The quoted-string form of a challenge parameter value (RFC 9110 §5.6.4). */

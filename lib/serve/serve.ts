@@ -13,10 +13,10 @@ import { connect } from '../client/connect.js';
 import type { FrameTrace } from '../client/connection.js';
 import { Gateway } from '../gateway/gateway.js';
 import type { Policy } from '../gateway/policy.js';
-import { ResourceServer, type ResourceServerOptions } from './resource-server.js';
+import { loadJose, ResourceServer, type ResourceServerOptions } from './resource-server.js';
 import type { PrefixMode } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
-import { safeLine } from '../errors.js';
+import { missingPeer, safeLine } from '../errors.js';
 
 import { debug } from '../debug.js';
 import { type LogFields, pidNote, type ServeContext, type ServedChild, watchChild } from './context.js';
@@ -274,9 +274,14 @@ function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Se
   return table;
 }
 
-/** The replicas' store, its client loaded only now (a plain serve never loads it). */
+/**
+ * The replicas' store, its client loaded only now (a plain serve never loads it): @redis/client is an optional
+ * peer, so that a user of the framing layer does not install it; missing, a clear error naming it.
+ */
 async function openStore(url: string, prefix: string, ctx: ServeContext): Promise<ReplicaStore> {
-  const { redisStore } = await import('./redis-store.js');
+  const { redisStore } = await import('./redis-store.js').catch((err: unknown) => {
+    throw missingPeer("serve --store keeps its replicas' state in Redis", '@redis/client', err);
+  });
   return redisStore(url, prefix, ctx.log);
 }
 
@@ -522,6 +527,12 @@ async function targetContext(target: ServeTarget, options: ServeOptions): Promis
 async function startHttp(httpServer: http.Server, ctx: ServeContext, options: ServeOptions, table: SessionTable, modern: ModernHub): Promise<number> {
   const host = options.host ?? '127.0.0.1';
   const store = table.store;
+  // jose before listening: a serve that cannot check tokens must not start taking requests.
+  if (options.auth !== undefined)
+    await loadJose().catch(async (err: unknown) => {
+      await store?.close();
+      throw err;
+    });
   const port = await listenHttp(httpServer, host, options.port ?? 0).catch(async (err: unknown) => {
     await store?.close();
     throw err;
