@@ -5,6 +5,7 @@ import { listNames } from '../client/config.js';
 import { type Connection, type FrameTrace, RpcError } from '../client/connection.js';
 import { connect } from '../client/connect.js';
 import { ConnectionError } from '../client/errors.js';
+import { killServerGroups } from '../client/stdio.js';
 import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
@@ -352,6 +353,8 @@ function describeServer(c: Connection, name: string): string {
   return safeLine(`${info.name ?? name} ${info.version ?? ''} (protocol ${String(c.protocolVersion)}, ${c.era} era${pid})`);
 }
 
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /** `mcp-frame call`, `tools`, `resources`, `prompts`: connects, acts, and resolves with the exit code. */
 export async function callCommand(args: string[], action: CallAction = 'call'): Promise<number> {
   const opts = parseCallArgs(args, action);
@@ -360,12 +363,23 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
   if (opts.toolArgs !== undefined) opts.toolArgs = await readArgFiles(opts.toolArgs);
   const name = opts.server ?? (opts.url !== undefined ? new URL(opts.url).host : basename(opts.command![0]!));
   let connection: Connection | undefined;
-  // Interrupted, the servers are closed first (stdin, SIGTERM, SIGKILL), so that none is left running.
+  let interrupted = false;
+  // Interrupted (Ctrl-C, kill, the terminal closed): said at once, what is in flight cancelled, the server closed
+  // (stdin, SIGTERM, SIGKILL) so that none is left running; a second signal kills its process group and exits.
   const onSignal = (signal: NodeJS.Signals): void => {
-    void (connection?.close() ?? Promise.resolve()).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    const code = signal === 'SIGINT' ? 130 : signal === 'SIGHUP' ? 129 : 143;
+    if (interrupted) {
+      killServerGroups('SIGKILL');
+      process.exit(code);
+    }
+    interrupted = true;
+    // A closed terminal fails the write; the server is closed all the same.
+    process.stderr.on('error', () => undefined);
+    process.stderr.write(`mcp-frame ${action}: ${signal}: closing the server (again to stop at once)\n`);
+    connection?.cancelAll(`the user interrupted ${action} (${signal})`);
+    void (connection?.close() ?? Promise.resolve()).finally(() => process.exit(code));
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     const timeouts = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs, requestTimeoutMs: opts.timeoutMs };
     const auth = cliAuth(entry, name, opts.auth, action, true);
@@ -382,6 +396,8 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
     if (!opts.json) process.stderr.write(`connected to ${describeServer(c, name)}\n`);
     return await act(c, opts, action);
   } catch (err) {
+    // What the interruption cancelled: the signal handler says why and exits once the server is closed.
+    if (interrupted) return new Promise<number>(() => undefined);
     const mapped = failure(err, opts, name, action);
     // The server did not answer in time, and may not leave in time either: close it on the way out, not
     // before it (stdin now; its process group gets SIGTERM when this process exits).
@@ -392,7 +408,6 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
     throw mapped;
   } finally {
     await connection?.close();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
 }

@@ -233,6 +233,8 @@ interface Pending {
   method: string;
   resolve(result: unknown): void;
   reject(error: Error): void;
+  /** Rejects with ABORTED and tells the server with notifications/cancelled. */
+  cancel(reason: string): void;
 }
 
 /**
@@ -466,16 +468,15 @@ export class Connection extends EventEmitter {
       if (signal?.aborted)
         return reject(new ConnectionError('ABORTED', `request ${method} was aborted before it was sent`, { cause: signal.reason }));
       let timer: NodeJS.Timeout | undefined;
-      const cancel = (error: ConnectionError, reason: string): void => {
+      const cancel = (error: ConnectionError, reason: string, tell = cancelOnTimeout): void => {
         if (!this.#pending.has(id)) return;
         done();
         reject(error);
         // The server may still be working on it; tell it to stop. It may be gone already: that is fine.
-        if (cancelOnTimeout || reason === 'aborted by the client')
-          this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }).catch(() => undefined);
+        if (tell) this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }).catch(() => undefined);
       };
       const onAbort = (): void =>
-        cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client');
+        cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client', true);
       const done = (): void => {
         this.#pending.delete(id);
         if (timer !== undefined) clearTimeout(timer);
@@ -491,6 +492,7 @@ export class Connection extends EventEmitter {
           done();
           reject(error);
         },
+        cancel: (reason) => cancel(new ConnectionError('ABORTED', `request ${method} was cancelled: ${reason}`), reason, true),
       });
       if (delay !== undefined) {
         const expire = (): void => {
@@ -585,6 +587,14 @@ export class Connection extends EventEmitter {
     list.push(handler);
     this.#notificationHandlers.set(method, list);
     return this;
+  }
+
+  /**
+   * Cancels every request in flight, as an interrupted host does: each rejects with ABORTED and the server is
+   * told with notifications/cancelled. `initialize` is left to finish (the spec forbids cancelling it).
+   */
+  cancelAll(reason: string): void {
+    for (const pending of [...this.#pending.values()]) if (pending.method !== 'initialize') pending.cancel(reason);
   }
 
   /**

@@ -98,23 +98,49 @@ describe('mcp-frame call', () => {
     });
   }
 
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    it(`closes a server that ignores the end of its stdin when it gets ${signal}`, async function () {
+  /** `call hang` on the hostile server that ignores the end of its stdin, once its request is out: the process, and the server's pid. */
+  async function hanging(): Promise<{ proc: ReturnType<typeof spawn>; stderr: () => string; exited: Promise<number | null>; pid: number }> {
+    const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'call', 'hang', 'hang', '--config', config, '--trace'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => proc.on('close', resolve));
+    for (let i = 0; i < 200 && !/→ \d+ B .*"method":"hang"/.test(stderr); i++) await new Promise((r) => setTimeout(r, 25));
+    const pid = Number(/hostile hang pid (\d+)/.exec(stderr)?.[1]);
+    expect(pid, stderr).to.be.greaterThan(0);
+    return { proc, stderr: () => stderr, exited, pid };
+  }
+
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
+    it(`on ${signal}: says so at once, cancels what is in flight, closes a server that ignores the end of its stdin, exits ${code}`, async function () {
       this.timeout(15_000);
-      const proc = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'call', 'hang', 'hang', '--config', config, '--trace'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      const exited = new Promise<number | null>((resolve) => proc.on('close', resolve));
-      for (let i = 0; i < 200 && !/→ \d+ B .*"method":"hang"/.test(stderr); i++) await new Promise((r) => setTimeout(r, 25));
-      const pid = Number(/hostile hang pid (\d+)/.exec(stderr)?.[1]);
-      expect(pid, stderr).to.be.greaterThan(0);
-      proc.kill(signal);
-      expect(await exited).to.equal(signal === 'SIGINT' ? 130 : 143);
-      expect(await gone(pid)).to.equal(true);
+      const run = await hanging();
+      run.proc.kill(signal);
+      expect(await run.exited).to.equal(code);
+      expect(run.stderr()).to.include(`mcp-frame call: ${signal}: closing the server (again to stop at once)`);
+      // The server was told, before its stdin closed, that the request it holds is cancelled.
+      expect(run.stderr()).to.match(/→ \d+ B .*"method":"notifications\/cancelled".*"requestId":\d+/);
+      expect(await gone(run.pid)).to.equal(true);
     });
   }
+
+  it('on a second Ctrl-C: kills the server at once rather than waiting out its grace period', async function () {
+    this.timeout(15_000);
+    const run = await hanging();
+    const started = Date.now();
+    run.proc.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 200));
+    run.proc.kill('SIGINT');
+    expect(await run.exited).to.equal(130);
+    // The first alone waits 2 s for a server that ignores the end of its stdin.
+    expect(Date.now() - started).to.be.lessThan(1500);
+    expect(await gone(run.pid)).to.equal(true);
+  });
 
   it('exits promptly after a request timeout, and the server is closed on the way out', async () => {
     const started = Date.now();
