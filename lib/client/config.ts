@@ -1,7 +1,8 @@
 import { isObject } from '../jsonrpc.js';
 import { readFileSync } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { jsonErrorPosition } from '../json-position.js';
 
 /** A server started as a child process, talking over its stdin and stdout. */
@@ -63,6 +64,8 @@ export interface LoadConfigOptions {
   server?: string;
   /** Values for VS Code's `${input:id}`, which cannot be prompted for here. */
   inputs?: Record<string, string>;
+  /** The editors' `${userHome}`. @defaultValue os.homedir() */
+  home?: string;
 }
 
 /** A config file that cannot be used: says which file, and where in it. */
@@ -91,10 +94,30 @@ export function isStdioServer(server: ServerConfig): server is StdioServerConfig
 }
 
 /**
- * `${VAR}`, `${VAR:-default}` (Claude), `${env:VAR}` (Cursor, VS Code), `${workspaceFolder}` and
- * `${input:id}` (VS Code).
+ * `${VAR}`, `${VAR:-default}` (Claude), `${env:VAR}` (Cursor, VS Code), `${input:id}` (VS Code), and the
+ * editors' predefined variables (VS Code's and Cursor's: `${userHome}`, `${workspaceFolder}`, `${/}`, ...);
+ * `${config:...}` and `${command:...}` are matched to be refused by name, never passed on as they are.
  */
-const VARIABLE = /\$\{(?:(env|input):)?([A-Za-z_][A-Za-z0-9_.-]*)(?::-([^}]*))?\}/g;
+const VARIABLE = /\$\{(?:(env|input|config|command):)?([A-Za-z_][A-Za-z0-9_.-]*)(?::-([^}]*))?\}|\$\{\/\}/g;
+
+/** The editors' variables of the editor's own state (an open file, a selection): nothing here can stand for them. */
+const EDITOR_STATE = new Set([
+  'file',
+  'fileBasename',
+  'fileBasenameNoExtension',
+  'fileDirname',
+  'fileDirnameBasename',
+  'fileExtname',
+  'fileWorkspaceFolder',
+  'fileWorkspaceFolderBasename',
+  'relativeFile',
+  'relativeFileDirname',
+  'lineNumber',
+  'columnNumber',
+  'selectedText',
+  'execPath',
+  'defaultBuildTask',
+]);
 
 type Json = unknown;
 const kind = (v: Json): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : `a ${typeof v}`);
@@ -184,8 +207,10 @@ interface ReadingContext {
   key: ServersKey;
   env: NodeJS.ProcessEnv;
   inputs: Record<string, string>;
-  /** VS Code's ${workspaceFolder}: the folder above `.vscode`, else the file's own folder. */
+  /** The editors' ${workspaceFolder}: the folder above `.vscode` or `.cursor`, else the file's own folder. */
   workspace: string;
+  /** ${userHome}. */
+  home: string;
 }
 
 function readingContext(path: string, key: ServersKey, options: LoadConfigOptions): ReadingContext {
@@ -195,7 +220,8 @@ function readingContext(path: string, key: ServersKey, options: LoadConfigOption
     key,
     env: options.env ?? process.env,
     inputs: options.inputs ?? {},
-    workspace: basename(folder) === '.vscode' ? dirname(folder) : folder,
+    workspace: basename(folder) === '.vscode' || basename(folder) === '.cursor' ? dirname(folder) : folder,
+    home: options.home ?? homedir(),
   };
 }
 
@@ -357,15 +383,48 @@ class EntryReader {
   }
 
   #expand(value: string, jsonPath: string): string {
-    return value.replace(VARIABLE, (_m, scope: string | undefined, variable: string, fallback: string | undefined) => {
+    return value.replace(VARIABLE, (whole: string, scope: string | undefined, variable: string | undefined, fallback: string | undefined) => {
+      if (variable === undefined) return sep; // ${/}
       if (scope === 'input') return this.#input(variable, jsonPath);
-      if (scope === undefined && variable === 'workspaceFolder') return this.context.workspace;
+      if (scope === 'config' || scope === 'command')
+        return this.#editorOnly(whole, jsonPath, `the editor's ${scope === 'config' ? 'settings' : 'commands'}`);
+      const predefined = scope === undefined ? this.#predefined(variable) : undefined;
+      if (predefined !== undefined) return predefined;
+      if (scope === undefined && EDITOR_STATE.has(variable))
+        return this.#editorOnly(whole, jsonPath, "the editor's state (an open file, a selection)");
       // Own properties only: `${constructor}` is a variable like any other, and not set.
       const v = Object.hasOwn(this.#env, variable) ? this.#env[variable] : undefined;
       if (v !== undefined && v !== '') return v;
       if (fallback !== undefined) return fallback;
       if (v !== undefined) return v;
       throw new ConfigError(this.file, `variable ${variable} is not set (server "${this.name}")`, { jsonPath, server: this.name, variable });
+    });
+  }
+
+  /** The editors' predefined variables that mean the same here; undefined for any other name. */
+  #predefined(variable: string): string | undefined {
+    switch (variable) {
+      case 'workspaceFolder':
+        return this.context.workspace;
+      case 'workspaceFolderBasename':
+        return basename(this.context.workspace);
+      case 'userHome':
+        return this.context.home;
+      case 'pathSeparator':
+        return sep;
+      case 'cwd':
+        return process.cwd();
+      default:
+        return undefined;
+    }
+  }
+
+  /** A variable only the editor can resolve: a ConfigError that names it, never the text passed on. */
+  #editorOnly(whole: string, jsonPath: string, what: string): never {
+    throw new ConfigError(this.file, `${whole} is an editor variable (${what}) that cannot be resolved outside the editor (server "${this.name}")`, {
+      jsonPath,
+      server: this.name,
+      variable: whole.slice(2, -1),
     });
   }
 

@@ -210,6 +210,33 @@ describe('loadConfig', () => {
       });
     });
 
+    it("resolves the editors' predefined variables (${userHome}, ${workspaceFolder} above .cursor, its basename, ${/}, ${pathSeparator})", () => {
+      const text = JSON.stringify({
+        mcpServers: {
+          local: {
+            command: '${userHome}${/}bin${pathSeparator}server',
+            args: ['--root', '${workspaceFolder}', '--name', '${workspaceFolderBasename}'],
+          },
+        },
+      });
+      const config = parseConfig(text, '/work/app/.cursor/mcp.json', { env: {}, home: '/home/ada' });
+      expect(config.mcpServers.local).to.deep.equal({ command: '/home/ada/bin/server', args: ['--root', '/work/app', '--name', 'app'] });
+    });
+
+    it('names an editor variable it cannot resolve (${file}, ${config:...}, ${command:...}) instead of calling it an unset environment variable', () => {
+      for (const [variable, what] of [
+        ['${file}', 'an open file'],
+        ['${config:python.path}', 'settings'],
+        ['${command:pickProcess}', 'commands'],
+      ] as const) {
+        const text = JSON.stringify({ mcpServers: { local: { command: 'node', args: [variable] } } });
+        const problems = checkConfig(text, '/p/.mcp.json', { env: {} });
+        expect(problems, variable).to.have.length(1);
+        expect(problems[0]!.message).to.include(`${variable} is an editor variable`).and.to.include(what).and.not.to.include('is not set');
+        expect(problems[0]!.jsonPath).to.equal('mcpServers.local.args[0]');
+      }
+    });
+
     it('names an input it cannot prompt for, and how to give it, instead of passing ${input:...} on', async () => {
       const err = await loadConfig(fixture('vscode/.vscode/mcp.json'), { env: {} }).then(
         () => expect.fail('resolved'),
