@@ -8,6 +8,7 @@ import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
 export const USAGE = `usage: mcp-frame bridge <server> [--config path] [--input id=value]
        mcp-frame bridge [--url] <url> [--header 'Name: value']... [--header-env Name=VAR]...
 a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
+--ignore-tool <glob>: the host does not see the tools whose names match (repeatable; * and ?)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
        --no-browser  --callback-port n  --auth-timeout ms  --authorize-param k=v  --client-id id  --no-resource  --device-code`;
 
@@ -17,6 +18,8 @@ interface BridgeArgs {
   entry: RemoteServerConfig;
   auth: AuthFlags;
   reconnect: ReconnectOptions | false;
+  /** `--ignore-tool <glob>`: tools the host does not see. */
+  ignoreTools: string[];
 }
 
 /**
@@ -48,6 +51,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
       'header-env': { type: 'string', multiple: true },
       'reconnect-attempts': { type: 'string' },
       'reconnect-max-delay': { type: 'string' },
+      'ignore-tool': { type: 'string', multiple: true },
       ...AUTH_FLAGS,
     },
     USAGE,
@@ -57,14 +61,28 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
   const url = values.url ?? (isServerUrl(positionals[0]) ? positionals.shift() : undefined);
   if (url !== undefined) {
     if (positionals.length > 0) throw new CliError(USAGE, EXIT.usage);
-    return { name: new URL(url).host, headers, entry: { type: 'http', url }, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
+    return {
+      name: new URL(url).host,
+      headers,
+      entry: { type: 'http', url },
+      auth: authFlags(values, USAGE),
+      reconnect: reconnectOf(values),
+      ignoreTools: values['ignore-tool'] ?? [],
+    };
   }
   // The config a host would find (./.mcp.json, then ./.vscode/mcp.json), as `call` reads it, `--input` included.
   const entry = await namedEntry(positionals, values, USAGE, 'bridge');
   const name = positionals[0]!;
   if (entry.type !== 'http' && entry.type !== 'sse')
     throw new CliError(`server "${name}" is not a remote server (type "${entry.type ?? 'stdio'}")`, EXIT.config);
-  return { name, headers: { ...entry.headers, ...headers }, entry, auth: authFlags(values, USAGE), reconnect: reconnectOf(values) };
+  return {
+    name,
+    headers: { ...entry.headers, ...headers },
+    entry,
+    auth: authFlags(values, USAGE),
+    reconnect: reconnectOf(values),
+    ignoreTools: values['ignore-tool'] ?? [],
+  };
 }
 
 /**
@@ -80,6 +98,7 @@ export async function bridgeCommand(argv: string[]): Promise<number> {
       name: opts.name,
       headers: opts.headers,
       reconnect: opts.reconnect,
+      ignoreTools: opts.ignoreTools,
       ...(auth === undefined ? {} : { auth }),
     });
     return gaveUp ? 1 : 0;

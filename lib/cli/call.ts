@@ -18,6 +18,7 @@ export const USAGE = `usage: mcp-frame call <server> [method [params-json | @fil
        mcp-frame call [method [params] | <tool> --arg key=value...] [options] -- <command> [args...]
        mcp-frame call [--url] <url> [--header 'Name: value'] [--header-env Name=VAR] [method [params] | <tool> ...]
        mcp-frame tools | resources | prompts <server> [options]   (or [--url] <url>, or [options] -- <command> [args...])
+       mcp-frame resources <server> <uri>    read a resource;   mcp-frame prompts <server> <name> [--arg k=v]...   get a prompt
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
 sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms
   --authorize-param k=v  --client-id id (secret: $MCP_FRAME_CLIENT_SECRET)  --no-resource  --device-code`;
@@ -82,7 +83,11 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
   if (command === undefined && url === undefined && server === undefined)
     throw new CliError(`name a server (or give --url, or -- <command>)\n${USAGE}`, EXIT.usage);
   if (extra.length > 0) throw new CliError(`unexpected argument ${JSON.stringify(extra[0])}: params go in one JSON argument\n${USAGE}`, EXIT.usage);
-  if (action !== 'call' && method !== undefined) throw new CliError(`${action} takes a server and no method\n${USAGE}`, EXIT.usage);
+  if (action === 'tools' && method !== undefined) throw new CliError(`tools takes a server and no method\n${USAGE}`, EXIT.usage);
+  if ((action === 'resources' || action === 'prompts') && paramsText !== undefined)
+    throw new CliError(`${action} takes a server and at most one ${action === 'resources' ? 'URI' : 'prompt name'}\n${USAGE}`, EXIT.usage);
+  if (action === 'resources' && values.arg !== undefined)
+    throw new CliError(`resources takes no --arg: a resource is named by its URI\n${USAGE}`, EXIT.usage);
   const envPairs = values.env;
   if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
   const toolArgs = parseToolArgs(values.arg, method, paramsText);
@@ -244,8 +249,47 @@ async function callShowingProgress(c: Connection, params: unknown): Promise<unkn
   }
 }
 
+/** The resources and, where the server has them (a server without answers -32601), the resource templates. */
+async function listResources(c: Connection, json: boolean): Promise<string> {
+  const resources = await listAll(c, 'resources/list', 'resources');
+  const templates = await listAll(c, 'resources/templates/list', 'resourceTemplates').catch((err: unknown) => {
+    if (err instanceof RpcError && err.code === -32601) return [];
+    throw err;
+  });
+  if (json) return `${printableJson([...resources, ...templates])}\n`;
+  const [, , column, text] = LISTS.resources;
+  return columns(resources, column, text) + columns(templates, 'uriTemplate', (t) => `(template) ${String(t.name ?? t.description ?? '')}`);
+}
+
+/** `prompts <server> <name> [--arg k=v]...`: prompts/get, each argument a string as prompts take them. */
+async function getPrompt(c: Connection, name: string, args: Record<string, string>): Promise<number> {
+  const prompts = await listAll(c, 'prompts/list', 'prompts');
+  const prompt = prompts.find((p) => p.name === name);
+  if (prompt === undefined) throw new CliError(`no prompt "${name}"; the server has: ${listNames(prompts.map((p) => String(p.name)))}`, EXIT.usage);
+  const declared = (Array.isArray(prompt.arguments) ? prompt.arguments : []).filter(isObject) as Item[];
+  const missing = declared.filter((a) => a.required === true && !Object.hasOwn(args, String(a.name))).map((a) => String(a.name));
+  if (missing.length > 0) throw new CliError(`prompt "${name}" needs ${missing.map((k) => `--arg ${k}=...`).join(', ')}`, EXIT.usage);
+  const unknown = Object.keys(args).filter((key) => !declared.some((a) => a.name === key));
+  if (unknown.length > 0)
+    throw new CliError(
+      `prompt "${name}" takes no argument ${unknown.map((k) => `"${k}"`).join(', ')}; it takes: ${declared.map((a) => String(a.name)).join(', ') || 'none'}`,
+      EXIT.usage,
+    );
+  await writeStdout(`${printableJson(await c.request('prompts/get', { name, arguments: args }), 2)}\n`);
+  return EXIT.ok;
+}
+
 /** What the command does once connected; resolves with the exit code. */
 async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<number> {
+  if (action === 'resources' && opts.method !== undefined) {
+    await writeStdout(`${printableJson(await c.request('resources/read', { uri: opts.method }), 2)}\n`);
+    return EXIT.ok;
+  }
+  if (action === 'prompts' && opts.method !== undefined) return getPrompt(c, opts.method, opts.toolArgs ?? {});
+  if (action === 'resources') {
+    await writeStdout(await listResources(c, opts.json));
+    return EXIT.ok;
+  }
   if (action !== 'call' || opts.method === undefined) {
     const [method, key, column, text] = LISTS[action === 'call' ? 'tools' : action];
     const items = await listAll(c, method, key);
@@ -315,6 +359,8 @@ function listen(c: Connection, name: string, trace: boolean, who: string): void 
 
 /** The request a command sends first: the list it was asked for, or its method. */
 function requestOf(opts: CallArgs, action: CallAction): string {
+  if (action === 'resources' && opts.method !== undefined) return 'resources/read';
+  if (action === 'prompts' && opts.method !== undefined) return 'prompts/get';
   if (action !== 'call' || opts.method === undefined) return LISTS[action === 'call' ? 'tools' : action][0];
   return opts.toolArgs !== undefined ? 'tools/call' : opts.method;
 }

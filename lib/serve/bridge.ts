@@ -23,7 +23,8 @@ import { HttpChannel, type ReconnectOptions } from '../client/http.js';
 import { SseChannel } from '../client/sse.js';
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
 import { type FrameError, safeLine } from '../errors.js';
-import { isObject } from '../jsonrpc.js';
+import { NameFilter } from '../gateway/names.js';
+import { idKey, isObject } from '../jsonrpc.js';
 import { META_PROTOCOL_VERSION, pickModernVersion } from '../protocol/modern.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
 
@@ -41,6 +42,11 @@ export interface BridgeOptions {
   auth?: AuthOptions;
   /** A line for each thing worth saying (a fallback, a reconnection, a bad frame). @defaultValue stderr, prefixed `mcp-frame bridge:` */
   log?: (line: string) => void;
+  /**
+   * Tools the host is not to see (globs on their names, `*` and `?`): left out of every tools/list answer, and a
+   * tools/call of one is answered here with -32602, never sent on.
+   */
+  ignoreTools?: string[];
 }
 
 export interface BridgeResult {
@@ -79,6 +85,9 @@ class BridgeRun {
   #translation: LegacyHostSession | undefined;
   #connection: Connection | undefined;
   #current: Passage;
+  /** With ignoreTools: the names the host may see, and the ids of its tools/list requests not yet answered. */
+  readonly #tools: NameFilter | undefined;
+  readonly #listing = new Set<string>();
 
   constructor(entry: RemoteServerConfig, options: BridgeOptions) {
     this.#url = entry.url;
@@ -88,6 +97,7 @@ class BridgeRun {
       ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
       ...(options.auth === undefined ? {} : { auth: options.auth }),
     };
+    this.#tools = options.ignoreTools === undefined || options.ignoreTools.length === 0 ? undefined : new NameFilter([], options.ignoreTools);
     this.#input = options.input ?? process.stdin;
     this.#say = options.log ?? ((line) => void process.stderr.write(`mcp-frame bridge: ${safeLine(line)}\n`));
     this.#written = pipeline(this.#toHost, options.output ?? process.stdout).catch(() => undefined);
@@ -147,7 +157,7 @@ class BridgeRun {
         if (modernOnlyRefusal(msg)) return void this.#translate(msg);
         this.#hostInit = undefined;
       }
-      if (this.#toHost.write(msg) || release !== undefined || channel.holdInput === undefined) return;
+      if (this.#toHost.write(this.#shown(msg)) || release !== undefined || channel.holdInput === undefined) return;
       release = channel.holdInput();
       this.#toHost.once('drain', () => {
         release?.();
@@ -179,7 +189,9 @@ class BridgeRun {
     this.#translated = (async () => {
       let started: Awaited<ReturnType<typeof startLegacyHostSession>>;
       try {
-        started = await startLegacyHostSession(new HttpChannel(this.#url, this.#remote), init, refusal, (msg) => this.#toHost.write(msg));
+        started = await startLegacyHostSession(new HttpChannel(this.#url, this.#remote), init, refusal, (msg) =>
+          this.#toHost.write(this.#shown(msg)),
+        );
       } catch (err) {
         this.#fail(init.id, err as Error);
         return undefined;
@@ -197,7 +209,27 @@ class BridgeRun {
     void old.close();
   }
 
+  /** A server message as the host may see it: a tools/list answer without the tools left out. */
+  #shown(msg: unknown): unknown {
+    if (this.#tools === undefined || !isObject(msg) || 'method' in msg || !('id' in msg) || !this.#listing.delete(idKey(msg.id))) return msg;
+    const result = msg.result;
+    if (!isObject(result) || !Array.isArray(result.tools)) return msg;
+    const tools = result.tools.filter((t: unknown) => !isObject(t) || typeof t.name !== 'string' || this.#tools!.passes(t.name));
+    return { ...msg, result: { ...result, tools } };
+  }
+
+  /** With ignoreTools: notes a tools/list to filter, and answers a tools/call of a tool left out; true when answered here. */
+  #leftOut(msg: unknown): boolean {
+    if (this.#tools === undefined || !isObject(msg) || !('id' in msg)) return false;
+    if (msg.method === 'tools/list') this.#listing.add(idKey(msg.id));
+    if (msg.method !== 'tools/call' || !isObject(msg.params) || typeof msg.params.name !== 'string') return false;
+    if (this.#tools.passes(msg.params.name)) return false;
+    this.#toHost.write({ jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: `Unknown tool: ${safeLine(msg.params.name)}` } });
+    return true;
+  }
+
   #fromHost(msg: unknown): void {
+    if (this.#leftOut(msg)) return;
     if (this.#translated !== undefined) {
       // In order: each waits for the translation to be ready, and the one before it to be handed on.
       this.#translated = this.#translated.then((session) => {

@@ -64,6 +64,32 @@ describe('mcp-frame bridge', function () {
     }
   });
 
+  it('--ignore-tool leaves tools out of the list and answers a call of one with -32602, never sending it on', async () => {
+    const everything = await startEverything('streamableHttp');
+    const client = new Client({ name: 'stdio-only-host', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', everything.url, '--ignore-tool', 'echo', '--ignore-tool', 'get-*'],
+    });
+    try {
+      await client.connect(transport);
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).to.not.include('echo');
+      expect(names.filter((n) => n.startsWith('get-'))).to.deep.equal([]);
+      // The rest are there: only what matched is left out.
+      expect(names).to.include('trigger-long-running-operation');
+      const refused = await client.callTool({ name: 'echo', arguments: { message: 'x' } }).then(
+        () => expect.fail('the call went through'),
+        (err: Error & { code?: number }) => err,
+      );
+      expect(refused.code).to.equal(-32602);
+      expect(refused.message).to.include('Unknown tool: echo');
+    } finally {
+      await client.close();
+      await everything.stop();
+    }
+  });
+
   it('answers a request the remote server can no longer answer with an error, not silence', async () => {
     const server = new FaultServer({ dropAfterEvents: 1, noIds: true });
     const url = await server.listen();

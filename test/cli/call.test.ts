@@ -205,6 +205,27 @@ describe('mcp-frame call', () => {
       expect(demo.stdout.split('\n')[0]).to.match(/^echo\s+Returns its text unchanged\.$/);
     });
 
+    it('lists resource templates beside resources, reads a resource by its URI, and gets a prompt with --arg values', async function () {
+      this.timeout(30_000);
+      const [dashdash, ...server] = everything;
+      const listed = await cli(['resources', ...everything]);
+      expect(listed.stdout).to.match(/^demo:\/\/resource\/dynamic\/text\/\{resourceId\}\s+\(template\) /m);
+      const read = await cli(['resources', 'demo://resource/dynamic/text/1', dashdash!, ...server]);
+      expect(read.code, read.stderr).to.equal(0);
+      const contents = (JSON.parse(read.stdout) as { contents: Array<{ uri: string; text: string }> }).contents;
+      expect(contents[0]!.uri).to.equal('demo://resource/dynamic/text/1');
+      expect(contents[0]!.text).to.match(/^Resource 1: /);
+      const prompt = await cli(['prompts', 'args-prompt', '--arg', 'city=Paris', dashdash!, ...server]);
+      expect(prompt.code, prompt.stderr).to.equal(0);
+      expect(JSON.stringify(JSON.parse(prompt.stdout))).to.include('Paris');
+      const missing = await cli(['prompts', 'args-prompt', dashdash!, ...server]);
+      expect(missing.code).to.equal(2);
+      expect(missing.stderr).to.include('prompt "args-prompt" needs --arg city=...');
+      const unknown = await cli(['prompts', 'no-such-prompt', dashdash!, ...server]);
+      expect(unknown.code).to.equal(2);
+      expect(unknown.stderr).to.match(/no prompt "no-such-prompt"; the server has: .*args-prompt/);
+    });
+
     it('calls a tool with --arg values, JSON where they parse, and gives -e to an ad hoc server', async () => {
       const r = await cli(['call', 'echo', '--arg', 'text=ünï 42', '-e', 'DEMO=1', '--', process.execPath, `${ROOT}dist/examples/server.js`]);
       expect(r.code, r.stderr).to.equal(0);
