@@ -179,7 +179,8 @@ const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;
 
 /** --log-format, --log-level, --metrics and --metrics-port, checked. */
 function logOptions(values: Values): ServeOptions {
-  const options: ServeOptions = {};
+  // Text lines carry the time, as a service's log does (a JSON line has its own `time`).
+  const options: ServeOptions = { logTime: true };
   const format = values['log-format'] as string | undefined;
   if (format !== undefined) {
     if (format !== 'text' && format !== 'json')

@@ -143,6 +143,8 @@ export interface ServeOptions {
   logFormat?: 'text' | 'json';
   /** The least level logged; `debug` adds a line per request. @defaultValue 'info' */
   logLevel?: LogLevel;
+  /** Text lines start with the time (ISO 8601, UTC), as `mcp-frame serve` writes them. @defaultValue false */
+  logTime?: boolean;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -207,7 +209,7 @@ function scrubbing(log: (line: string) => void, options: ServeOptions): (line: s
     let out = line.replace(SESSION_ID, '$1…');
     out = replaceSecrets(out, secret);
     debug(`serve: ${out}`);
-    if (!json) return log(out);
+    if (!json) return log(options.logTime === true ? `${new Date().toISOString()} ${out}` : out);
     const { level: _level, event, ...rest } = fields ?? {};
     const record: Record<string, unknown> = { time: new Date().toISOString(), level, event: event ?? eventOf(out) };
     const session = /^session ([0-9a-f]{8})/.exec(out)?.[1];

@@ -40,6 +40,22 @@ describe('mcp-frame serve', () => {
     expect(help.stdout).to.include('--token-env <VAR>');
   });
 
+  it("starts each of serve's log lines with the time (ISO 8601, UTC) after its prefix; a JSON line has its own", async function () {
+    this.timeout(20_000);
+    for (const format of ['text', 'json'] as const) {
+      const { proc, stderr, exited, url } = await serveProcess(['--log-format', format, '--', process.execPath, `${ROOT}dist/examples/server.js`]);
+      await rawSession(url!);
+      for (let i = 0; i < 100 && !/started/.test(stderr()); i++) await new Promise((r) => setTimeout(r, 20));
+      proc.kill('SIGTERM');
+      await exited;
+      const line = stderr()
+        .split('\n')
+        .find((l) => l.includes('started'))!;
+      if (format === 'text') expect(line).to.match(/^mcp-frame serve: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z session [0-9a-f]{8}\S* started/);
+      else expect(Date.parse((JSON.parse(line) as { time: string; msg: string }).time)).to.be.closeTo(Date.now(), 20_000);
+    }
+  });
+
   it('serves every server of a config behind one endpoint with --all, or those named, and refuses bad gateway usage', async function () {
     this.timeout(30_000);
     const dir = tempDir('serve-gateway-');
