@@ -191,6 +191,7 @@ const ENTRY_POINTS = {
       'ServeAuthOptions',
       'ServeHandle',
       'ServeOptions',
+      'ServePaths',
       'ServeTarget',
       'UpstreamHealth',
       'UpstreamOpenOptions',

@@ -3,7 +3,7 @@ import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../cli
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
-import { type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
+import { pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
@@ -29,6 +29,8 @@ options:
                            balancer without affinity (redis://host:port[/db], rediss:// for TLS)
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
+  --path <p>               the Streamable HTTP endpoint's path (default /mcp)
+  --sse-path <p>  --messages-path <p>   the legacy HTTP+SSE transport's paths (default /sse and /messages)
   -e KEY=VALUE             environment for a server given with -- <command> (repeatable)
   --trace                  log every message, redacted
   --log-format <f>         text (default) or json (one object a line)
@@ -73,6 +75,9 @@ const OPTIONS = {
   store: { type: 'string' },
   'store-prefix': { type: 'string' },
   'drain-ms': { type: 'string' },
+  path: { type: 'string' },
+  'sse-path': { type: 'string' },
+  'messages-path': { type: 'string' },
   env: { type: 'string', short: 'e', multiple: true },
   config: { type: 'string' },
   input: { type: 'string', multiple: true },
@@ -163,7 +168,7 @@ function serveOptions(values: Values): ServeOptions {
     upstreamStartMs: 'upstream-start-ms',
     maxPendingPerUpstream: 'max-server-requests',
   };
-  Object.assign(options, gatewayOptions(values), logOptions(values));
+  Object.assign(options, gatewayOptions(values), logOptions(values), pathOptions(values));
   for (const [key, value] of Object.entries(set)) if (value !== undefined) Object.assign(options, { [key]: value });
   for (const [key, flag] of Object.entries(numbers)) {
     const value = number(flag);
@@ -173,6 +178,16 @@ function serveOptions(values: Values): ServeOptions {
   if (options.http === false && options.store !== undefined)
     throw new CliError(`--store shares HTTP sessions: it does not go with --no-http\n${USAGE}`, EXIT.usage);
   return options;
+}
+
+/** --path, --sse-path and --messages-path, checked as serve() checks them (a usage error, exit 2). */
+function pathOptions(values: Values): ServeOptions {
+  const given = { mcp: values.path, sse: values['sse-path'], messages: values['messages-path'] } as Record<string, string | undefined>;
+  const paths = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as Record<string, string>;
+  if (Object.keys(paths).length === 0) return {};
+  const problem = pathsProblem(paths);
+  if (problem !== undefined) throw new CliError(`--path, --sse-path, --messages-path: ${problem}`, EXIT.usage);
+  return { paths };
 }
 
 const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;

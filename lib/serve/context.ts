@@ -18,7 +18,19 @@ import type { ResourceServer } from './resource-server.js';
 /** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
 export type ServedChild = StdioChannel | Gateway;
 
+/** The HTTP paths serve answers on (`serve({ paths })`, `--path`, `--sse-path`, `--messages-path`). */
+export interface ServePaths {
+  /** The Streamable HTTP endpoint. @defaultValue '/mcp' */
+  mcp: string;
+  /** The legacy HTTP+SSE transport's stream. @defaultValue '/sse' */
+  sse: string;
+  /** Where the legacy transport's clients post their messages. @defaultValue '/messages' */
+  messages: string;
+}
+
 export interface ServeContext {
+  /** The HTTP paths of the endpoints. */
+  paths: ServePaths;
   /** The one stdio server served; undefined for a gateway. */
   entry: StdioServerConfig | undefined;
   /** For a gateway: a new one, with its own upstreams (one per session, one for modern requests), for a caller. */

@@ -285,7 +285,7 @@ export class HttpFront {
   async #route(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
     const target = requestTarget(req.url);
     // Before the guard: a target that is not a path is nothing this server can route, whoever sends it.
-    if (target === undefined) refuse(400, 'the request-target is not a path (origin form: /mcp)');
+    if (target === undefined) refuse(400, `the request-target is not a path (origin form: ${this.#ctx.paths.mcp})`);
     const path = target!.path;
     if (!forwarded) {
       // For a balancer: no token, and no Host check (it probes the address, under whatever name).
@@ -301,12 +301,13 @@ export class HttpFront {
     }
     const rs = this.#ctx.resourceServer;
     if (rs?.metadataPaths.includes(path)) return this.#metadata(req, res, rs);
-    const caller = ['/mcp', '/sse', '/messages', '/metrics'].includes(path) ? await this.#caller(req, forwarded) : undefined;
+    const paths = this.#ctx.paths;
+    const caller = [paths.mcp, paths.sse, paths.messages, '/metrics'].includes(path) ? await this.#caller(req, forwarded) : undefined;
     if (path === '/metrics' && this.#ctx.metrics !== undefined) return this.#metrics(req, res, this.#ctx.metrics);
-    if (path === '/mcp') return this.#mcp(req, res, forwarded, caller);
-    if (path === '/sse') return this.#legacyStream(req, res, caller);
-    if (path === '/messages') return this.#legacyPost(req, res, forwarded, caller);
-    refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is /mcp; the legacy SSE one /sse)`);
+    if (path === paths.mcp) return this.#mcp(req, res, forwarded, caller);
+    if (path === paths.sse) return this.#legacyStream(req, res, caller);
+    if (path === paths.messages) return this.#legacyPost(req, res, forwarded, caller);
+    refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is ${paths.mcp}; the legacy SSE one ${paths.sse})`);
   }
 
   /** GET of the protected resource metadata (RFC 9728): no token asked, it says how to get one. */
@@ -382,7 +383,7 @@ export class HttpFront {
     if (req.method === 'POST') return this.#post(req, res, forwarded, caller);
     if (req.method === 'GET') return this.#get(req, res, forwarded, caller);
     if (req.method === 'DELETE') return this.#delete(req, res, forwarded, caller);
-    refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /mcp`, { Allow: 'GET, POST, DELETE' });
+    refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on ${this.#ctx.paths.mcp}`, { Allow: 'GET, POST, DELETE' });
   }
 
   async #post(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
@@ -538,7 +539,7 @@ export class HttpFront {
   }
 
   async #legacyPost(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
-    if (req.method !== 'POST') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /messages`, { Allow: 'POST' });
+    if (req.method !== 'POST') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on ${this.#ctx.paths.messages}`, { Allow: 'POST' });
     const id = requestTarget(req.url)?.query.get('sessionId') ?? null;
     if (id === null) refuse(400, 'the sessionId parameter is required');
     const session = this.#sessions.legacy.get(id!);

@@ -5,6 +5,7 @@
  */
 export { type BridgeOptions, type BridgeResult, bridge } from './bridge.js';
 export { type LogLevel, type ServeAuthOptions, type ServeHandle, type ServeOptions, type ServeTarget, serve } from './serve.js';
+export type { ServePaths } from './context.js';
 export { CALLER_META, Gateway, type GatewayObserver, type GatewayOptions } from '../gateway/gateway.js';
 export { type Caller, type Decision, Policy, PolicyError, type PolicyRule } from '../gateway/policy.js';
 export type { PrefixMode } from '../gateway/names.js';

@@ -52,7 +52,7 @@ export class LegacySession {
   attach(res: ServerResponse): void {
     this.#res = res;
     res.writeHead(200, EVENT_STREAM_HEADERS);
-    writeEvent(res, `event: endpoint\ndata: /messages?sessionId=${this.id}\n\n`);
+    writeEvent(res, `event: endpoint\ndata: ${this.#ctx.paths.messages}?sessionId=${this.id}\n\n`);
     keepAlive(res, this.#ctx.stream.keepaliveMs);
     whenGone(res, () => void this.close('the client closed its event stream'));
   }

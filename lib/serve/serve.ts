@@ -19,7 +19,7 @@ import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
 import { missingPeer, safeLine } from '../errors.js';
 
 import { debug } from '../debug.js';
-import { type LogFields, pidNote, type ServeContext, type ServedChild, watchChild } from './context.js';
+import { type LogFields, pidNote, type ServeContext, type ServedChild, type ServePaths, watchChild } from './context.js';
 import type { MetricsSources } from './metrics.js';
 import type { MetricsRegistry, Observer } from './observer.js';
 import { isLoopback } from '../protocol/loopback.js';
@@ -145,6 +145,8 @@ export interface ServeOptions {
   logLevel?: LogLevel;
   /** Text lines start with the time (ISO 8601, UTC), as `mcp-frame serve` writes them. @defaultValue false */
   logTime?: boolean;
+  /** The HTTP paths of the endpoints (each `/...`, distinct, none of `/healthz` and `/metrics`). @defaultValue /mcp, /sse, /messages */
+  paths?: Partial<ServePaths>;
 }
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -164,7 +166,7 @@ export interface ServeAuthOptions {
 export type ServeTarget = StdioServerConfig | Record<string, ServerConfig>;
 
 export interface ServeHandle {
-  /** The Streamable HTTP endpoint (`http://host:port/mcp`), when serving HTTP. */
+  /** The Streamable HTTP endpoint (`http://host:port/mcp`, or its `paths.mcp`), when serving HTTP. */
   readonly url: string | undefined;
   /** The port HTTP listens on (the real one when 0 was asked for). */
   readonly port: number | undefined;
@@ -241,6 +243,7 @@ function eventOf(line: string): string {
 
 function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions): ServeContext {
   return {
+    paths: { mcp: '/mcp', sse: '/sse', messages: '/messages', ...options.paths },
     entry,
     name: options.name ?? entry?.command ?? 'mcp-frame',
     inheritEnv: options.inheritEnv ?? false,
@@ -492,7 +495,20 @@ function requestLog(ctx: ServeContext): Observer {
 }
 
 /** Options that do not go together: a TypeError saying why. */
+/** What is wrong with endpoint paths, or undefined: each a path (no query), all three apart, none of serve's own. */
+export function pathsProblem(paths: Partial<ServePaths>): string | undefined {
+  for (const path of Object.values(paths)) {
+    if (typeof path !== 'string' || !/^\/[^?#\s]*$/.test(path) || path === '/healthz' || path === '/metrics' || path.startsWith('/.well-known/'))
+      return `an endpoint path is a path such as /mcp (no query; not /healthz, /metrics or /.well-known/), got ${JSON.stringify(String(path).slice(0, 60))}`;
+  }
+  const all = { mcp: '/mcp', sse: '/sse', messages: '/messages', ...paths };
+  if (new Set(Object.values(all)).size !== 3) return `the endpoint paths must differ, got ${Object.values(all).join(', ')}`;
+  return undefined;
+}
+
 function checkOptions(options: ServeOptions): void {
+  const problem = pathsProblem(options.paths ?? {});
+  if (problem !== undefined) throw new TypeError(`serve: ${problem}`);
   if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
   if (options.auth !== undefined && options.token !== undefined)
     throw new TypeError('serve: auth (sign-in) and a static token do not go together: give one');
@@ -539,7 +555,7 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
     await store?.close();
     throw err;
   });
-  const resource = options.auth?.resource ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`;
+  const resource = options.auth?.resource ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`;
   // The public URL's name is one clients use.
   const allowHosts = [...(options.allowHosts ?? []), ...(options.auth === undefined ? [] : [new URL(resource).host])];
   const guard = new Guard({ host, port, allowHosts, allowOrigins: options.allowOrigins ?? [], token: options.token });
@@ -636,7 +652,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
     if (options.socket !== undefined) removeSocket(options.socket);
   };
   return {
-    url: port === undefined ? undefined : `http://${host.includes(':') ? `[${host}]` : host}:${port}/mcp`,
+    url: port === undefined ? undefined : `http://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`,
     port,
     socketPath: options.socket,
     get sessions() {

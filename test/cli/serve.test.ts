@@ -56,6 +56,41 @@ describe('mcp-frame serve', () => {
     }
   });
 
+  it('answers on the paths --path, --sse-path and --messages-path give, and names them in a 404', async function () {
+    this.timeout(20_000);
+    const { proc, exited, url } = await serveProcess([
+      '--path',
+      '/api/mcp',
+      '--sse-path',
+      '/api/events',
+      '--messages-path',
+      '/api/post',
+      '--',
+      process.execPath,
+      `${ROOT}dist/examples/server.js`,
+    ]);
+    try {
+      expect(url).to.match(/^http:\/\/127\.0\.0\.1:\d+\/api\/mcp$/);
+      const streamable = await connect({ type: 'http', url: url! }, { protocolVersion: '2025-11-25' });
+      expect(await streamable.request('tools/call', { name: 'echo', arguments: { text: 'on /api/mcp' } })).to.deep.equal({
+        content: [{ type: 'text', text: 'on /api/mcp' }],
+      });
+      await streamable.close();
+      // The legacy transport: its endpoint event names the messages path given.
+      const legacy = await connect({ type: 'sse', url: url!.replace('/api/mcp', '/api/events') });
+      expect(await legacy.request('tools/call', { name: 'echo', arguments: { text: 'over SSE' } })).to.deep.equal({
+        content: [{ type: 'text', text: 'over SSE' }],
+      });
+      await legacy.close();
+      const old = await fetch(url!.replace('/api/mcp', '/mcp'), { method: 'POST', body: '{}' });
+      expect(old.status).to.equal(404);
+      expect(await old.text()).to.include('the MCP endpoint is /api/mcp; the legacy SSE one /api/events');
+    } finally {
+      proc.kill('SIGTERM');
+      await exited;
+    }
+  });
+
   it('serves every server of a config behind one endpoint with --all, or those named, and refuses bad gateway usage', async function () {
     this.timeout(30_000);
     const dir = tempDir('serve-gateway-');
