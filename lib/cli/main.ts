@@ -42,7 +42,9 @@ commands:
   check-config [path] [--input id=value]...
                              report every problem of a config file at once (default: the one call would use)
   help [command]             this text, or a command's own (as does <command> --help)
-  --version                  the version of mcp-frame`;
+  --version                  the version of mcp-frame
+  --use-env-proxy            (any command) remote servers and sign-in through HTTPS_PROXY / HTTP_PROXY, but
+                             NO_PROXY's hosts, as NODE_USE_ENV_PROXY=1 does`;
 
 /** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
 const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
@@ -84,7 +86,20 @@ function asksHelp(args: string[]): boolean {
   return (dash === -1 ? args : args.slice(0, dash)).some((a) => a === '--help' || a === '-h');
 }
 
-export async function main(argv: string[]): Promise<number> {
+/**
+ * `--use-env-proxy` (before any `--`), for every command: HTTPS_PROXY, HTTP_PROXY and NO_PROXY are honoured, as
+ * NODE_USE_ENV_PROXY=1 makes them (see lib/client/proxy.ts); the flag is taken out of the command's arguments.
+ */
+function takeProxyFlag(argv: string[]): string[] {
+  const dash = argv.indexOf('--');
+  const own = dash === -1 ? argv : argv.slice(0, dash);
+  if (!own.includes('--use-env-proxy')) return argv;
+  process.env.NODE_USE_ENV_PROXY = '1';
+  return [...own.filter((a) => a !== '--use-env-proxy'), ...(dash === -1 ? [] : argv.slice(dash))];
+}
+
+export async function main(given: string[]): Promise<number> {
+  const argv = takeProxyFlag(given);
   const [command, ...args] = argv;
   if (command === 'help' && args[0] !== undefined) {
     const usage = USAGES[args[0]];

@@ -3,6 +3,7 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { agentFor } from './proxy.js';
 import { FrameError, redact } from '../errors.js';
 import { configuredSecrets, scrubber } from '../redaction.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
@@ -107,8 +108,8 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
         : { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8, resend: 'harmless', ...options.reconnect },
     idleMs: options.idleTimeoutMs ?? 300_000,
     maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-    agent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
-    streamAgent: new (parsed.protocol === 'https:' ? https.Agent : http.Agent)({ keepAlive: true }),
+    agent: agentFor(parsed, { keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
+    streamAgent: agentFor(parsed, { keepAlive: true }),
     scrub: withAuth(scrubber(configuredSecrets(parsed, options.headers ?? {})), auth),
     auth,
   };

@@ -2,9 +2,12 @@
  * The small pieces of the authorization flow that touch bytes: the WWW-Authenticate header, bounded requests to
  * authorization servers, PKCE, and signed JWTs (private_key_jwt), all with node's built-ins.
  */
+import * as http from 'node:http';
+import * as https from 'node:https';
 import { createHash, createPrivateKey, type KeyObject, randomBytes, randomUUID, sign } from 'node:crypto';
 import { preview, reasonText } from '../../errors.js';
 import { ConnectionError } from '../errors.js';
+import { agentFor, proxyFor } from '../proxy.js';
 
 export { authChallenge, bearerChallenge, parseChallenges } from '../../protocol/www-authenticate.js';
 
@@ -70,21 +73,27 @@ export async function authFetch(
   const timeout = AbortSignal.timeout(AUTH_REQUEST_TIMEOUT_MS);
   const signal = init.signal === undefined ? timeout : AbortSignal.any([init.signal, timeout]);
   const where = new URL(url).origin;
-  let res: Response;
+  const headers = { accept: 'application/json', ...init.headers };
+  const proxy = proxyFor(new URL(url));
+  let res: Response | { status: number; headers: Headers; read: () => Promise<string> };
   try {
-    res = await fetch(url, {
-      method: init.method ?? 'GET',
-      headers: { accept: 'application/json', ...init.headers },
-      ...(init.body === undefined ? {} : { body: init.body }),
-      redirect: 'manual',
-      signal,
-    });
+    res =
+      proxy === undefined
+        ? await fetch(url, {
+            method: init.method ?? 'GET',
+            headers,
+            ...(init.body === undefined ? {} : { body: init.body }),
+            redirect: 'manual',
+            signal,
+          })
+        : await throughProxy(new URL(url), init.method ?? 'GET', headers, init.body, signal);
   } catch (err) {
     if (timeout.aborted) throw new ConnectionError('AUTH_TIMEOUT', `${where} did not answer within ${AUTH_REQUEST_TIMEOUT_MS} ms`);
     if (init.signal?.aborted) throw new ConnectionError('AUTH_TIMEOUT', `the sign-in was given up on while waiting for ${where}`);
     throw new ConnectionError('AUTH_TOKEN', `cannot reach ${where}: ${(err as Error).message}`, { cause: err });
   }
-  const text = await readLimited(res, MAX_AUTH_BODY_BYTES).catch((err: Error) => {
+  const answer = res;
+  const text = await ('read' in answer ? answer.read() : readLimited(answer, MAX_AUTH_BODY_BYTES)).catch((err: Error) => {
     throw new ConnectionError(timeout.aborted ? 'AUTH_TIMEOUT' : 'AUTH_TOKEN', `reading the answer of ${where}: ${err.message}`);
   });
   let json: Record<string, unknown> | undefined;
@@ -95,6 +104,45 @@ export async function authFetch(
     json = undefined;
   }
   return { status: res.status, headers: res.headers, text, json };
+}
+
+/**
+ * The request of authFetch() through a proxy's tunnel (fetch takes no agent): node:http(s) on agentFor()'s
+ * agent, no redirect followed, the body read up to MAX_AUTH_BODY_BYTES.
+ */
+function throughProxy(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  signal: AbortSignal,
+): Promise<{ status: number; headers: Headers; read: () => Promise<string> }> {
+  const transport = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = transport.request(url, { method, headers, agent: agentFor(url, {}), signal }, (res) => {
+      const answerHeaders = new Headers();
+      for (const [name, value] of Object.entries(res.headers)) {
+        if (value !== undefined) answerHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+      }
+      const read = (): Promise<string> =>
+        new Promise((done, fail) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > MAX_AUTH_BODY_BYTES) {
+              res.destroy();
+              fail(new Error(`the body is larger than ${MAX_AUTH_BODY_BYTES} bytes`));
+            } else chunks.push(chunk);
+          });
+          res.on('end', () => done(Buffer.concat(chunks).toString('utf8')));
+          res.on('error', fail);
+        });
+      resolve({ status: res.statusCode ?? 0, headers: answerHeaders, read });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 /** A response body as text, cut off (and the connection dropped) past `limit` bytes. */
