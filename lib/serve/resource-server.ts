@@ -45,7 +45,10 @@ type Jose = typeof import('jose');
 
 let joseLoaded: Promise<Jose> | undefined;
 
-/** jose, loaded once: a clear error naming it when it is not installed. */
+/**
+ * jose, loaded once: a clear error naming it when it is not installed.
+ * @internal (its type names jose, an optional peer: not in the published typings)
+ */
 export function loadJose(): Promise<Jose> {
   joseLoaded ??= import('jose').catch((err: unknown) => {
     joseLoaded = undefined;
