@@ -15,22 +15,13 @@ import { CliError, EXIT } from './io.js';
 
 const USAGE = `usage: mcp-frame <command> [args]
 
-commands:
-  frame [fixture.json | case-folder | -]
-                             frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
+commands (everyday ones first):
   call <server> [method [params-json] | <tool> --arg key=value...] [--config path] [--input id=value]
        [--trace] [--timeout ms] [--json]          (or: call [...] -e KEY=VALUE -- <command> [args...])
                              connect to a server; list its tools, call a method, or call a tool
-  tools | resources | prompts <server>   (or: -- <command> [args...])
-                             list a server's tools, resources or prompts
-  convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
-                             re-frame stdin to stdout (ndjson, content-length, sse)
-  record --out <cassette> -- <command> [args...]   (or: --config <path> <server>)
-                             run a stdio server behind a transparent proxy that records every message
-  replay <cassette> [--strict-order]
-                             play the server side of a recorded session over stdio
-  check [file | -] [--framing <framing> | cassette] [--json]
-                             report on a captured stream: counts, errors with positions, unmatched ids
+  tools | resources | prompts <server> [uri | name]   (or: -- <command> [args...])
+                             list a server's tools, resources (and templates) or prompts; read a
+                             resource, or get a prompt (--arg key=value)
   bridge <server> [--config path]   (or: --url <url> [--header 'Name: value']...)
                              a stdio server that forwards everything to a remote Streamable HTTP server
   serve [--port n] [--socket path] [--token-env VAR] [--allow-origin o]... -- <command> [args...]
@@ -39,6 +30,16 @@ commands:
                              local socket, one server process per session; 'serve --help' lists options
   auth status [server|url] | auth login <server|url> | auth logout <server|url>
                              what the command line is signed in to (never the tokens), sign in, sign out
+  record --out <cassette> -- <command> [args...]   (or: --config <path> <server>)
+                             run a stdio server behind a transparent proxy that records every message
+  replay <cassette> [--strict-order] [--pace]
+                             play the server side of a recorded session over stdio
+  check [file | -] [--framing <framing> | cassette] [--json]
+                             report on a captured stream: counts, errors with positions, unmatched ids
+  convert --from <framing> --to <framing> [--skip-invalid] [--validate] [--max-bytes n]
+                             re-frame stdin to stdout (ndjson, content-length, sse)
+  frame [fixture.json | case-folder | -]
+                             frame each message of a fixture; prints {"frames": [...], "parsed": [...]}
   check-config [path] [--input id=value]...
                              report every problem of a config file at once (default: the one call would use)
   help [command]             this text, or a command's own (as does <command> --help)

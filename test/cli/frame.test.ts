@@ -81,6 +81,10 @@ describe('mcp-frame frame (a fixture in, its frames out)', () => {
     const help = await cli(['help']);
     expect(help.code).to.equal(0);
     expect(help.stdout).to.include('frame');
+    // The everyday commands first, in this order; the framing tools after.
+    const commands = [...help.stdout.matchAll(/^ {2}([a-z-]+)/gm)].map((m) => m[1]);
+    expect(commands.slice(0, 5)).to.deep.equal(['call', 'tools', 'bridge', 'serve', 'auth']);
+    expect(commands.indexOf('frame')).to.be.greaterThan(commands.indexOf('convert'));
   });
 
   it('frameFixture and fixtureMessages agree with the fixtures in-process', () => {
