@@ -349,12 +349,14 @@ function listen(c: Connection, name: string, trace: boolean, who: string): void 
     process.stderr.write(`mcp-frame ${who}: skipped output from the server that is not a message: ${err.code}: ${err.message}: ${err.preview}\n`),
   );
   if (!trace) return;
-  c.on('frame', (t: FrameTrace) => process.stderr.write(`${t.direction === 'send' ? '→' : '←'} ${t.bytes} B ${t.preview}\n`));
-  c.on('stderr', (line: string) => process.stderr.write(`[${name} stderr] ${safeLine(line)}\n`));
+  // Every line starts with the command that wrote it, as the others do.
+  const say = (text: string): void => void process.stderr.write(`mcp-frame ${who}: ${text}\n`);
+  c.on('frame', (t: FrameTrace) => say(`${t.direction === 'send' ? '→' : '←'} ${t.bytes} B ${t.preview}`));
+  c.on('stderr', (line: string) => say(`[${name} stderr] ${safeLine(line)}`));
   c.on('reconnecting', (r: { attempt: number; waitMs: number; reason: string }) =>
-    process.stderr.write(`reconnecting to ${name} (attempt ${r.attempt}, in ${r.waitMs} ms): ${safeLine(r.reason)}\n`),
+    say(`reconnecting to ${name} (attempt ${r.attempt}, in ${r.waitMs} ms): ${safeLine(r.reason)}`),
   );
-  c.on('reconnected', (r: { attempt: number }) => process.stderr.write(`reconnected to ${name} after ${r.attempt} attempts\n`));
+  c.on('reconnected', (r: { attempt: number }) => say(`reconnected to ${name} after ${r.attempt} attempts`));
 }
 
 /** The request a command sends first: the list it was asked for, or its method. */
@@ -439,7 +441,7 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
       ...timeouts,
     });
     connection = c;
-    if (!opts.json) process.stderr.write(`connected to ${describeServer(c, name)}\n`);
+    if (!opts.json) process.stderr.write(`mcp-frame ${action}: connected to ${describeServer(c, name)}\n`);
     return await act(c, opts, action);
   } catch (err) {
     // What the interruption cancelled: the signal handler says why and exits once the server is closed.

@@ -42,7 +42,7 @@ describe('mcp-frame call', () => {
       '',
     ]);
     expect(r.stderr).to.match(
-      /^mcp-frame call: using \.mcp\.json\nconnected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, legacy era, pid \d+\)\n$/,
+      /^mcp-frame call: using \.mcp\.json\nmcp-frame call: connected to mcp-frame-demo 0\.1\.0 \(protocol 2025-06-18, legacy era, pid \d+\)\n$/,
     );
   });
 
@@ -55,13 +55,23 @@ describe('mcp-frame call', () => {
   it('traces every frame in both directions with --trace', async () => {
     const r = await cli(['call', 'demo', 'ping', '--trace']);
     expect(r.code).to.equal(0);
-    const frames = r.stderr.split('\n').filter((l) => /^[→←] \d+ B /.test(l));
+    // Every stderr line starts with the command that wrote it, trace lines too.
+    expect(
+      r.stderr
+        .trimEnd()
+        .split('\n')
+        .filter((l) => !l.startsWith('mcp-frame call: ')),
+    ).to.deep.equal([]);
+    const frames = r.stderr
+      .split('\n')
+      .map((l) => l.replace(/^mcp-frame call: /, ''))
+      .filter((l) => /^[→←] \d+ B /.test(l));
     // The era probe (the demo server is legacy: -32601), initialize and its answer, initialized, the ping.
     expect(frames.map((l) => l.slice(0, 1))).to.deep.equal(['→', '←', '→', '←', '→', '→', '←']);
     expect(frames[0]).to.match(/^→ \d+ B \{"jsonrpc":"2\.0","id":1,"method":"server\/discover"/);
     expect(frames[1]).to.match(/^← \d+ B \{"jsonrpc":"2\.0","id":1,"error":\{"code":-32601/);
     expect(frames[2]).to.match(/^→ \d+ B \{"jsonrpc":"2\.0","id":2,"method":"initialize"/);
-    expect(r.stderr).to.include('[demo stderr] mcp-frame demo server');
+    expect(r.stderr).to.include('mcp-frame call: [demo stderr] mcp-frame demo server');
   });
 
   it('reads another config with --config and warns about stray stdout lines', async () => {
@@ -92,7 +102,7 @@ describe('mcp-frame call', () => {
       const lines = r.stderr
         .trimEnd()
         .split('\n')
-        .filter((l) => !l.startsWith('connected to') && !l.startsWith('mcp-frame call: using'));
+        .filter((l) => !l.startsWith('mcp-frame call: connected to') && !l.startsWith('mcp-frame call: using'));
       expect(lines[0]).to.match(pattern);
       if (code !== 2) expect(lines).to.have.length(1);
     });
