@@ -163,7 +163,8 @@ export async function checkStream(source: AsyncIterable<Buffer | string>, framin
       start = Buffer.concat([start, chunk.subarray(0, 3 - start.length)]);
       if (start.length === 3) r.bom = start[0] === 0xef && start[1] === 0xbb && start[2] === 0xbf;
     }
-    if (!r.crlf && ((lastByte === 0x0d && chunk[0] === 0x0a) || chunk.includes('\r\n'))) r.crlf = true;
+    // Content-Length headers end in CRLF by that framing's own rule: nothing to note there.
+    if (framing !== 'content-length' && !r.crlf && ((lastByte === 0x0d && chunk[0] === 0x0a) || chunk.includes('\r\n'))) r.crlf = true;
     lastByte = chunk[chunk.length - 1]!;
     r.bytes += chunk.length;
     core.write(chunk, sink);
@@ -231,6 +232,9 @@ function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
+/** How many findings of one kind the text report lists. */
+const REPORT_CAP = 20;
+
 /** The report as text for a person, one finding a line. */
 export function formatReport(r: CheckReport): string {
   const out: string[] = [];
@@ -240,11 +244,20 @@ export function formatReport(r: CheckReport): string {
   if (r.largest) out.push(`largest message: ${count(r.largest.bytes, 'byte')} (${where(r.largest)})`);
   if (r.crlf) out.push('note: CRLF line ends seen');
   if (r.bom) out.push('note: the stream starts with a UTF-8 BOM');
-  for (const p of r.problems) out.push(`error: ${p.code} at ${where(p)}: ${p.text}${p.preview ? `: ${p.preview}` : ''}`);
+  // Each kind of finding listed up to REPORT_CAP times (--json has them all), then how many more.
+  const listed = <T>(items: T[], line: (item: T) => string, what: string): void => {
+    for (const item of items.slice(0, REPORT_CAP)) out.push(line(item));
+    const more = items.length - REPORT_CAP;
+    if (more > 0) out.push(`... and ${more} more ${what}${more === 1 ? '' : 's'} (--json lists every one)`);
+  };
+  listed(r.problems, (p) => `error: ${p.code} at ${where(p)}: ${p.text}${p.preview ? `: ${p.preview}` : ''}`, 'error');
   // Ids and methods come from the capture: escaped, so that they cannot drive the terminal.
-  for (const u of r.unmatchedResponses) out.push(`error: response with id ${printableJson(u.id)} matches no request (${where(u)})`);
-  for (const u of r.unansweredRequests)
-    out.push(`error: request ${printable(u.method)} with id ${printableJson(u.id)} was never answered (${where(u)})`);
+  listed(r.unmatchedResponses, (u) => `error: response with id ${printableJson(u.id)} matches no request (${where(u)})`, 'unmatched response');
+  listed(
+    r.unansweredRequests,
+    (u) => `error: request ${printable(u.method)} with id ${printableJson(u.id)} was never answered (${where(u)})`,
+    'unanswered request',
+  );
   out.push(
     r.ok
       ? 'ok'

@@ -74,6 +74,18 @@ describe('check', () => {
     }
   });
 
+  it('notes no CRLF in a Content-Length capture (its headers end so), and lists at most 20 of a kind, saying how many more', async () => {
+    const cl = Buffer.from(`${frameContentLength(req(1))}${frameContentLength(res(1))}`);
+    expect((await checkStream(chunksOf([cl]), 'content-length')).crlf).to.equal(false);
+    const many = Buffer.from(`${Array.from({ length: 50 }, (_, i) => JSON.stringify(req(i + 1))).join('\n')}\n`);
+    const r = await checkStream(chunksOf([many]));
+    expect(r.unansweredRequests).to.have.length(50);
+    const lines = formatReport(r).trimEnd().split('\n');
+    expect(lines.filter((l) => l.includes('was never answered'))).to.have.length(20);
+    expect(lines).to.include('... and 30 more unanswered requests (--json lists every one)');
+    expect(lines.at(-1)).to.equal('not ok: 0 errors, 0 unmatched responses, 50 unanswered requests');
+  });
+
   it('reads Content-Length and SSE captures, with frame numbers', async () => {
     const cl = Buffer.from(`${frameContentLength(req(1))}Content-Length: x\r\n\r\n{}${frameContentLength(res(1))}`);
     const r = await checkStream(chunksOf([cl]), 'content-length');
