@@ -99,3 +99,8 @@ export function missingPeer(feature: string, pkg: string, cause: unknown): unkno
     code: 'MISSING_PEER',
   });
 }
+
+/** A skipped frame as a log line says it: its code, its message and, when there is one, its redacted preview. */
+export function frameProblem(err: FrameError): string {
+  return `${err.code}: ${err.message}${err.preview === '' ? '' : `: ${err.preview}`}`;
+}

@@ -6,7 +6,7 @@ import { type Connection, type FrameTrace, RpcError } from '../client/connection
 import { connect } from '../client/connect.js';
 import { ConnectionError } from '../client/errors.js';
 import { killServerGroups } from '../client/stdio.js';
-import { type FrameError, printable, printableJson, safeLine } from '../errors.js';
+import { type FrameError, frameProblem, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
@@ -346,7 +346,7 @@ async function readParams(from: string): Promise<unknown> {
 /** Listeners that print what a host shows: stray output always, and with --trace frames, stderr, reconnections. */
 function listen(c: Connection, name: string, trace: boolean, who: string): void {
   c.on('invalid', (err: FrameError) =>
-    process.stderr.write(`mcp-frame ${who}: skipped output from the server that is not a message: ${err.code}: ${err.message}: ${err.preview}\n`),
+    process.stderr.write(`mcp-frame ${who}: skipped output from the server that is not a message: ${frameProblem(err)}\n`),
   );
   if (!trace) return;
   // Every line starts with the command that wrote it, as the others do.

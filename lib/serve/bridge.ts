@@ -22,7 +22,7 @@ import { ConnectionError } from '../client/errors.js';
 import { HttpChannel, type ReconnectOptions } from '../client/http.js';
 import { SseChannel } from '../client/sse.js';
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
-import { type FrameError, safeLine } from '../errors.js';
+import { type FrameError, safeLine, frameProblem } from '../errors.js';
 import { NameFilter } from '../gateway/names.js';
 import { idKey, isObject } from '../jsonrpc.js';
 import { META_PROTOCOL_VERSION, pickModernVersion } from '../protocol/modern.js';
@@ -120,7 +120,7 @@ class BridgeRun {
 
   async serve(): Promise<BridgeResult> {
     const fromHost = this.#fromHostFrames;
-    fromHost.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the host: ${err.code}: ${err.message}`));
+    fromHost.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the host: ${frameProblem(err)}`));
     try {
       for await (const msg of this.#input.pipe(fromHost)) this.#fromHost(msg);
     } catch {
@@ -164,7 +164,7 @@ class BridgeRun {
         release = undefined;
       });
     });
-    channel.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the server: ${err.code}: ${err.message}`));
+    channel.on('invalid', (err: FrameError) => this.#say(`skipped a bad frame from the server: ${frameProblem(err)}`));
     channel.on('reconnecting', (r: { attempt: number; waitMs: number; reason: string }) =>
       this.#say(`reconnecting (attempt ${r.attempt}, in ${r.waitMs} ms): ${r.reason}`),
     );

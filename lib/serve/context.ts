@@ -6,7 +6,7 @@ import { access, stat } from 'node:fs/promises';
 import { delimiter, join, resolve } from 'node:path';
 import type { StdioServerConfig } from '../client/config.js';
 import { StdioChannel } from '../client/stdio.js';
-import { type FrameError, printableJson, redactMessage, safeLine } from '../errors.js';
+import { type FrameError, printableJson, redactMessage, safeLine, frameProblem } from '../errors.js';
 import { tryParse } from '../framings/json.js';
 import { Gateway } from '../gateway/gateway.js';
 import type { Caller, Policy } from '../gateway/policy.js';
@@ -96,7 +96,7 @@ export function startChild(ctx: ServeContext, label: string, caller?: Caller): S
   channel.on('stderr', (line: string) => ctx.log(`${label} server stderr: ${safeLine(line)}`));
   channel.on('invalid', (err: FrameError) => {
     ctx.observer?.badFrame?.('server');
-    ctx.log(`${label} skipped a bad frame from the server: ${err.code}: ${err.message}`);
+    ctx.log(`${label} skipped a bad frame from the server: ${frameProblem(err)}`);
   });
   if (ctx.trace) {
     channel.on('wire', (direction: string, text: string) => {

@@ -16,7 +16,7 @@ import type { Policy } from '../gateway/policy.js';
 import { loadJose, ResourceServer, type ResourceServerOptions } from './resource-server.js';
 import type { PrefixMode } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
-import { missingPeer, safeLine } from '../errors.js';
+import { type FrameError, missingPeer, safeLine, frameProblem } from '../errors.js';
 
 import { debug } from '../debug.js';
 import { type LogFields, pidNote, type ServeContext, type ServedChild, type ServePaths, watchChild } from './context.js';
@@ -345,9 +345,9 @@ function opener(ctx: ServeContext, options: ServeOptions, label: string): Upstre
           connection.on('frame', (f: FrameTrace) => ctx.log(`${label} server "${name}" ${f.direction === 'send' ? '->' : '<-'} ${f.preview}`));
         }
         if (isStdioServer(entry)) watchChild(connection, Promise.resolve(), ctx.observer, 'exit');
-        connection.on('invalid', (err: Error & { code?: string }) => {
+        connection.on('invalid', (err: FrameError) => {
           ctx.observer?.badFrame?.('server');
-          ctx.log(`${label} skipped a bad frame from server "${name}": ${err.code}: ${err.message}`);
+          ctx.log(`${label} skipped a bad frame from server "${name}": ${frameProblem(err)}`);
         });
         onSpawn(connection);
       },

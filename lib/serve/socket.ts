@@ -6,7 +6,7 @@ import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import * as net from 'node:net';
 import { StreamChannel } from '../client/channel.js';
 
-import type { FrameError } from '../errors.js';
+import { type FrameError, frameProblem } from '../errors.js';
 import { isRequest } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, startChild, type ServedChild } from './context.js';
 
@@ -67,7 +67,7 @@ export function serveConnection(socket: net.Socket, ctx: ServeContext, label: st
   const peer = new StreamChannel(socket, socket, { name: 'socket client', maxMessageBytes: ctx.maxMessageBytes });
   peer.on('invalid', (err: FrameError) => {
     ctx.observer?.badFrame?.('client');
-    ctx.log(`${label} skipped a bad frame from the client: ${err.code}: ${err.message}`);
+    ctx.log(`${label} skipped a bad frame from the client: ${frameProblem(err)}`);
   });
   peer.on('message', (msg: unknown) => {
     child.send(msg).catch((err: Error) => {

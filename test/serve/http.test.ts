@@ -79,3 +79,27 @@ describe('serve: the MCP SDK client against server-everything behind the bridge'
     expect(await gone(pid!)).to.equal(true);
   });
 });
+
+describe("serve: a server's stdout lines that are not messages", () => {
+  it('are skipped and logged with their redacted preview, as call shows them', async () => {
+    const banner = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/banner.js`] };
+    const { bridge, log } = await served(banner);
+    try {
+      const c = await connect({ type: 'http', url: bridge.url! }, { protocolVersion: '2025-11-25' });
+      const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
+      expect(tools.map((t) => t.name)).to.deep.equal(['hello']);
+      await c.close();
+      const skipped = log.filter((l) => l.includes('skipped a bad frame from the server'));
+      expect(
+        skipped.some((l) => /: Booting banner-server v1\.0 \(pid \d+\)/.test(l)),
+        log.join('\n'),
+      ).to.equal(true);
+      expect(
+        skipped.some((l) => l.endsWith(': [info] listing tools')),
+        log.join('\n'),
+      ).to.equal(true);
+    } finally {
+      await bridge.close();
+    }
+  });
+});
