@@ -605,9 +605,17 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   if (socketServer !== undefined) {
     let connections = 0;
     socketServer.on('connection', (socket) => {
-      const label = `socket connection ${++connections}`;
       // A peer that resets while its admission is decided must not end the process.
       socket.on('error', () => undefined);
+      // Nothing starts until the peer sends its first bytes: a connection that sends none (a second serve
+      // checking that the socket is live, a health probe) is no session and starts no server.
+      socket.once('readable', () => {
+        if (socket.readableLength === 0) return void socket.destroy();
+        admitConnection(socket);
+      });
+    });
+    const admitConnection = (socket: net.Socket): void => {
+      const label = `socket connection ${++connections}`;
       void table.admit().then((room) => {
         if ('refused' in room || socket.destroyed) {
           if ('refused' in room) ctx.log(`refused a socket connection: ${room.refused}`);
@@ -625,7 +633,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
           ctx.log(`${label} ended`);
         });
       });
-    });
+    };
 
     await listenSocket(options.socket!, socketServer).catch(async (err: unknown) => {
       await new Promise((resolve) => httpServer?.close(resolve) ?? resolve(undefined));

@@ -72,6 +72,32 @@ describe('serve: a local socket', () => {
     await c.close();
   });
 
+  it('starts no server for a connection that sends nothing: a second serve checking the socket is live starts none', async () => {
+    let log: string[];
+    ({ bridge, log } = await served(STEPS, { http: false, socket: path }));
+    // A bare probe: connects and leaves.
+    await new Promise<void>((resolve, reject) => {
+      const probe = net.connect(path, () => {
+        probe.end();
+        resolve();
+      });
+      probe.on('error', reject);
+    });
+    expect((await rejection(serve(STEPS, { http: false, socket: path, log: () => undefined }))).message).to.match(
+      /another server is listening there/,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(log.filter((l) => / started/.test(l))).to.deep.equal([]);
+    expect(bridge.sessions).to.equal(0);
+    // A real client still gets its own.
+    const c = await connect({ type: 'socket', path });
+    expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'after the probes' } })).to.deep.include({
+      content: [{ type: 'text', text: 'after the probes' }],
+    });
+    await c.close();
+    expect(pidsOf(log)).to.have.length(1);
+  });
+
   it('fails to connect with CONNECT_FAILED when nothing listens', async () => {
     const err = await rejection<ConnectionError>(connect({ type: 'socket', path }));
     expect(err).to.be.instanceOf(ConnectionError);
