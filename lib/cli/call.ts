@@ -384,7 +384,7 @@ function failure(err: unknown, opts: CallArgs, name: string, action: CallAction)
 }
 
 /** `NAME VERSION (protocol P, era E, pid N)`: the server's info from initialize, or from discover's `_meta` on a modern server. */
-function describeServer(c: Connection, name: string): string {
+function describeServer(c: Connection, name: string, fellBack: boolean): string {
   const init = c.initializeResult ?? {};
   const meta = isObject(init._meta) ? init._meta : {};
   const info = (
@@ -398,7 +398,9 @@ function describeServer(c: Connection, name: string): string {
     version?: string;
   };
   const pid = c.pid === undefined ? '' : `, pid ${c.pid}`;
-  return safeLine(`${info.name ?? name} ${info.version ?? ''} (protocol ${String(c.protocolVersion)}, ${c.era} era${pid})`);
+  // connect() fell back to it: Streamable HTTP answered 400, 404 or 405.
+  const sse = fellBack ? ', over the deprecated HTTP+SSE transport: Streamable HTTP was refused' : '';
+  return safeLine(`${info.name ?? name} ${info.version ?? ''} (protocol ${String(c.protocolVersion)}, ${c.era} era${pid}${sse})`);
 }
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -441,7 +443,8 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
       ...timeouts,
     });
     connection = c;
-    if (!opts.json) process.stderr.write(`mcp-frame ${action}: connected to ${describeServer(c, name)}\n`);
+    const fellBack = c.transport === 'sse' && !(entry as { type?: string }).type?.startsWith('sse');
+    if (!opts.json) process.stderr.write(`mcp-frame ${action}: connected to ${describeServer(c, name, fellBack)}\n`);
     return await act(c, opts, action);
   } catch (err) {
     // What the interruption cancelled: the signal handler says why and exits once the server is closed.

@@ -27,6 +27,8 @@ export type Direction = 'send' | 'receive';
 export interface Channel extends EventEmitter {
   /** The peer's name in error messages. */
   readonly name: string;
+  /** How the messages travel, where the channel says (Connection.transport). */
+  readonly transport?: 'stdio' | 'streamable-http' | 'sse';
   /**
    * Frames `msg` and hands it on; resolves once the channel can take more. A message with no JSON form
    * rejects with FrameError(NOT_SERIALIZABLE) before anything is written, and the channel goes on.

@@ -44,7 +44,17 @@ export async function connect(server: ServerConfig, options: ConnectOptions = {}
   } catch (err) {
     // Neither era answered on Streamable HTTP (initialize got 400, 404 or 405): the deprecated HTTP+SSE transport.
     if (!(err instanceof ConnectionError && err.code === 'HTTP_STATUS' && [400, 404, 405].includes(err.status ?? 0))) throw err;
-    return connectOver(await openChannel({ ...server, type: 'sse' }, options), options, key);
+    try {
+      return await connectOver(await openChannel({ ...server, type: 'sse' }, options), options, key);
+    } catch (fallback) {
+      if (!(fallback instanceof ConnectionError && fallback.code === 'HTTP_STATUS')) throw fallback;
+      // Both transports refused: say both, and what that most often means.
+      throw new ConnectionError(
+        'HTTP_STATUS',
+        `${err.message} (Streamable HTTP), and ${fallback.message} (the deprecated HTTP+SSE transport, tried next): is ${new URL(server.url).pathname} the server's MCP endpoint?`,
+        { status: err.status, cause: fallback },
+      );
+    }
   }
 }
 

@@ -310,6 +310,11 @@ export class Connection extends EventEmitter {
   }
 
   /** The server's process id, when the channel is a child process. */
+  /** How the messages travel: `stdio`, `streamable-http`, `sse` (the deprecated HTTP+SSE transport), or undefined for another channel. */
+  get transport(): 'stdio' | 'streamable-http' | 'sse' | undefined {
+    return this.#channel.transport;
+  }
+
   get pid(): number | undefined {
     return this.#channel.pid;
   }

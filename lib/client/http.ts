@@ -28,6 +28,7 @@ import {
   readEventStream,
   reconnectWait,
   remoteRequest,
+  pathOf,
   remoteSettings,
 } from './remote.js';
 import { readCapped } from '../protocol/body.js';
@@ -78,6 +79,8 @@ interface EventStream {
  */
 export class HttpChannel extends EventEmitter implements Channel {
   readonly name: string;
+  /** The transport, as Connection.transport says it. */
+  readonly transport = 'streamable-http' as const;
   readonly #remote: RemoteSettings;
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
@@ -552,9 +555,13 @@ export class HttpChannel extends EventEmitter implements Channel {
       return undefined;
     }
     const text = reasonText(this.scrub(body.subarray(0, PREVIEW_BODY_BYTES).toString('utf8')));
-    return new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${text ? `: ${text}` : ''}`, {
-      status: res.statusCode,
-    });
+    return new ConnectionError(
+      'HTTP_STATUS',
+      `"${this.name}" answered POST ${pathOf(this.#remote.url)} with HTTP ${res.statusCode}${text ? `: ${text}` : ''}`,
+      {
+        status: res.statusCode,
+      },
+    );
   }
 
   #giveUp(stream: EventStream, reason: string): void {

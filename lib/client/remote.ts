@@ -4,7 +4,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { agentFor } from './proxy.js';
-import { FrameError, redact } from '../errors.js';
+import { FrameError, redact, safeLine } from '../errors.js';
 import { configuredSecrets, scrubber } from '../redaction.js';
 import type { DecodeSink, FramedEvent } from '../framings/codec.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.js';
@@ -92,6 +92,11 @@ export function scrubFrameError(error: FrameError, scrub: (text: string) => stri
   const preview = scrub(error.preview);
   if (reason === error.reason && preview === error.preview) return error;
   return new FrameError(error.code, reason, { offset: error.offset, line: error.line, index: error.index }, preview);
+}
+
+/** A URL's path, for a message: the query left out (it may carry a session id or a key). */
+export function pathOf(url: URL): string {
+  return safeLine(url.pathname);
 }
 
 export function remoteSettings(url: string | URL, options: HttpChannelOptions): RemoteSettings {

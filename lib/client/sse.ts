@@ -21,6 +21,7 @@ import {
   readEventStream,
   reconnectWait,
   remoteRequest,
+  pathOf,
   remoteSettings,
   scrubFrameError,
 } from './remote.js';
@@ -37,6 +38,8 @@ type Id = string | number;
  */
 export class SseChannel extends EventEmitter implements Channel {
   readonly name: string;
+  /** The transport, as Connection.transport says it. */
+  readonly transport = 'sse' as const;
   readonly #remote: RemoteSettings;
   #endpoint: URL | undefined;
   #response: http.IncomingMessage | undefined;
@@ -111,7 +114,9 @@ export class SseChannel extends EventEmitter implements Channel {
       pending = res;
       if (res.statusCode !== 200) {
         res.resume();
-        throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered GET with HTTP ${res.statusCode}`, { status: res.statusCode });
+        throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered GET ${pathOf(this.#remote.url)} with HTTP ${res.statusCode}`, {
+          status: res.statusCode,
+        });
       }
       await new Promise<void>((resolve, reject) => {
         this.#read(res, resolve, reject);
@@ -168,9 +173,13 @@ export class SseChannel extends EventEmitter implements Channel {
     const { body: head, over } = await readCapped(res, PREVIEW_BODY_BYTES);
     if (over) res.destroy();
     const body = reasonText(this.scrub(head.toString('utf8')));
-    throw new ConnectionError('HTTP_STATUS', `"${this.name}" answered POST with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`, {
-      status: res.statusCode,
-    });
+    throw new ConnectionError(
+      'HTTP_STATUS',
+      `"${this.name}" answered POST ${pathOf(this.#endpoint!)} with HTTP ${res.statusCode}${body ? `: ${body}` : ''}`,
+      {
+        status: res.statusCode,
+      },
+    );
   }
 
   /** Reads the stream; `ready` once the endpoint is known, `fail` if the stream ends before that. */

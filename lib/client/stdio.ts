@@ -124,6 +124,7 @@ function readLines(stream: NodeJS.ReadableStream & { setEncoding(e: BufferEncodi
  */
 export class StdioChannel extends EventEmitter implements Channel {
   readonly name: string;
+  readonly transport = 'stdio' as const;
   readonly child: ChildProcessWithoutNullStreams;
   readonly #stream: StreamChannel;
   readonly #stderrTail: string[] = [];

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCallArgs } from '../../lib/cli/call.js';
+import { serve } from '../../lib/serve/index.js';
 import { CliError } from '../../lib/cli/io.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
@@ -163,6 +164,26 @@ describe('mcp-frame call', () => {
     const pid = Number(/hostile hang pid (\d+)/.exec(r.stderr)?.[1]);
     expect(pid, r.stderr).to.be.greaterThan(0);
     expect(await gone(pid)).to.equal(true);
+  });
+
+  it('says when it fell back to the HTTP+SSE transport, and names the path and both requests when neither transport answered', async () => {
+    const bridge = await serve({ command: process.execPath, args: [`${ROOT}dist/examples/server.js`] }, { log: () => undefined });
+    try {
+      const base = bridge.url!.replace(/\/mcp$/, '');
+      const sse = await cli(['tools', '--url', `${base}/sse`]);
+      expect(sse.code, sse.stderr).to.equal(0);
+      expect(sse.stderr).to.match(/connected to mcp-frame-demo .*, over the deprecated HTTP\+SSE transport: Streamable HTTP was refused\)/);
+      const native = await cli(['tools', '--url', bridge.url!]);
+      expect(native.stderr).to.not.include('HTTP+SSE');
+      const wrong = await cli(['tools', '--url', `${base}/wrong?key=abc`]);
+      expect(wrong.code).to.equal(4);
+      expect(wrong.stderr).to.include('answered POST /wrong with HTTP 404');
+      expect(wrong.stderr).to.include('answered GET /wrong with HTTP 404 (the deprecated HTTP+SSE transport, tried next)');
+      expect(wrong.stderr).to.include("is /wrong the server's MCP endpoint?");
+      expect(wrong.stderr).to.not.include('key=abc');
+    } finally {
+      await bridge.close();
+    }
   });
 
   it('uses ./.vscode/mcp.json when there is no ./.mcp.json, says so, and takes --input for its inputs', async () => {
