@@ -100,6 +100,12 @@ export function isStdioServer(server: ServerConfig): server is StdioServerConfig
  */
 const VARIABLE = /\$\{(?:(env|input|config|command):)?([A-Za-z_][A-Za-z0-9_.-]*)(?::-([^}]*))?\}|\$\{\/\}/g;
 
+/** Where hosts put a remote server's URL: `url` (Claude, Cursor, VS Code), `serverUrl` (Windsurf), `httpUrl` (Gemini CLI). */
+const URL_KEYS = ['url', 'serverUrl', 'httpUrl'] as const;
+
+/** Other hosts' `type` for Streamable HTTP. */
+const STREAMABLE_ALIASES = new Set(['streamable-http', 'streamableHttp', 'streamable_http']);
+
 /** The editors' variables of the editor's own state (an open file, a selection): nothing here can stand for them. */
 const EDITOR_STATE = new Set([
   'file',
@@ -299,9 +305,12 @@ class EntryReader {
 
   read(entry: Json): ServerConfig {
     if (!isObject(entry)) return this.#fail(this.#at, `expected an object, got ${kind(entry)}`);
-    const type = entry.type;
-    // An entry with a url and no command is remote: Streamable HTTP unless its type says otherwise.
-    if (type === undefined && entry.command === undefined && entry.url !== undefined) return this.#remote(entry, 'http');
+    // Other hosts' names for Streamable HTTP (Cline's streamableHttp, Roo's streamable-http) are ours for it.
+    const type = typeof entry.type === 'string' && STREAMABLE_ALIASES.has(entry.type) ? 'http' : entry.type;
+    // An entry with a url and no command is remote: Streamable HTTP unless its type says otherwise (Windsurf
+    // names the URL serverUrl, Gemini CLI httpUrl).
+    const url = URL_KEYS.find((key) => entry[key] !== undefined);
+    if (type === undefined && entry.command === undefined && url !== undefined) return this.#remote(entry, 'http');
     if (type === undefined || type === 'stdio') return this.#stdio(entry, type);
     if (type === 'http' || type === 'sse') return this.#remote(entry, type);
     if (type === 'socket') return this.#socket(entry);
@@ -325,8 +334,9 @@ class EntryReader {
 
   #remote(e: Record<string, Json>, type: 'http' | 'sse'): RemoteServerConfig {
     const at = this.#at;
-    if (e.url === undefined) this.#fail(`${at}.url`, `missing (an ${type} server needs a url)`);
-    const server: RemoteServerConfig = { type, url: this.#string(e.url, `${at}.url`) };
+    const key = URL_KEYS.find((k) => e[k] !== undefined);
+    if (key === undefined) this.#fail(`${at}.url`, `missing (an ${type} server needs a url)`);
+    const server: RemoteServerConfig = { type, url: this.#string(e[key!], `${at}.${key}`) };
     if (e.headers !== undefined) server.headers = this.#stringMap(e.headers, `${at}.headers`);
     if (e.auth !== undefined) server.auth = this.#auth(e.auth, `${at}.auth`);
     return server;

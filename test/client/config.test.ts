@@ -237,6 +237,27 @@ describe('loadConfig', () => {
       }
     });
 
+    it("reads other hosts' names for a remote server: Windsurf's serverUrl, Gemini CLI's httpUrl, Cline's and Roo's Streamable HTTP types", () => {
+      const text = JSON.stringify({
+        mcpServers: {
+          windsurf: { serverUrl: 'https://w.example/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } },
+          gemini: { httpUrl: 'https://g.example/mcp' },
+          cline: { type: 'streamableHttp', url: 'https://c.example/mcp' },
+          roo: { type: 'streamable-http', url: 'https://r.example/mcp' },
+          cursor: { command: 'node', args: ['s.js'], disabled: false, autoApprove: ['x'] },
+        },
+      });
+      expect(parseConfig(text, '/p/.mcp.json', { env: { TOKEN: 't-1' } }).mcpServers).to.deep.equal({
+        windsurf: { type: 'http', url: 'https://w.example/mcp', headers: { Authorization: 'Bearer t-1' } },
+        gemini: { type: 'http', url: 'https://g.example/mcp' },
+        cline: { type: 'http', url: 'https://c.example/mcp' },
+        roo: { type: 'http', url: 'https://r.example/mcp' },
+        cursor: { command: 'node', args: ['s.js'] },
+      });
+      const problems = checkConfig(JSON.stringify({ mcpServers: { w: { serverUrl: 3 } } }), '/p/.mcp.json', { env: {} });
+      expect(problems.map((p) => p.jsonPath)).to.deep.equal(['mcpServers.w.serverUrl']);
+    });
+
     it('names an input it cannot prompt for, and how to give it, instead of passing ${input:...} on', async () => {
       const err = await loadConfig(fixture('vscode/.vscode/mcp.json'), { env: {} }).then(
         () => expect.fail('resolved'),
