@@ -17,6 +17,9 @@ import { whenGone } from './event-stream.js';
 import { type ReplicaStore, StoreUnavailable, TUNNEL_WINDOW_BYTES, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
 import { urlWithoutCredentials } from '../redaction.js';
 
+/** Commands that always write (not EVAL: a script that only reads runs on a replica): one that succeeds says the store takes writes again. */
+const WRITES = new Set(['SET', 'SADD', 'DEL', 'SREM']);
+
 /** How long a replica counts as alive after its last beat. A replica killed outright is gone after this. */
 export const ALIVE_MS = 5000;
 const BEAT_MS = 1000;
@@ -152,6 +155,11 @@ export class RedisStore implements ReplicaStore {
   #lastError: string | undefined;
   #closed = false;
   #subscriberReady = false;
+  /**
+   * Set while the store refuses writes (READONLY: the node serve is connected to became a replica, after a
+   * failover or a switchover): /healthz says 503 until a write succeeds again (the heartbeat tries every beat).
+   */
+  #readOnly: string | undefined;
 
   constructor(url: string, prefix: string, log: (line: string) => void) {
     this.name = storeName(url);
@@ -203,6 +211,8 @@ export class RedisStore implements ReplicaStore {
   }
 
   problem(): string | undefined {
+    if (this.#readOnly !== undefined)
+      return `the session store ${this.name} takes no writes (${this.#readOnly}): it is a replica now, and no session can be admitted`;
     if (this.#client.isReady && this.#subscriber.isReady) return undefined;
     return `the session store ${this.name} is unreachable${this.#lastError === undefined ? '' : ` (${this.#lastError})`}`;
   }
@@ -318,10 +328,22 @@ export class RedisStore implements ReplicaStore {
       timer = setTimeout(() => reject(new StoreUnavailable(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`)), COMMAND_MS);
     });
     try {
-      return await Promise.race([this.#client.sendCommand(args) as Promise<T>, late]);
+      const answer = await Promise.race([this.#client.sendCommand(args) as Promise<T>, late]);
+      if (this.#readOnly !== undefined && WRITES.has(args[0]!)) {
+        this.#readOnly = undefined;
+        this.#log(`the session store ${this.name} takes writes again`);
+        // A node that was a replica took its primary's data: this replica's sessions are registered again.
+        void this.#heartbeat(true);
+      }
+      return answer;
     } catch (err) {
       if (err instanceof StoreUnavailable) throw err;
-      throw new StoreUnavailable(`the session store ${this.name} failed: ${safeLine((err as Error).message)}`);
+      const message = safeLine((err as Error).message);
+      if (message.startsWith('READONLY') && this.#readOnly === undefined) {
+        this.#readOnly = message.slice(0, 120);
+        this.#log(`the session store ${this.name} takes no writes: ${this.#readOnly}`);
+      }
+      throw new StoreUnavailable(`the session store ${this.name} failed: ${message}`);
     } finally {
       clearTimeout(timer);
     }

@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { freePort } from './ports.js';
+import { tempDir } from './temp.js';
 
 export interface RedisServer {
   port: number;
@@ -55,14 +56,16 @@ async function answering(port: number, child: ChildProcess): Promise<void> {
 
 export async function startRedis(): Promise<RedisServer> {
   const port = await freePort();
+  const dir = tempDir('redis-');
   let child: ChildProcess | undefined;
   const server: RedisServer = {
     port,
     url: `redis://127.0.0.1:${port}`,
     async start() {
-      child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'], {
-        stdio: 'ignore',
-      });
+      // Nothing on disk, even for a replica's full sync (diskless, and a folder of the test's own for any file).
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'];
+      args.push('--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0', '--repl-diskless-load', 'swapdb', '--dir', dir);
+      child = spawn('redis-server', args, { stdio: 'ignore' });
       await answering(port, child);
     },
     async stop() {
@@ -77,4 +80,23 @@ export async function startRedis(): Promise<RedisServer> {
   };
   await server.start();
   return server;
+}
+
+/** Sends one command to the Redis on `port` (RESP, over a socket of its own); resolves with its first reply line. */
+export function redisCommand(port: number, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
+    });
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (d: string) => {
+      text += d;
+      const end = text.indexOf('\r\n');
+      if (end < 0) return;
+      socket.destroy();
+      resolve(text.slice(0, end));
+    });
+    socket.on('error', reject);
+  });
 }

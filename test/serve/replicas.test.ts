@@ -17,7 +17,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { within } from '../helpers/poll.js';
 import { gone } from '../helpers/processes.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
-import { type RedisServer, requireRedis, startRedis } from '../helpers/redis.js';
+import { type RedisServer, redisCommand, requireRedis, startRedis } from '../helpers/redis.js';
 import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
@@ -339,6 +339,28 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     await session(b!.url, a!.url);
     expect(a!.proc.exitCode).to.equal(null);
     expect(b!.proc.exitCode).to.equal(null);
+  });
+
+  it('a store that became a replica (READONLY): /healthz 503 saying so, new sessions 503, all back once it takes writes', async () => {
+    const primary = await startRedis();
+    try {
+      const [a] = await replicas(1);
+      const health = () => rawRequest(a!.url.replace('/mcp', '/healthz'));
+      expect((await health()).status).to.equal(200);
+      expect(await redisCommand(redis.port, ['REPLICAOF', '127.0.0.1', String(primary.port)])).to.equal('+OK');
+      const down = await within(8000, '/healthz 503 for a read-only store', async () => {
+        const answer = await health();
+        return answer.status === 503 ? answer : undefined;
+      });
+      expect(down.body).to.include('takes no writes').and.to.include('READONLY');
+      expect((await post(a!.url, undefined, INIT)).status).to.equal(503);
+      expect(await redisCommand(redis.port, ['REPLICAOF', 'NO', 'ONE'])).to.equal('+OK');
+      await within(8000, '/healthz 200 once the store takes writes', async () => ((await health()).status === 200 ? true : undefined));
+      await session(a!.url, a!.url);
+      expect(a!.stderr()).to.include('takes writes again');
+    } finally {
+      await primary.close();
+    }
   });
 
   it('a replica started while Redis is down listens, says 503 on /healthz, and takes sessions once Redis answers', async () => {
