@@ -3,6 +3,7 @@ import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../cli
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
+import { parseSentinelUrl } from '../serve/sentinel-url.js';
 import { pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
@@ -26,7 +27,8 @@ options:
   --max-message-bytes <n>  the largest request body (default 4194304)
   --replay-bytes <n>       bytes each stream holds for clients that resume (default 1048576)
   --store <redis-url>      share sessions with every serve given the same store: replicas behind a
-                           balancer without affinity (redis://host:port[/db], rediss:// for TLS)
+                           balancer without affinity (redis://host:port[/db], rediss:// for TLS, or
+                           redis+sentinel://host:port[,host:port...]/<master name> to follow a failover)
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   --path <p>               the Streamable HTTP endpoint's path (default /mcp)
@@ -131,6 +133,11 @@ function origins(list: string[] | undefined): string[] {
 /** The --store URL, checked: a Redis URL (its password, if any, never printed). */
 function storeUrl(url: string | undefined): string | undefined {
   if (url === undefined) return undefined;
+  if (url.startsWith('redis+sentinel://')) {
+    const sentinel = parseSentinelUrl(url);
+    if (typeof sentinel === 'string') throw new CliError(`--store: ${sentinel}`, EXIT.usage);
+    return url;
+  }
   const parsed = URL.canParse(url) ? new URL(url) : undefined;
   if (parsed === undefined || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || parsed.hostname === '') {
     throw new CliError(

@@ -10,12 +10,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { createClient, type RedisClientType } from '@redis/client';
+import { createClient, createSentinel } from '@redis/client';
 import { safeLine } from '../errors.js';
 import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
 import { type ReplicaStore, StoreUnavailable, TUNNEL_WINDOW_BYTES, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
 import { urlWithoutCredentials } from '../redaction.js';
+import { parseSentinelUrl } from './sentinel-url.js';
 
 /** Commands that always write (not EVAL: a script that only reads runs on a replica): one that succeeds says the store takes writes again. */
 const WRITES = new Set(['SET', 'SADD', 'DEL', 'SREM']);
@@ -113,15 +114,69 @@ function pieces(text: string, max: number): string[] {
 
 /** `redis://user:secret@host:6379/0` as `redis://host:6379/0`: a store's password never reaches a log. */
 function storeName(url: string): string {
+  if (url.startsWith('redis+sentinel://')) return url.replace(/^(redis\+sentinel:\/\/)[^@/]*@/, '$1');
   return urlWithoutCredentials(url) ?? 'the store';
+}
+
+/** What the store needs of a connection to Redis: a client of one node, or of the primary Sentinel names. */
+interface StoreConnection {
+  readonly isReady: boolean;
+  readonly isOpen: boolean;
+  connect(): Promise<unknown>;
+  sendCommand(args: string[]): Promise<unknown>;
+  subscribe(channel: string, listener: (message: string) => void): Promise<unknown>;
+  close(): Promise<unknown>;
+  destroy(): unknown;
+  on(event: 'error' | 'ready', listener: (err: Error) => void): unknown;
+}
+
+/** The options both kinds of connection share: commands fail at once while the store is unreachable. */
+const NODE_OPTIONS = {
+  // Commands fail at once while the store is unreachable, instead of queueing: a new session gets 503 now.
+  disableOfflineQueue: true,
+  socket: { connectTimeout: COMMAND_MS, reconnectStrategy: (attempt: number) => Math.min(100 * 2 ** attempt, 2000) },
+};
+
+/**
+ * A connection for `url`: one node (`redis://`, `rediss://`), or the primary the Sentinels name
+ * (`redis+sentinel://`), found again by the client whenever they promote another (a failover).
+ */
+function connectionFor(url: string): StoreConnection {
+  if (!url.startsWith('redis+sentinel://')) return createClient({ url, ...NODE_OPTIONS }) as unknown as StoreConnection;
+  const parsed = parseSentinelUrl(url);
+  if (typeof parsed === 'string') throw new TypeError(`serve: ${parsed}`);
+  const sentinel = createSentinel({
+    name: parsed.name,
+    sentinelRootNodes: parsed.nodes,
+    nodeClientOptions: {
+      ...NODE_OPTIONS,
+      ...(parsed.username === undefined ? {} : { username: parsed.username }),
+      ...(parsed.password === undefined ? {} : { password: parsed.password }),
+      ...(parsed.database === undefined ? {} : { database: parsed.database }),
+    },
+  });
+  return {
+    get isReady() {
+      return sentinel.isReady;
+    },
+    get isOpen() {
+      return sentinel.isOpen;
+    },
+    connect: () => sentinel.connect(),
+    sendCommand: (args) => sentinel.sendCommand(false, args),
+    subscribe: (channel, listener) => sentinel.subscribe(channel, listener),
+    close: () => sentinel.close(),
+    destroy: () => sentinel.destroy(),
+    on: (event, listener) => sentinel.on(event, listener),
+  };
 }
 
 export class RedisStore implements ReplicaStore {
   readonly name: string;
   readonly replica = randomUUID();
   readonly #prefix: string;
-  readonly #client: RedisClientType;
-  readonly #subscriber: RedisClientType;
+  readonly #client: StoreConnection;
+  readonly #subscriber: StoreConnection;
   readonly #log: (line: string) => void;
   /** Sessions this replica owns, registered again if the store comes back empty (a restart without persistence). */
   readonly #local = new Set<string>();
@@ -165,14 +220,8 @@ export class RedisStore implements ReplicaStore {
     this.name = storeName(url);
     this.#prefix = prefix;
     this.#log = log;
-    const options = {
-      url,
-      // Commands fail at once while the store is unreachable, instead of queueing: a new session gets 503 now.
-      disableOfflineQueue: true,
-      socket: { connectTimeout: COMMAND_MS, reconnectStrategy: (attempt: number) => Math.min(100 * 2 ** attempt, 2000) },
-    };
-    this.#client = createClient(options) as RedisClientType;
-    this.#subscriber = createClient(options) as RedisClientType;
+    this.#client = connectionFor(url);
+    this.#subscriber = connectionFor(url);
     for (const client of [this.#client, this.#subscriber]) client.on('error', (err: Error) => this.#failed(err));
     this.#subscriber.on('error', () => {
       if (this.#subscriberReady) this.#subscriberGap = true;

@@ -32,6 +32,10 @@ describe('mcp-frame serve', () => {
     expect(store.code).to.equal(2);
     expect(store.stderr).to.include('--store takes a Redis URL such as redis://127.0.0.1:6379');
     expect(store.stderr).to.not.include('hunter2');
+    const sentinel = await cli(['serve', '--store', 'redis+sentinel://:hunter2@s1:26379', '--', process.execPath, 'dist/examples/server.js']);
+    expect(sentinel.code).to.equal(2);
+    expect(sentinel.stderr).to.include('redis+sentinel://host:port[,host:port...]/<master name>[/<db>]');
+    expect(sentinel.stderr).to.not.include('hunter2');
     const socketOnly = await cli(['serve', '--no-http', '--socket', '/tmp/x.sock', '--store', 'redis://127.0.0.1:6379', '--', process.execPath, 'x']);
     expect(socketOnly.code).to.equal(2);
     expect(socketOnly.stderr).to.include('--store shares HTTP sessions');

@@ -2,6 +2,8 @@
 // Where redis-server is not installed the tests that need it are skipped with a line saying so, except under CI
 // (.ci/run installs it), where its absence fails the run.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import net from 'node:net';
 import { freePort } from './ports.js';
 import { tempDir } from './temp.js';
@@ -96,6 +98,88 @@ export function redisCommand(port: number, args: string[]): Promise<string> {
       if (end < 0) return;
       socket.destroy();
       resolve(text.slice(0, end));
+    });
+    socket.on('error', reject);
+  });
+}
+
+export interface SentinelSet {
+  primary: RedisServer;
+  replica: RedisServer;
+  /** `redis+sentinel://127.0.0.1:<port>/<name>`. */
+  url: string;
+  /** Asks the Sentinel to promote the replica now (SENTINEL FAILOVER). */
+  failover(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** A primary, a replica of it and one Sentinel that monitors them (quorum 1), all on free 127.0.0.1 ports, nothing on disk. */
+export async function startSentinelSet(name = 'mcp'): Promise<SentinelSet> {
+  const primary = await startRedis();
+  const replica = await startRedis();
+  await redisCommand(replica.port, ['REPLICAOF', '127.0.0.1', String(primary.port)]);
+  for (const end = Date.now() + 10_000; ; ) {
+    // The replication section, read whole (a bulk reply: redisCommand gives its first line only).
+    const whole = await new Promise<string>((resolve) => {
+      const socket = net.connect(primary.port, '127.0.0.1', () => socket.write('INFO replication\r\n'));
+      let text = '';
+      socket.setEncoding('utf8').on('data', (d: string) => {
+        text += d;
+        if (text.includes('master_repl_offset')) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
+      socket.on('error', () => resolve(''));
+    });
+    if (/slave0:.*state=online/.test(whole)) break;
+    if (Date.now() > end) throw new Error('the replica did not come online within 10 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const dir = tempDir('sentinel-');
+  const port = await freePort();
+  const conf = join(dir, 'sentinel.conf');
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`,
+      `sentinel down-after-milliseconds ${name} 1000`,
+      `sentinel failover-timeout ${name} 5000`,
+      '',
+    ].join('\n'),
+  );
+  const child = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+  await answering(port, child);
+  return {
+    primary,
+    replica,
+    url: `redis+sentinel://127.0.0.1:${port}/${name}`,
+    failover: () => redisCommand(port, ['SENTINEL', 'FAILOVER', name]),
+    close: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }
+      await Promise.all([primary.close(), replica.close()]);
+    },
+  };
+}
+
+/** The role of the Redis on `port` (ROLE): `master` or `slave`. */
+export function roleOf(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write('ROLE\r\n'));
+    let text = '';
+    socket.setEncoding('utf8').on('data', (d: string) => {
+      text += d;
+      const role = /\b(master|slave)\b/.exec(text)?.[1];
+      if (role === undefined) return;
+      socket.destroy();
+      resolve(role);
     });
     socket.on('error', reject);
   });

@@ -17,7 +17,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { within } from '../helpers/poll.js';
 import { gone } from '../helpers/processes.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
-import { type RedisServer, redisCommand, requireRedis, startRedis } from '../helpers/redis.js';
+import { type RedisServer, redisCommand, requireRedis, roleOf, startRedis, startSentinelSet } from '../helpers/redis.js';
 import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
@@ -360,6 +360,41 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(a!.stderr()).to.include('takes writes again');
     } finally {
       await primary.close();
+    }
+  });
+
+  it('through Sentinel (redis+sentinel://): sessions go on across a failover, and new ones are admitted on the new primary', async function () {
+    this.timeout(60_000);
+    const set = await startSentinelSet();
+    try {
+      const [a, b] = await Promise.all([replica(set.url), replica(set.url)].map((r) => r.then((x) => open.add(x))));
+      // Beside them, one given the primary's own address, as before Sentinel was spoken: it is left behind.
+      const fixed = open.add(await replica(`redis://127.0.0.1:${set.primary.port}`));
+      const id = await session(a!.url, b!.url);
+      expect((await set.failover()).startsWith('+OK'), 'SENTINEL FAILOVER').to.equal(true);
+      // The replica is the primary now; the old primary its replica.
+      await within(20_000, 'the old replica promoted', async () => ((await roleOf(set.replica.port)) === 'master' ? true : undefined));
+      const fresh = await within(20_000, 'a session admitted after the failover', async () => {
+        const answer = await post(b!.url, undefined, INIT);
+        return answer.status === 200 ? answer : undefined;
+      });
+      expect(fresh.status).to.equal(200);
+      // The session opened before the failover is still reached through the other replica.
+      const through = await within(10_000, 'the old session through the other replica', async () => {
+        const answer = await post(b!.url, id, echo(5, 'after failover'));
+        return answer.status === 200 ? answer : undefined;
+      });
+      expect(through.body).to.include('Echo: after failover');
+      expect((await rawRequest(a!.url.replace('/mcp', '/healthz'))).status).to.equal(200);
+      // Sentinel turns the old primary into a replica once it sees it claim the old role (its checks come every
+      // 10 s): from then on a replica given its address is refused writes, and says so.
+      const behind = await within(30_000, 'the fixed-address replica says its store takes no writes', async () => {
+        const answer = await rawRequest(fixed.url.replace('/mcp', '/healthz'));
+        return answer.status === 503 ? answer : undefined;
+      });
+      expect(behind.body).to.include('READONLY');
+    } finally {
+      await set.close();
     }
   });
 
