@@ -24,6 +24,7 @@ options:
   --allow-host <host>      admit this Host header too (repeatable)
   --max-sessions <n>       sessions open at once (default 32)
   --session-idle-ms <n>    close a session idle this long (default 1800000)
+  --open-idle-ms <n>       close a session whose client sent nothing after initialize this long (default 60000)
   --max-message-bytes <n>  the largest request body (default 4194304)
   --replay-bytes <n>       bytes each stream holds for clients that resume (default 1048576)
   --store <redis-url>      share sessions with every serve given the same store: replicas behind a
@@ -72,6 +73,7 @@ const OPTIONS = {
   'allow-host': { type: 'string', multiple: true },
   'max-sessions': { type: 'string' },
   'session-idle-ms': { type: 'string' },
+  'open-idle-ms': { type: 'string' },
   'max-message-bytes': { type: 'string' },
   'replay-bytes': { type: 'string' },
   store: { type: 'string' },
@@ -169,6 +171,7 @@ function serveOptions(values: Values): ServeOptions {
   const numbers = {
     maxSessions: 'max-sessions',
     sessionIdleMs: 'session-idle-ms',
+    openIdleMs: 'open-idle-ms',
     maxMessageBytes: 'max-message-bytes',
     replayBytes: 'replay-bytes',
     drainMs: 'drain-ms',

@@ -143,6 +143,11 @@ export interface ServeOptions {
   logFormat?: 'text' | 'json';
   /** The least level logged; `debug` adds a line per request. @defaultValue 'info' */
   logLevel?: LogLevel;
+  /**
+   * How long a session whose client sent nothing after its initialize (not even notifications/initialized)
+   * lives: a client that gave up on its open does not hold a server for the whole idle time. @defaultValue 60000
+   */
+  openIdleMs?: number;
   /** Text lines start with the time (ISO 8601, UTC), as `mcp-frame serve` writes them. @defaultValue false */
   logTime?: boolean;
   /** The HTTP paths of the endpoints (each `/...`, distinct, none of `/healthz` and `/metrics`). @defaultValue /mcp, /sse, /messages */
@@ -291,15 +296,20 @@ async function openStore(url: string, prefix: string, ctx: ServeContext): Promis
 }
 
 /** Closes sessions that have had no request and no open stream for `idleMs`; checked a few times per period. */
-function sweepIdle(table: SessionTable, idleMs: number): NodeJS.Timeout {
+function sweepIdle(table: SessionTable, idleMs: number, openIdleMs: number): NodeJS.Timeout {
   const timer = setInterval(
     () => {
       const now = Date.now();
       for (const session of table.streamable.values()) {
-        if (session.attachedStreams === 0 && now - session.lastActive > idleMs) void session.close(`idle for ${idleMs} ms`);
+        if (session.attachedStreams > 0) continue;
+        const idle = now - session.lastActive;
+        // An initialize whose client gave up (a timeout, a crash) holds a server and a place under --max-sessions:
+        // reaped soon, not after the idle time of a session in use.
+        if (session.abandoned && idle > openIdleMs) void session.close(`its client sent nothing after initialize for ${openIdleMs} ms`);
+        else if (idle > idleMs) void session.close(`idle for ${idleMs} ms`);
       }
     },
-    Math.max(20, Math.min(idleMs / 4, 30_000)),
+    Math.max(20, Math.min(Math.min(idleMs, openIdleMs) / 4, 30_000)),
   );
   timer.unref();
   return timer;
@@ -640,7 +650,8 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
       throw err;
     });
   }
-  const sweeper = sweepIdle(table, options.sessionIdleMs ?? 1_800_000);
+  const idleMs = options.sessionIdleMs ?? 1_800_000;
+  const sweeper = sweepIdle(table, idleMs, Math.min(idleMs, options.openIdleMs ?? 60_000));
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
     ctx.shuttingDown = true;

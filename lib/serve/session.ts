@@ -39,6 +39,9 @@ export class StreamableSession {
   readonly channel: ServedChild;
   /** Date.now() of the last request, or of the last response stream that closed. */
   lastActive = Date.now();
+  /** POSTs taken (the first is the initialize that opened the session), and whether a GET stream was opened. */
+  #posts = 0;
+  #listened = false;
   readonly #ctx: ServeContext;
   readonly #get: EventStream;
   readonly #streams = new Map<number, EventStream>();
@@ -100,12 +103,18 @@ export class StreamableSession {
     return undefined;
   }
 
+  /** The client sent its initialize and nothing after it (not even notifications/initialized, nor a GET). */
+  get abandoned(): boolean {
+    return this.#posts <= 1 && !this.#listened;
+  }
+
   /**
    * Takes a POST's messages (checked by refusePost): without requests, 202; with requests, a new event stream
    * on `res` that ends once each is answered.
    */
   post(messages: unknown[], res: ServerResponse, caller?: Caller): void {
     this.lastActive = Date.now();
+    this.#posts++;
     const requests = messages.filter(isRequest);
     if (requests.length > 0) {
       const stream = this.#newStream(this.#nextStream++);
@@ -144,6 +153,7 @@ export class StreamableSession {
       return { status: 429, reason: `the session has ${this.#ctx.maxStreamsPerSession} streams open already` };
     }
     this.lastActive = Date.now();
+    this.#listened = true;
     res.writeHead(200, { ...EVENT_STREAM_HEADERS, 'Mcp-Session-Id': this.id });
     stream.attach(res, after);
     whenGone(res, () => (this.lastActive = Date.now()));

@@ -202,6 +202,21 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     expect(third.body).to.include('"2 steps"');
   });
 
+  it('reaps a session whose client sent nothing after initialize soon, and keeps one whose client went on', async () => {
+    ({ bridge, log } = await served(STEPS, { openIdleMs: 300 }));
+    // An opener that gave up: initialize answered, then nothing.
+    const init = await rawRequest(bridge.url!, { method: 'POST', headers: MCP_HEADERS, body: INIT });
+    expect(init.status).to.equal(200);
+    // One that went on: initialized sent.
+    await rawSession(bridge.url!);
+    const [abandoned, used] = pidsOf(log);
+    expect(await gone(abandoned!, 3000)).to.equal(true);
+    expect(log.some((l) => /ended: its client sent nothing after initialize for 300 ms/.test(l)), log.join('\n')).to.equal(true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await gone(used!, 10)).to.equal(false);
+    expect(bridge.sessions).to.equal(1);
+  });
+
   it('closes a session left idle, and its child', async () => {
     ({ bridge, log } = await served(STEPS, { sessionIdleMs: 100 }));
     await rawSession(bridge.url!);
