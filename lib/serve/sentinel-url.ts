@@ -3,7 +3,7 @@
  * primary of a Redis set, the form of the URL other Redis clients take (WHATWG URL does not parse a list of
  * hosts, so it is read here). The password is the data nodes' (Sentinels are asked without one).
  */
-export interface SentinelStore {
+interface SentinelStore {
   nodes: Array<{ host: string; port: number }>;
   name: string;
   database: number | undefined;
