@@ -211,7 +211,10 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     await rawSession(bridge.url!);
     const [abandoned, used] = pidsOf(log);
     expect(await gone(abandoned!, 3000)).to.equal(true);
-    expect(log.some((l) => /ended: its client sent nothing after initialize for 300 ms/.test(l)), log.join('\n')).to.equal(true);
+    expect(
+      log.some((l) => /ended: its client sent nothing after initialize for 300 ms/.test(l)),
+      log.join('\n'),
+    ).to.equal(true);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await gone(used!, 10)).to.equal(false);
     expect(bridge.sessions).to.equal(1);
