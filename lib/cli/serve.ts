@@ -3,7 +3,7 @@ import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../cli
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
-import { parseSentinelUrl } from '../serve/sentinel-url.js';
+import { parseClusterUrl, parseSentinelUrl } from '../serve/sentinel-url.js';
 import { pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
@@ -29,7 +29,8 @@ options:
   --replay-bytes <n>       bytes each stream holds for clients that resume (default 1048576)
   --store <redis-url>      share sessions with every serve given the same store: replicas behind a
                            balancer without affinity (redis://host:port[/db], rediss:// for TLS, or
-                           redis+sentinel://host:port[,host:port...]/<master name> to follow a failover)
+                           redis+sentinel://host:port[,host:port...]/<master name> to follow a failover,
+                           redis+cluster://host:port[,host:port...] for a Redis Cluster)
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   --path <p>               the Streamable HTTP endpoint's path (default /mcp)
@@ -138,6 +139,11 @@ function storeUrl(url: string | undefined): string | undefined {
   if (url.startsWith('redis+sentinel://')) {
     const sentinel = parseSentinelUrl(url);
     if (typeof sentinel === 'string') throw new CliError(`--store: ${sentinel}`, EXIT.usage);
+    return url;
+  }
+  if (/^rediss?\+cluster:\/\//.test(url)) {
+    const cluster = parseClusterUrl(url);
+    if (typeof cluster === 'string') throw new CliError(`--store: ${cluster}`, EXIT.usage);
     return url;
   }
   const parsed = URL.canParse(url) ? new URL(url) : undefined;

@@ -1,5 +1,7 @@
 /*
- * The replicas' store on Redis (loaded only for `serve --store redis://...`). Keys, under a prefix:
+ * The replicas' store on Redis (loaded only for `serve --store redis://...`). Keys, under a prefix in braces (a
+ * hash tag: `{mcp-frame}`, so that on a Redis Cluster every key of a service is in one slot and its scripts run
+ * on one node):
  *   <p>:replicas           set of replica ids that have registered
  *   <p>:alive:<replica>    exists while the replica beats (a short time to live, renewed every second)
  *   <p>:owned:<replica>    set of the session ids the replica owns
@@ -10,13 +12,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { createClient, createSentinel } from '@redis/client';
+import { createClient, createCluster, createSentinel } from '@redis/client';
 import { safeLine } from '../errors.js';
 import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
 import { type ReplicaStore, StoreUnavailable, TUNNEL_WINDOW_BYTES, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
 import { urlWithoutCredentials } from '../redaction.js';
-import { parseSentinelUrl } from './sentinel-url.js';
+import { parseClusterUrl, parseSentinelUrl } from './sentinel-url.js';
 
 /** Commands that always write (not EVAL: a script that only reads runs on a replica): one that succeeds says the store takes writes again. */
 const WRITES = new Set(['SET', 'SADD', 'DEL', 'SREM']);
@@ -118,12 +120,17 @@ function storeName(url: string): string {
   return urlWithoutCredentials(url) ?? 'the store';
 }
 
-/** What the store needs of a connection to Redis: a client of one node, or of the primary Sentinel names. */
+/**
+ * What the store needs of a connection to Redis: a client of one node, of the primary Sentinel names, or of a
+ * Cluster. A command names its first key, which routes it on a Cluster.
+ */
 interface StoreConnection {
   readonly isReady: boolean;
   readonly isOpen: boolean;
+  /** The command that publishes to a replica's channel: SPUBLISH on a Cluster (only the channel's shard carries it). */
+  readonly publish: 'PUBLISH' | 'SPUBLISH';
   connect(): Promise<unknown>;
-  sendCommand(args: string[]): Promise<unknown>;
+  sendCommand(key: string, args: string[]): Promise<unknown>;
   subscribe(channel: string, listener: (message: string) => void): Promise<unknown>;
   close(): Promise<unknown>;
   destroy(): unknown;
@@ -137,12 +144,47 @@ const NODE_OPTIONS = {
   socket: { connectTimeout: COMMAND_MS, reconnectStrategy: (attempt: number) => Math.min(100 * 2 ** attempt, 2000) },
 };
 
+/** What the three kinds of client (a node's, Sentinel's, a Cluster's) have alike. */
+interface AnyClient {
+  readonly isReady: boolean;
+  readonly isOpen: boolean;
+  connect(): Promise<unknown>;
+  close(): Promise<unknown>;
+  destroy(): unknown;
+  on(event: string, listener: (err: Error) => void): unknown;
+}
+
+/** `client` as the store uses it; `ready` is the event that stands for its being ready. */
+function connection(client: AnyClient, kind: Pick<StoreConnection, 'publish' | 'sendCommand' | 'subscribe'>, ready = 'ready'): StoreConnection {
+  return {
+    get isReady() {
+      return client.isReady;
+    },
+    get isOpen() {
+      return client.isOpen;
+    },
+    ...kind,
+    connect: () => client.connect(),
+    close: () => client.close(),
+    destroy: () => client.destroy(),
+    on: (event, listener) => client.on(event === 'ready' ? ready : event, listener),
+  };
+}
+
 /**
- * A connection for `url`: one node (`redis://`, `rediss://`), or the primary the Sentinels name
- * (`redis+sentinel://`), found again by the client whenever they promote another (a failover).
+ * A connection for `url`: one node (`redis://`, `rediss://`), the primary the Sentinels name
+ * (`redis+sentinel://`), found again by the client whenever they promote another (a failover), or a Cluster.
  */
 function connectionFor(url: string): StoreConnection {
-  if (!url.startsWith('redis+sentinel://')) return createClient({ url, ...NODE_OPTIONS }) as unknown as StoreConnection;
+  if (/^rediss?\+cluster:\/\//.test(url)) return clusterConnection(url);
+  if (!url.startsWith('redis+sentinel://')) {
+    const client = createClient({ url, ...NODE_OPTIONS });
+    return connection(client, {
+      publish: 'PUBLISH',
+      sendCommand: (_key, args) => client.sendCommand(args),
+      subscribe: (channel, listener) => client.subscribe(channel, listener),
+    });
+  }
   const parsed = parseSentinelUrl(url);
   if (typeof parsed === 'string') throw new TypeError(`serve: ${parsed}`);
   const sentinel = createSentinel({
@@ -155,20 +197,46 @@ function connectionFor(url: string): StoreConnection {
       ...(parsed.database === undefined ? {} : { database: parsed.database }),
     },
   });
-  return {
-    get isReady() {
-      return sentinel.isReady;
-    },
-    get isOpen() {
-      return sentinel.isOpen;
-    },
-    connect: () => sentinel.connect(),
-    sendCommand: (args) => sentinel.sendCommand(false, args),
+  return connection(sentinel, {
+    publish: 'PUBLISH',
+    sendCommand: (_key, args) => sentinel.sendCommand(false, args),
     subscribe: (channel, listener) => sentinel.subscribe(channel, listener),
-    close: () => sentinel.close(),
-    destroy: () => sentinel.destroy(),
-    on: (event, listener) => sentinel.on(event, listener),
-  };
+  });
+}
+
+/**
+ * A Redis Cluster (`redis+cluster://`): the client learns the slots from the nodes given and follows MOVED and a
+ * failover's new primaries. The service's keys share one slot (the prefix is a hash tag), and so do its channels,
+ * which are sharded (SSUBSCRIBE, SPUBLISH: Redis 7), so a carried request crosses one shard, not every node.
+ */
+function clusterConnection(url: string): StoreConnection {
+  const parsed = parseClusterUrl(url);
+  if (typeof parsed === 'string') throw new TypeError(`serve: ${parsed}`);
+  const tls = parsed.tls ? { tls: true as const } : {};
+  const cluster = createCluster({
+    rootNodes: parsed.nodes.map(({ host, port }) => ({ socket: { host, port, ...tls } })),
+    defaults: {
+      disableOfflineQueue: true,
+      socket: { ...NODE_OPTIONS.socket, ...tls },
+      ...(parsed.username === undefined ? {} : { username: parsed.username }),
+      ...(parsed.password === undefined ? {} : { password: parsed.password }),
+    },
+  });
+  // A Cluster has no 'ready' of its own: each node's connection being ready stands for it.
+  return connection(
+    cluster,
+    {
+      publish: 'SPUBLISH',
+      sendCommand: (key, args) => cluster.sendCommand(key, false, args),
+      subscribe: (channel, listener) => cluster.sSubscribe(channel, listener),
+    },
+    'node-ready',
+  );
+}
+
+/** `prefix` as a hash tag (`{prefix}`), unless it has one already: every key under it is in one Cluster slot. */
+function hashTagged(prefix: string): string {
+  return /\{[^}]+\}/.test(prefix) ? prefix : `{${prefix}}`;
 }
 
 export class RedisStore implements ReplicaStore {
@@ -218,7 +286,7 @@ export class RedisStore implements ReplicaStore {
 
   constructor(url: string, prefix: string, log: (line: string) => void) {
     this.name = storeName(url);
-    this.#prefix = prefix;
+    this.#prefix = hashTagged(prefix);
     this.#log = log;
     this.#client = connectionFor(url);
     this.#subscriber = connectionFor(url);
@@ -257,6 +325,9 @@ export class RedisStore implements ReplicaStore {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([connected, new Promise((resolve) => (timer = setTimeout(resolve, COMMAND_MS)))]);
     clearTimeout(timer);
+    // Alive before the first session: a Cluster client is ready only once it knows the slots, after its nodes'
+    // 'ready' (whose beat found it not ready yet).
+    await this.#heartbeat(false);
   }
 
   problem(): string | undefined {
@@ -267,7 +338,7 @@ export class RedisStore implements ReplicaStore {
   }
 
   async admit(id: string, max: number): Promise<number | undefined> {
-    const open = await this.#command<number>(['EVAL', ADMIT, '0', this.#prefix, this.replica, id, String(max)]);
+    const open = await this.#command<number>(['EVAL', ADMIT, '1', this.#key('replicas'), this.#prefix, this.replica, id, String(max)]);
     if (open >= 0) return open;
     this.#local.add(id);
     return undefined;
@@ -282,7 +353,7 @@ export class RedisStore implements ReplicaStore {
 
   /** Removes session `id` from the store; one the store does not take is kept for the next beat. */
   #forget(id: string): Promise<void> {
-    const done = this.#command(['EVAL', RELEASE, '0', this.#prefix, this.replica, id]).then(
+    const done = this.#command(['EVAL', RELEASE, '1', this.#key('replicas'), this.#prefix, this.replica, id]).then(
       () => void this.#unreleased.delete(id),
       () => void this.#unreleased.add(id),
     );
@@ -294,7 +365,7 @@ export class RedisStore implements ReplicaStore {
   async ownerOf(id: string): Promise<string | undefined> {
     const known = this.#owners.get(id);
     if (known !== undefined) return known;
-    const owner = await this.#command<string | null>(['EVAL', OWNER, '0', this.#prefix, id]);
+    const owner = await this.#command<string | null>(['EVAL', OWNER, '1', this.#key('replicas'), this.#prefix, id]);
     if (owner === null) return undefined;
     if (this.#owners.size >= OWNERS_KEPT) this.#owners.delete(this.#owners.keys().next().value!);
     this.#owners.set(id, owner);
@@ -377,7 +448,8 @@ export class RedisStore implements ReplicaStore {
       timer = setTimeout(() => reject(new StoreUnavailable(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`)), COMMAND_MS);
     });
     try {
-      const answer = await Promise.race([this.#client.sendCommand(args) as Promise<T>, late]);
+      // Every key is under the prefix's hash tag: the replica set's key routes any command on a Cluster.
+      const answer = await Promise.race([this.#client.sendCommand(this.#key('replicas'), args) as Promise<T>, late]);
       if (this.#readOnly !== undefined && WRITES.has(args[0]!)) {
         this.#readOnly = undefined;
         this.#log(`the session store ${this.name} takes writes again`);
@@ -399,7 +471,7 @@ export class RedisStore implements ReplicaStore {
   }
 
   #publish(replica: string, envelope: Envelope): Promise<number> {
-    return this.#command<number>(['PUBLISH', this.#channel(replica), JSON.stringify(envelope)]);
+    return this.#command<number>([this.#client.publish, this.#channel(replica), JSON.stringify(envelope)]);
   }
 
   async #heartbeat(again: boolean): Promise<void> {

@@ -74,7 +74,8 @@ export interface ServeOptions {
   /** Where log lines go. @defaultValue a line on stderr */
   log?: (line: string) => void;
   /**
-   * A Redis URL (`redis://host:port[/db]`, `rediss://` for TLS, `redis+sentinel://host:port[,...]/<master name>[/db]` for the primary Sentinel names): every serve given the same store (and prefix)
+   * A Redis URL (`redis://host:port[/db]`, `rediss://` for TLS, `redis+sentinel://host:port[,...]/<master name>[/db]` for the primary Sentinel names,
+   * `redis+cluster://host:port[,...]` for a Redis Cluster): every serve given the same store (and prefix)
    * is a replica of one service. A request for a session another replica owns is carried there and answered
    * through this one; `maxSessions` counts across the replicas. The Redis client is loaded only then.
    */

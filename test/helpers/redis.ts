@@ -120,18 +120,7 @@ export async function startSentinelSet(name = 'mcp'): Promise<SentinelSet> {
   await redisCommand(replica.port, ['REPLICAOF', '127.0.0.1', String(primary.port)]);
   for (const end = Date.now() + 10_000; ; ) {
     // The replication section, read whole (a bulk reply: redisCommand gives its first line only).
-    const whole = await new Promise<string>((resolve) => {
-      const socket = net.connect(primary.port, '127.0.0.1', () => socket.write('INFO replication\r\n'));
-      let text = '';
-      socket.setEncoding('utf8').on('data', (d: string) => {
-        text += d;
-        if (text.includes('master_repl_offset')) {
-          socket.destroy();
-          resolve(text);
-        }
-      });
-      socket.on('error', () => resolve(''));
-    });
+    const whole = await bulk(primary.port, 'INFO replication', 'master_repl_offset');
     if (/slave0:.*state=online/.test(whole)) break;
     if (Date.now() > end) throw new Error('the replica did not come online within 10 s');
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -182,5 +171,88 @@ export function roleOf(port: number): Promise<string> {
       resolve(role);
     });
     socket.on('error', reject);
+  });
+}
+
+export interface RedisCluster {
+  /** The nodes' client ports. */
+  ports: number[];
+  /** `redis+cluster://127.0.0.1:<first port>`: one node given, the client finds the others. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of `n` primaries (no replicas) on free 127.0.0.1 ports, the slots spread over them by
+ * `redis-cli --cluster create`, each node's bus on a free port of its own, nothing on disk but each node's
+ * cluster file in a folder of the test's own. Resolves once every node says cluster_state:ok.
+ */
+export async function startCluster(n = 3): Promise<RedisCluster> {
+  const dir = tempDir('cluster-');
+  const nodes: Array<{ port: number; child: ChildProcess }> = [];
+  const close = async (): Promise<void> => {
+    await Promise.all(
+      nodes.map(async ({ child }) => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+      }),
+    );
+  };
+  try {
+    for (let i = 0; i < n; i++) {
+      const port = await freePort();
+      const bus = await freePort();
+      const args = ['--port', String(port), '--cluster-port', String(bus), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000', '--dir', dir);
+      const child = spawn('redis-server', args, { stdio: 'ignore' });
+      nodes.push({ port, child });
+      await answering(port, child);
+    }
+    const ports = nodes.map((node) => node.port);
+    const create = spawnSync(
+      'redis-cli',
+      ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
+      {
+        encoding: 'utf8',
+        timeout: 30_000,
+      },
+    );
+    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
+    for (const end = Date.now() + 20_000; ; ) {
+      const states = await Promise.all(ports.map((port) => bulk(port, 'CLUSTER INFO', 'cluster_slots_assigned')));
+      if (states.every((info) => info.includes('cluster_state:ok'))) break;
+      if (Date.now() > end) throw new Error('the cluster did not reach cluster_state:ok within 20 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return { ports, url: `redis+cluster://127.0.0.1:${ports[0]}`, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** An inline command's bulk reply on `port`, read until it holds `until` (or '' when the server does not answer). */
+function bulk(port: number, command: string, until: string): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`${command}\r\n`));
+    let text = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(text);
+    }, 2000);
+    socket.setEncoding('utf8').on('data', (d: string) => {
+      text += d;
+      if (text.includes(until)) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(text);
+      }
+    });
+    socket.on('error', () => {
+      clearTimeout(timer);
+      resolve('');
+    });
   });
 }

@@ -17,7 +17,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { within } from '../helpers/poll.js';
 import { gone } from '../helpers/processes.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
-import { type RedisServer, redisCommand, requireRedis, roleOf, startRedis, startSentinelSet } from '../helpers/redis.js';
+import { type RedisServer, redisCommand, requireRedis, roleOf, startCluster, startRedis, startSentinelSet } from '../helpers/redis.js';
 import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
@@ -395,6 +395,39 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(behind.body).to.include('READONLY');
     } finally {
       await set.close();
+    }
+  });
+
+  it('on a Redis Cluster (redis+cluster://, one node given): sessions carried between replicas, --max-sessions counted, every key in one slot', async function () {
+    this.timeout(60_000);
+    const cluster = await startCluster(3);
+    try {
+      const [a, b] = await Promise.all(
+        [replica(cluster.url, ['--max-sessions', '2']), replica(cluster.url, ['--max-sessions', '2'])].map((r) => r.then((x) => open.add(x))),
+      );
+      expect((await rawRequest(a!.url.replace('/mcp', '/healthz'))).status).to.equal(200);
+      const id = await session(a!.url, b!.url);
+      // Carried from b to its owner a through the sharded channel, and back.
+      const through = await post(b!.url, id, echo(2, 'through the cluster'));
+      expect(through.status, through.body).to.equal(200);
+      expect(through.body).to.include('Echo: through the cluster');
+      await session(b!.url);
+      const refused = await post(a!.url, undefined, INIT);
+      expect(refused.status).to.equal(503);
+      expect(refused.body).to.include('2 sessions are open already across the replicas');
+      expect((await rawRequest(b!.url, { method: 'DELETE', headers: { 'mcp-session-id': id } })).status).to.equal(200);
+      await session(a!.url);
+      // Every key the service wrote is on one node (one slot: the prefix is a hash tag), none on the others.
+      const counts = await Promise.all(cluster.ports.map((port) => redisCommand(port, ['DBSIZE'])));
+      expect(
+        counts.filter((c) => c !== ':0'),
+        counts.join(' '),
+      ).to.have.length(1);
+      expect(await redisCommand(cluster.ports[0]!, ['CLUSTER', 'KEYSLOT', '{mcp-frame}:replicas'])).to.equal(
+        await redisCommand(cluster.ports[0]!, ['CLUSTER', 'KEYSLOT', 'mcp-frame']),
+      );
+    } finally {
+      await cluster.close();
     }
   });
 
