@@ -11,7 +11,7 @@ import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { headersOf, isServerUrl, serverEntry } from './entry.js';
-import { CliError, envValues, EXIT, keyValues, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
+import { CliError, envValues, EXIT, keyValues, nearest, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
 
 export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
        mcp-frame call <server> <tool> [--arg key=value | --arg key=@file]... [options]
@@ -80,8 +80,6 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
   if (command !== undefined && command.length === 0) throw new CliError(`-- needs a command\n${USAGE}`, EXIT.usage);
   const [server, ...rest] = command === undefined && url === undefined ? positionals : [undefined, ...positionals];
   const [method, paramsText, ...extra] = rest;
-  if (command === undefined && url === undefined && server === undefined)
-    throw new CliError(`name a server (or give --url, or -- <command>)\n${USAGE}`, EXIT.usage);
   if (extra.length > 0) throw new CliError(`unexpected argument ${JSON.stringify(extra[0])}: params go in one JSON argument\n${USAGE}`, EXIT.usage);
   if (action === 'tools' && method !== undefined) throw new CliError(`tools takes a server and no method\n${USAGE}`, EXIT.usage);
   if ((action === 'resources' || action === 'prompts') && paramsText !== undefined)
@@ -90,6 +88,12 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     throw new CliError(`resources takes no --arg: a resource is named by its URI\n${USAGE}`, EXIT.usage);
   const envPairs = values.env;
   if (envPairs !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
+  // `call demo tools/list --url <url>`: the server named twice, its name taken for the method.
+  if (values.url !== undefined && paramsText !== undefined && /^[\w.-]+\/[\w./-]*$/.test(paramsText))
+    throw new CliError(
+      `--url names the server, so ${JSON.stringify(method)} would be the method and ${JSON.stringify(paramsText)} its params: name the server once, by --url or by its name\n${USAGE}`,
+      EXIT.usage,
+    );
   const toolArgs = parseToolArgs(values.arg, method, paramsText);
   const fromFile = paramsText !== undefined && (paramsText === '-' || paramsText.startsWith('@'));
   const remote = url === undefined ? {} : { url, headers: headersOf(values.header, values['header-env'], USAGE) };
@@ -200,12 +204,20 @@ const LISTS = {
   prompts: ['prompts/list', 'prompts', 'name', (p: Item) => p.description],
 } as const;
 
+/** A tool name the server does not have (a typo, most often): the nearest name, and the tools there are. */
+function noTool(name: string, tools: Item[], what = 'tool'): CliError {
+  const names = tools.map((t) => String(t.name));
+  const near = nearest(name, names);
+  const hint = near === undefined ? '' : ` (did you mean ${JSON.stringify(near)}?)`;
+  return new CliError(`no ${what} ${JSON.stringify(name)}${hint}; the server has: ${listNames(names)}`, EXIT.usage);
+}
+
 /**
  * A tool's arguments checked against its input schema, before anything is sent: a required argument missing,
  * or one the schema does not name, is a usage error naming it.
  */
 function checkToolArgs(tool: Item | undefined, name: string, args: Record<string, unknown>, tools: Item[]): void {
-  if (tool === undefined) throw new CliError(`no tool "${name}"; the server has: ${listNames(tools.map((t) => String(t.name)))}`, EXIT.usage);
+  if (tool === undefined) throw noTool(name, tools);
   const schema = tool.inputSchema as { properties?: Record<string, unknown>; required?: unknown } | undefined;
   const required = Array.isArray(schema?.required) ? (schema.required as string[]) : [];
   const missing = required.filter((key) => !Object.hasOwn(args, key));
@@ -312,9 +324,11 @@ async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<n
         if (!Array.isArray(required) || required.length === 0) return callTool(c, opts.method, {});
         throw new CliError(
           `${opts.method} is a tool: try mcp-frame call ${opts.server ?? '-- ...'} ${opts.method} ${required.map((k) => `--arg ${String(k)}=...`).join(' ')}`,
-          EXIT.rpcError,
+          EXIT.usage,
         );
       }
+      // Neither a method the server knows nor one of its tools: a typo, most often.
+      if (tools.length > 0) throw noTool(opts.method, tools, 'method or tool');
     }
     throw err;
   }
@@ -408,7 +422,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 /** `mcp-frame call`, `tools`, `resources`, `prompts`: connects, acts, and resolves with the exit code. */
 export async function callCommand(args: string[], action: CallAction = 'call'): Promise<number> {
   const opts = parseCallArgs(args, action);
-  const entry = await serverEntry(opts, action);
+  const entry = await serverEntry({ ...opts, usage: USAGE }, action);
   if (opts.paramsFrom !== undefined) opts.params = await readParams(opts.paramsFrom);
   if (opts.toolArgs !== undefined) opts.toolArgs = await readArgFiles(opts.toolArgs);
   const name = opts.server ?? (opts.url !== undefined ? new URL(opts.url).host : basename(opts.command![0]!));

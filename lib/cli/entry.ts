@@ -36,6 +36,8 @@ interface EntryOptions {
   headers?: Record<string, string>;
   /** Output is JSON: nothing else on stderr. */
   json?: boolean;
+  /** The command's usage, for the error that no server was named. */
+  usage?: string;
 }
 
 /**
@@ -84,12 +86,30 @@ export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<Ser
       ...(opts.headers === undefined || Object.keys(opts.headers).length === 0 ? {} : { headers: opts.headers }),
     };
   }
-  const name = opts.server!;
+  const name = opts.server;
+  if (name === undefined) throw await noServerNamed('name a server (or give --url, or -- <command>)', opts.usage, opts.config);
   return withConfig(opts.config, opts.json !== true, who, (text, path) => {
     const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
     if (entry === undefined) throw new CliError(`no server "${name}" in ${path}; it has: ${listNames(configServerNames(text, path))}`, EXIT.config);
     return entry;
   });
+}
+
+/**
+ * The usage error of a command that needs a server and was given none: it names the servers of the config given
+ * or found, so that the next try can be right (a config that cannot be read is said once a server is named).
+ */
+async function noServerNamed(lead: string, usage: string | undefined, config: string | undefined): Promise<CliError> {
+  const path = config ?? (await findConfig());
+  let known = '';
+  if (path !== undefined) {
+    try {
+      known = `; ${path} has: ${listNames(configServerNames(await readConfigText(path), path))}`;
+    } catch {
+      // Said when a server is named: this error is about the missing name.
+    }
+  }
+  return new CliError(`${lead}${known}${usage === undefined ? '' : `\n${usage}`}`, EXIT.usage);
 }
 
 /**
@@ -118,7 +138,8 @@ export async function namedEntry(
   who: string,
 ): Promise<ServerConfig> {
   const [name, ...extra] = positionals;
-  if (name === undefined || extra.length > 0) throw new CliError(usage, EXIT.usage);
+  if (name === undefined) throw await noServerNamed('name a server', usage, values.config);
+  if (extra.length > 0) throw new CliError(`unexpected argument ${JSON.stringify(extra[0])}: name one server\n${usage}`, EXIT.usage);
   return serverEntry({ server: name, command: undefined, env: {}, config: values.config, inputs: keyValues(values.input, '--input', usage) }, who);
 }
 

@@ -82,8 +82,8 @@ export function parseOptions<const O extends OptionSpecs>(
   }
 }
 
-/** The option name within two edits of `typed`, the nearest, or undefined. */
-function nearest(typed: string, names: string[]): string | undefined {
+/** The name within two edits of `typed` (an option's, a tool's), the nearest, or undefined. */
+export function nearest(typed: string, names: string[]): string | undefined {
   let best: { name: string; distance: number } | undefined;
   for (const name of names) {
     const distance = editDistance(typed, name);

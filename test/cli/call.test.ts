@@ -90,7 +90,26 @@ describe('mcp-frame call', () => {
     ['a server that exits at once', ['call', 'crash', '--config', config], 4, /server "crash" exited with code 3.*DEMO_API_KEY is not set/],
     ['an http server that cannot be reached', ['call', 'remote', '--config', config], 4, /cannot reach "remote"/],
     ['params that are not JSON', ['call', 'demo', 'tools/call', '{nope'], 2, /params are not JSON \(column 2\)/],
-    ['no server name', ['call'], 2, /name a server \(or give --url, or -- <command>\)/],
+    ["no server name, naming the config's servers", ['call'], 2, /name a server \(or give --url, or -- <command>\); \.mcp\.json has: demo\b/],
+    ['no server name for tools', ['tools'], 2, /name a server \(or give --url, or -- <command>\); \.mcp\.json has: demo\b/],
+    [
+      'a server named twice, by name and --url',
+      ['call', 'demo', 'tools/list', '--url', 'http://127.0.0.1:9/mcp'],
+      2,
+      /--url names the server, so "demo" would be the method/,
+    ],
+    [
+      'a mistyped tool name without --arg',
+      ['call', 'demo', 'ecoh'],
+      2,
+      /no method or tool "ecoh" \(did you mean "echo"\?\); the server has: echo, add, blob/,
+    ],
+    [
+      'a mistyped tool name with --arg',
+      ['call', 'demo', 'ecoh', '--arg', 'text=hi'],
+      2,
+      /no tool "ecoh" \(did you mean "echo"\?\); the server has: echo, add, blob/,
+    ],
     ['an extra argument', ['call', 'demo', 'tools/list', '{}', 'more'], 2, /unexpected argument "more"/],
     ['a repeated --arg', ['call', 'demo', 'echo', '--arg', 'text=a', '--arg', 'text=b'], 2, /--arg text is given twice/],
     ['an --arg its schema cannot take', ['call', 'demo', 'add', '--arg', 'a=one', '--arg', 'b=2'], 2, /--arg a: expected number, got "one"/],
@@ -288,7 +307,8 @@ describe('mcp-frame call', () => {
 
     it('hints that a method name is really a tool name, naming its required arguments', async () => {
       const r = await cli(['call', 'demo', 'echo']);
-      expect(r.code).to.equal(6);
+      // A usage error (the table's 2: a tool argument missing), not the server's JSON-RPC error.
+      expect(r.code).to.equal(2);
       expect(r.stderr).to.match(/echo is a tool: try mcp-frame call demo echo --arg text=\.\.\./);
     });
 

@@ -110,6 +110,14 @@ describe('the command line, as a new user meets it', function () {
     }
   });
 
+  it("names the config's servers when a command that needs one is given none (exit 2)", async () => {
+    for (const args of [['record', '--out', join(dir, 'y.jsonl')], ['bridge'], ['call'], ['tools'], ['resources'], ['prompts']]) {
+      const r = await cli(args);
+      expect(r.code, args[0]).to.equal(2);
+      expect(r.stderr, args[0]).to.match(new RegExp(`^mcp-frame ${args[0]}: name a server.*; \\.mcp\\.json has: demo\\b`, 'm'));
+    }
+  });
+
   it('serve checks that its command starts before it listens, and exits 3 naming it', async () => {
     const r = await cli(['serve', '--', 'no-such-command-mcp-frame', '--flag']);
     expect(r.code).to.equal(3);
