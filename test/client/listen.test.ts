@@ -138,11 +138,10 @@ describe("paged lists and the -32020 recovery: bounded by the caller's timeout a
           .writeHead(400, { 'content-type': 'application/json' })
           .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32020, message: 'Header mismatch' } }));
       lists.push(msg.params?.cursor);
-      json(res, {
-        jsonrpc: '2.0',
-        id: msg.id,
-        result: { tools: [{ name: `t${lists.length}`, inputSchema: { type: 'object' } }], nextCursor: cursor(lists.length) },
-      });
+      const page = { tools: [{ name: `t${lists.length}`, inputSchema: { type: 'object' } }], nextCursor: cursor(lists.length) };
+      // A few ms a page, as a real server's: on a fast machine the client's page cap (1000) could otherwise end an
+      // endless listing before a 400 ms timeout does, and the test would not see the timeout it is about.
+      setTimeout(() => json(res, { jsonrpc: '2.0', id: msg.id, result: page }), 3);
     });
     return { ...server, lists };
   }
