@@ -23,6 +23,8 @@ options:
   --allow-origin <origin>  let pages from this origin call the server (repeatable)
   --allow-host <host>      admit this Host header too (repeatable)
   --max-sessions <n>       sessions open at once (default 32)
+  --max-starting <n>       servers starting at once; other new sessions wait their turn (default 4)
+  --start-wait-ms <n>      how long a new session waits for that turn before 503 with Retry-After (default 10000)
   --session-idle-ms <n>    close a session idle this long (default 1800000)
   --open-idle-ms <n>       close a session whose client sent nothing after initialize this long (default 60000)
   --max-message-bytes <n>  the largest request body (default 4194304)
@@ -73,6 +75,8 @@ const OPTIONS = {
   'allow-origin': { type: 'string', multiple: true },
   'allow-host': { type: 'string', multiple: true },
   'max-sessions': { type: 'string' },
+  'max-starting': { type: 'string' },
+  'start-wait-ms': { type: 'string' },
   'session-idle-ms': { type: 'string' },
   'open-idle-ms': { type: 'string' },
   'max-message-bytes': { type: 'string' },
@@ -176,6 +180,8 @@ function serveOptions(values: Values): ServeOptions {
   };
   const numbers = {
     maxSessions: 'max-sessions',
+    maxStarting: 'max-starting',
+    startWaitMs: 'start-wait-ms',
     sessionIdleMs: 'session-idle-ms',
     openIdleMs: 'open-idle-ms',
     maxMessageBytes: 'max-message-bytes',

@@ -12,7 +12,7 @@ import { requestTarget } from '../protocol/target.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
-import { commandProblem, rpcError, SERVER_ERROR, type ServeContext, pidNote } from './context.js';
+import { commandProblem, rpcError, SERVER_ERROR, type ServeContext, type ServedChild, pidNote } from './context.js';
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
@@ -75,8 +75,19 @@ export interface SessionTable {
   ended(kind: 'streamable' | 'legacy', id: string, label: string, why: string): void;
   /** Where replicas share sessions (serve --store), if they do. */
   store: ReplicaStore | undefined;
-  /** A new session's id, once there is room for it (across the replicas, with a store), or why not. */
-  admit(): Promise<{ id: string } | { refused: string }>;
+  /**
+   * A new session's id, once there is room for it (across the replicas, with a store) and its server's turn to
+   * start has come, or why not, and when to try again.
+   */
+  admit(): Promise<Admitted | { refused: string; retryAfterS?: number }>;
+}
+
+/** A session admitted: its id, and its server's turn to start, held until the server answers (or fails). */
+interface Admitted {
+  id: string;
+  starting(child: ServedChild): void;
+  /** No session after all (its client left): the turn and the place are given back. */
+  abandon(): void;
 }
 
 /** A refusal as sent: its headers, and the JSON-RPC error code of its body. */
@@ -500,8 +511,9 @@ export class HttpFront {
   async #open(req: IncomingMessage, messages: unknown[], caller: Caller | undefined): Promise<StreamableSession> {
     if (req.headers['mcp-session-id'] !== undefined) refuse(400, 'initialize must not name a session');
     if (messages.length > 1) refuse(400, 'initialize must be sent alone');
-    const id = await this.#admit();
+    const { id, starting } = await this.#admit();
     const session = new StreamableSession(this.#ctx, id, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why), caller);
+    starting(session.channel);
     await this.#started(this.#sessions.streamable, session, '');
     return session;
   }
@@ -522,18 +534,19 @@ export class HttpFront {
     this.#ctx.log(`${session.label} started${how}${pidNote(session.channel)}`);
   }
 
-  /** A new session's id, once there is room for it; 503 otherwise. */
-  async #admit(): Promise<string> {
+  /** A new session's id and its turn to start, once there is room for it; 503 otherwise. */
+  async #admit(): Promise<Admitted> {
     const room = await this.#sessions.admit();
-    if ('refused' in room) refuse(503, room.refused);
-    return (room as { id: string }).id;
+    if ('refused' in room) refuse(503, room.refused, room.retryAfterS === undefined ? undefined : { 'Retry-After': String(room.retryAfterS) });
+    return room as Admitted;
   }
 
   async #legacyStream(req: IncomingMessage, res: ServerResponse, caller: Caller | undefined): Promise<void> {
     if (req.method !== 'GET') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /sse`, { Allow: 'GET' });
     if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
-    const id = await this.#admit();
+    const { id, starting } = await this.#admit();
     const session = new LegacySession(this.#ctx, id, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why), caller);
+    starting(session.channel);
     await this.#started(this.#sessions.legacy, session, ' over the legacy SSE transport');
     session.attach(res);
   }

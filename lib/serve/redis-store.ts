@@ -277,12 +277,18 @@ export class RedisStore implements ReplicaStore {
   #watch: NodeJS.Timeout | undefined;
   #lastError: string | undefined;
   #closed = false;
+  /** A beat has reached the store: a later beat that finds no liveness key of this replica's follows a gap. */
+  #beaten = false;
   #subscriberReady = false;
   /**
    * Set while the store refuses writes (READONLY: the node serve is connected to became a replica, after a
    * failover or a switchover): /healthz says 503 until a write succeeds again (the heartbeat tries every beat).
    */
   #readOnly: string | undefined;
+  /** Set while the store is connected and does not answer (paused, overloaded): /healthz says 503 until it does. */
+  #stalled: string | undefined;
+  /** A command found the store silent: the next that succeeds registers this replica's sessions again. */
+  #afterStall = false;
 
   constructor(url: string, prefix: string, log: (line: string) => void) {
     this.name = storeName(url);
@@ -333,12 +339,20 @@ export class RedisStore implements ReplicaStore {
   problem(): string | undefined {
     if (this.#readOnly !== undefined)
       return `the session store ${this.name} takes no writes (${this.#readOnly}): it is a replica now, and no session can be admitted`;
+    if (this.#stalled !== undefined) return `the session store ${this.name} stalls (${this.#stalled}): no session can be admitted`;
     if (this.#client.isReady && this.#subscriber.isReady) return undefined;
     return `the session store ${this.name} is unreachable${this.#lastError === undefined ? '' : ` (${this.#lastError})`}`;
   }
 
   async admit(id: string, max: number): Promise<number | undefined> {
-    const open = await this.#command<number>(['EVAL', ADMIT, '1', this.#key('replicas'), this.#prefix, this.replica, id, String(max)]);
+    const open = await this.#command<number>(['EVAL', ADMIT, '1', this.#key('replicas'), this.#prefix, this.replica, id, String(max)]).catch(
+      (err: unknown) => {
+        // Refused (503), yet a store that stalled may still run the script once it wakes: the session would count
+        // against the limit with nobody to end it. It is released with the next beat that reaches the store.
+        this.#unreleased.add(id);
+        throw err;
+      },
+    );
     if (open >= 0) return open;
     this.#local.add(id);
     return undefined;
@@ -445,11 +459,23 @@ export class RedisStore implements ReplicaStore {
     if (!this.#client.isReady) throw new StoreUnavailable(this.problem() ?? `the session store ${this.name} is not connected`);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailable(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`)), COMMAND_MS);
+      timer = setTimeout(() => {
+        this.#stalled = `it did not answer within ${COMMAND_MS} ms`;
+        this.#afterStall = true;
+        reject(new StoreUnavailable(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`));
+      }, COMMAND_MS);
     });
     try {
       // Every key is under the prefix's hash tag: the replica set's key routes any command on a Cluster.
       const answer = await Promise.race([this.#client.sendCommand(this.#key('replicas'), args) as Promise<T>, late]);
+      this.#stalled = undefined;
+      if (this.#afterStall) {
+        // The commands sent during the stall ran when it ended, the beats among them, and found what they found
+        // (this replica's liveness lapsed, its sessions perhaps swept by an admission queued before them): its
+        // sessions are registered again.
+        this.#afterStall = false;
+        void this.#heartbeat(true);
+      }
       if (this.#readOnly !== undefined && WRITES.has(args[0]!)) {
         this.#readOnly = undefined;
         this.#log(`the session store ${this.name} takes writes again`);
@@ -459,6 +485,7 @@ export class RedisStore implements ReplicaStore {
       return answer;
     } catch (err) {
       if (err instanceof StoreUnavailable) throw err;
+      this.#stalled = undefined;
       const message = safeLine((err as Error).message);
       if (message.startsWith('READONLY') && this.#readOnly === undefined) {
         this.#readOnly = message.slice(0, 120);
@@ -477,7 +504,12 @@ export class RedisStore implements ReplicaStore {
   async #heartbeat(again: boolean): Promise<void> {
     if (this.#closed || !this.#client.isReady) return;
     try {
-      await this.#command(['SET', this.#key('alive', this.replica), '1', 'PX', String(ALIVE_MS)]);
+      // GET: the key's value before this beat. None means this replica was taken for dead (the store stalled or was
+      // out of reach past ALIVE_MS, or lost its data), and an admission since may have swept its sessions away:
+      // they are registered again, or other replicas would answer 404 for sessions this one still serves.
+      const before = await this.#command<string | null>(['SET', this.#key('alive', this.replica), '1', 'PX', String(ALIVE_MS), 'GET']);
+      if (before === null && this.#local.size > 0 && this.#beaten) again = true;
+      this.#beaten = true;
       await this.#command(['SADD', this.#key('replicas'), this.replica]);
       if (again && this.#local.size > 0) {
         for (const id of this.#local) await this.#command(['SET', this.#key('session', id), this.replica]);

@@ -26,6 +26,7 @@ import { isLoopback } from '../protocol/loopback.js';
 import { Guard } from './guard.js';
 import { HttpFront, type SessionTable } from './http.js';
 import { ModernHub } from './modern.js';
+import { holdUntilAnswered, StartGate } from './start-gate.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
 import type { ReplicaStore } from './store.js';
 import { MIN_SECRET_LENGTH, replaceSecrets } from '../redaction.js';
@@ -151,6 +152,13 @@ export interface ServeOptions {
   openIdleMs?: number;
   /** Text lines start with the time (ISO 8601, UTC), as `mcp-frame serve` writes them. @defaultValue false */
   logTime?: boolean;
+  /**
+   * Servers starting at once (a new session's, until it answers its first message): past it a session's start
+   * waits its turn. @defaultValue 4
+   */
+  maxStarting?: number;
+  /** How long a session's start waits for its turn before it is refused (503 with Retry-After). @defaultValue 10000 */
+  startWaitMs?: number;
   /** The HTTP paths of the endpoints (each `/...`, distinct, none of `/healthz` and `/metrics`). @defaultValue /mcp, /sse, /messages */
   paths?: Partial<ServePaths>;
 }
@@ -263,7 +271,14 @@ function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions):
   };
 }
 
-function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Set<ServedChild>, store: ReplicaStore | undefined): SessionTable {
+function sessionTable(
+  ctx: ServeContext,
+  maxSessions: number,
+  socketChildren: Set<ServedChild>,
+  store: ReplicaStore | undefined,
+  gate: StartGate,
+): SessionTable {
+  let admitting = 0;
   const table: SessionTable = {
     streamable: new Map(),
     legacy: new Map(),
@@ -276,10 +291,30 @@ function sessionTable(ctx: ServeContext, maxSessions: number, socketChildren: Se
     },
     async admit() {
       const id = randomUUID();
-      if (store === undefined) return table.count() >= maxSessions ? { refused: `${maxSessions} sessions are open already` } : { id };
-      const open = await store.admit(id, maxSessions).catch((err: Error) => err.message);
-      if (typeof open === 'string') return { refused: open };
-      return open === undefined ? { id } : { refused: `${maxSessions} sessions are open already across the replicas` };
+      // Sessions admitted and not yet in the table (waiting for their turn to start) count too.
+      if (store === undefined && table.count() + admitting >= maxSessions) return { refused: `${maxSessions} sessions are open already` };
+      if (store !== undefined) {
+        const open = await store.admit(id, maxSessions).catch((err: Error) => err.message);
+        if (typeof open === 'string') return { refused: open };
+        if (open !== undefined) return { refused: `${maxSessions} sessions are open already across the replicas` };
+      }
+      // Room for it: now its server's turn to start (a burst of opens starts a few servers at a time).
+      admitting++;
+      const leave = await gate.enter().catch((err: Error) => err);
+      admitting--;
+      if (leave instanceof Error) {
+        void store?.release(id);
+        ctx.log(`refused a session: ${leave.message}`);
+        return { refused: leave.message, retryAfterS: 1 };
+      }
+      return {
+        id,
+        starting: (child: ServedChild) => holdUntilAnswered(child, leave, gate.waitMs),
+        abandon: () => {
+          leave();
+          void store?.release(id);
+        },
+      };
     },
   };
   return table;
@@ -523,6 +558,11 @@ function checkOptions(options: ServeOptions): void {
   if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
   if (options.auth !== undefined && options.token !== undefined)
     throw new TypeError('serve: auth (sign-in) and a static token do not go together: give one');
+  for (const key of ['maxStarting', 'startWaitMs'] as const) {
+    const value = options[key];
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1))
+      throw new TypeError(`serve: ${key} takes a whole number of at least 1, got ${String(value)}`);
+  }
   if (options.auth !== undefined && options.socket !== undefined)
     throw new TypeError('serve: auth (sign-in) checks HTTP callers, and a socket has none to check: serve the socket from another serve');
 }
@@ -606,7 +646,8 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const socketChildren = new Set<ServedChild>();
   const store = options.store === undefined ? undefined : await openStore(options.store, options.storePrefix ?? 'mcp-frame', ctx);
   if (store !== undefined) ctx.replica = store.replica;
-  const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store);
+  const gate = new StartGate(options.maxStarting ?? 4, options.startWaitMs ?? 10_000);
+  const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store, gate);
   const httpServer = options.http === false ? undefined : http.createServer();
   const socketServer = options.socket === undefined ? undefined : net.createServer();
   const modern = new ModernHub(ctx);
@@ -630,11 +671,12 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
       void table.admit().then((room) => {
         if ('refused' in room || socket.destroyed) {
           if ('refused' in room) ctx.log(`refused a socket connection: ${room.refused}`);
-          else void store?.release(room.id);
+          else room.abandon();
           socket.destroy();
           return;
         }
         const child = serveConnection(socket, ctx, label);
+        room.starting(child);
         ctx.observer?.sessionOpened?.('socket');
         socketChildren.add(child);
         ctx.log(`${label} started${pidNote(child)}`);
@@ -659,6 +701,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
     const drainMs = options.drainMs ?? 0;
     if (drainMs > 0) await new Promise((resolve) => setTimeout(resolve, drainMs));
     clearInterval(sweeper);
+    gate.close();
     const stopped = Promise.all([httpServer, socketServer].map((s) => s && new Promise((resolve) => s.close(resolve))));
     await Promise.all([
       ...[...table.streamable.values(), ...table.legacy.values()].map((s) => s.close('the server is shutting down')),

@@ -15,6 +15,9 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
   start(): Promise<void>;
+  /** Stops it answering without closing a connection (SIGSTOP, as a stall would), and lets it go on (SIGCONT). */
+  pause(): void;
+  resume(): void;
   close(): Promise<void>;
 }
 
@@ -78,6 +81,8 @@ export async function startRedis(): Promise<RedisServer> {
       running.kill('SIGKILL');
       await exited;
     },
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     close: () => server.stop(),
   };
   await server.start();

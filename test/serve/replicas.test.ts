@@ -649,6 +649,37 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(await a.admit('four', 2)).to.equal(2);
     });
 
+    it('a Redis stall past the liveness time: no phantom of an open refused meanwhile, and the sessions swept as dead registered again', async function () {
+      this.timeout(30_000);
+      const paused = open.add(await startRedis());
+      const prefix = `store-test-${++prefixes}`;
+      const a = open.add(await redisStore(paused.url, prefix, () => undefined));
+      const b = open.add(await redisStore(paused.url, prefix, () => undefined));
+      expect(await a.admit('kept', 3)).to.equal(undefined);
+      const stalled = Date.now();
+      paused.pause();
+      // The open that comes during the stall is refused (its client gets 503) and /healthz says why.
+      const refused = await a.admit('phantom', 3).then(
+        () => 'admitted',
+        (err: Error) => err.message,
+      );
+      expect(refused).to.match(/did not answer within/);
+      expect(a.problem()).to.match(/stalls/);
+      // Long enough for every replica's liveness key to lapse: once Redis goes on, the first script to run (the
+      // refused admission, still queued) takes both replicas for dead and sweeps their sessions.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, ALIVE_MS + 500 - (Date.now() - stalled))));
+      paused.resume();
+      await within(10_000, 'the kept session registered again, the phantom gone', async () => {
+        const owner = await b.ownerOf('kept').catch(() => undefined);
+        const phantom = await redisCommand(paused.port, ['EXISTS', `{${prefix}}:session:phantom`]);
+        return owner === a.replica && phantom === ':0' ? true : undefined;
+      });
+      expect(a.problem()).to.equal(undefined);
+      // One session counts (kept), not two: the phantom holds no place under the limit.
+      expect(await b.admit('two', 2)).to.equal(undefined);
+      expect(await b.admit('three', 2)).to.equal(2);
+    });
+
     it('a session that ends while the store is out of reach stops counting once the store answers again', async () => {
       const link = open.add(await cutProxy(redis.port));
       const a = await store(`redis://127.0.0.1:${link.port}`);

@@ -220,6 +220,24 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     expect(bridge.sessions).to.equal(1);
   });
 
+  it('starts a few servers at a time: a burst of opens waits its turn, and one that waits too long gets 503 with Retry-After', async () => {
+    // A server that takes 1.5 s to start; one start at a time; 2.2 s of waiting at most.
+    const slow = { command: process.execPath, args: ['-e', `setTimeout(() => import(${JSON.stringify(STEPS.args[0])}), 1500)`] };
+    ({ bridge, log } = await served(slow, { maxStarting: 1, startWaitMs: 2200 }));
+    const open = () => rawRequest(bridge.url!, { method: 'POST', headers: MCP_HEADERS, body: INIT });
+    const burst = await Promise.all([open(), open(), open()]);
+    // The first starts at once; the second once the first answered (within 2.2 s); the third would wait for the
+    // second as well (3 s and more), and is refused when its wait runs out.
+    expect(burst.map((r) => r.status).sort()).to.deep.equal([200, 200, 503]);
+    const refused = burst.find((r) => r.status === 503)!;
+    expect(refused.headers['retry-after']).to.equal('1');
+    expect(refused.body).to.include('1 server is starting');
+    expect(log.filter((l) => /server pid \d+/.test(l))).to.have.length(2);
+    // Neither the refused open nor the wait left a place taken: the next open starts.
+    expect(bridge.sessions).to.equal(2);
+    expect((await open()).status).to.equal(200);
+  });
+
   it('closes a session left idle, and its child', async () => {
     ({ bridge, log } = await served(STEPS, { sessionIdleMs: 100 }));
     await rawSession(bridge.url!);
