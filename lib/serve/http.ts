@@ -20,7 +20,16 @@ import { type Refusal, StreamableSession } from './session.js';
 import type { Caller } from '../gateway/policy.js';
 import type { MetricsRegistry, Observer } from './observer.js';
 import type { Authentication, ResourceServer } from './resource-server.js';
-import { carriedCaller, incomingOf, type ReplicaStore, StoreUnavailable, type TunnelRequest, type TunnelResponse, tunnelRequest } from './store.js';
+import {
+  carriedCaller,
+  incomingOf,
+  MayHaveRun,
+  type ReplicaStore,
+  StoreUnavailable,
+  type TunnelRequest,
+  type TunnelResponse,
+  tunnelRequest,
+} from './store.js';
 
 const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
 
@@ -283,7 +292,9 @@ export class HttpFront {
           ? err.reply
           : err instanceof StoreUnavailable
             ? { status: 503, reason: err.message }
-            : { status: 500, reason: safeLine((err as Error).message) };
+            : err instanceof MayHaveRun
+              ? { status: 502, reason: err.message }
+              : { status: 500, reason: safeLine((err as Error).message) };
       try {
         this.#refuse(req, res, reply);
       } catch {

@@ -16,7 +16,15 @@ import { createClient, createCluster, createSentinel } from '@redis/client';
 import { safeLine } from '../errors.js';
 import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
-import { type ReplicaStore, StoreUnavailable, TUNNEL_WINDOW_BYTES, type TunnelFrame, type TunnelRequest, TunnelResponse } from './store.js';
+import {
+  MayHaveRun,
+  type ReplicaStore,
+  StoreUnavailable,
+  TUNNEL_WINDOW_BYTES,
+  type TunnelFrame,
+  type TunnelRequest,
+  TunnelResponse,
+} from './store.js';
 import { urlWithoutCredentials } from '../redaction.js';
 import { parseClusterUrl, parseSentinelUrl } from './sentinel-url.js';
 
@@ -28,6 +36,8 @@ export const ALIVE_MS = 5000;
 const BEAT_MS = 1000;
 /** How often a replica with requests out at other replicas checks that those are still alive. */
 const WATCH_MS = 1000;
+/** Checks in a row that find an owner without its liveness key before its carried requests are ended. */
+const OWNER_MISSES = 2;
 /** How long one store command may take before the request that needs it gets 503. */
 const COMMAND_MS = 3000;
 /** Session owners remembered by the replica that carries requests to them (the oldest forgotten first). */
@@ -79,6 +89,11 @@ redis.call('DEL', p .. ':session:' .. sid)
 redis.call('SREM', p .. ':owned:' .. me, sid)
 return 1`;
 
+/** A command the store took and did not answer in time: it may still run it (a stall ends, and it does). */
+class StoreSilent extends StoreUnavailable {
+  override name = 'StoreSilent';
+}
+
 /** A message on a replica's channel: a carried request, the client leaving, a part of an answer, flow control. */
 type Envelope =
   | ({ k: 'request'; t: string; from: string } & TunnelRequest)
@@ -93,6 +108,8 @@ type Envelope =
 interface Carried {
   owner: string;
   res: ServerResponse;
+  /** The carried request's HTTP method: a POST's messages may have run at an owner that died. */
+  method: string;
   /** Bytes of the body written to the client, and the most acknowledged to the owner. */
   received: number;
   acked: number;
@@ -271,6 +288,8 @@ export class RedisStore implements ReplicaStore {
    * the request) or by the liveness watch.
    */
   readonly #owners = new Map<string, string>();
+  /** Owners of carried requests found without a liveness key, and at how many checks in a row. */
+  readonly #missing = new Map<string, number>();
   #handler: ((request: TunnelRequest, res: TunnelResponse) => void) | undefined;
   #nextTunnel = 1;
   #beat: NodeJS.Timeout | undefined;
@@ -388,11 +407,16 @@ export class RedisStore implements ReplicaStore {
 
   async forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
     const t = String(this.#nextTunnel++);
-    this.#carried.set(t, { owner, res, received: 0, acked: 0, draining: false });
+    this.#carried.set(t, { owner, res, method: request.method, received: 0, acked: 0, draining: false });
     const body = pieces(request.body, PIECE_CHARS);
     const send = async (): Promise<number> => {
       for (const text of body.slice(0, -1)) await this.#publish(owner, { k: 'part', t, from: this.replica, text });
-      return this.#publish(owner, { k: 'request', t, from: this.replica, ...request, body: body[body.length - 1]! });
+      // Without its 'request' the owner runs nothing (its parts are dropped after a while): only a silence now
+      // leaves the request perhaps on its way.
+      return this.#publish(owner, { k: 'request', t, from: this.replica, ...request, body: body[body.length - 1]! }).catch((err: unknown) => {
+        if (!(err instanceof StoreSilent)) throw err;
+        throw new MayHaveRun(`${err.message} after it took the request for the replica that holds the session: the request may have run`);
+      });
     };
     const receivers = await send().catch((err: unknown) => {
       this.#carried.delete(t);
@@ -462,7 +486,7 @@ export class RedisStore implements ReplicaStore {
       timer = setTimeout(() => {
         this.#stalled = `it did not answer within ${COMMAND_MS} ms`;
         this.#afterStall = true;
-        reject(new StoreUnavailable(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`));
+        reject(new StoreSilent(`the session store ${this.name} did not answer within ${COMMAND_MS} ms`));
       }, COMMAND_MS);
     });
     try {
@@ -684,12 +708,21 @@ export class RedisStore implements ReplicaStore {
         for (const [t, carried] of [...this.#carried]) if (carried.owner === owner) this.#lose(t, carried);
         continue;
       }
-      if (alive === 1) continue;
+      if (alive === 1) {
+        this.#missing.delete(owner);
+        continue;
+      }
+      // Gone at the second check in a row: a Redis restarted without its data has no liveness key of a live owner
+      // until that owner reconnects and beats (within a second or two), and its requests are still running.
+      const misses = (this.#missing.get(owner) ?? 0) + 1;
+      this.#missing.set(owner, misses);
+      if (misses < OWNER_MISSES) continue;
+      this.#missing.delete(owner);
       this.#forgetOwner(owner);
       for (const [t, carried] of this.#carried) {
         if (carried.owner !== owner) continue;
         this.#carried.delete(t);
-        ownerGone(carried.res);
+        ownerGone(carried.res, carried.method);
       }
     }
   }
@@ -711,14 +744,23 @@ function answerLost(res: ServerResponse): void {
   res.writeHead(502, { 'Content-Type': 'application/json' }).end(body);
 }
 
-/** The answer to a request whose owner died before finishing it: 404 if nothing was sent yet, else the end. */
-function ownerGone(res: ServerResponse): void {
+/**
+ * The answer to a request whose owner died before finishing it: if nothing was sent yet, 502 saying that a POST
+ * may have run (its owner had it), or 404 for a GET (a stream: nothing ran, and the session is gone); else the end.
+ */
+function ownerGone(res: ServerResponse, method: string): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  const body = JSON.stringify(rpcError(null, SERVER_ERROR, 'the replica that held the session has stopped (start a new session with initialize)'));
-  res.writeHead(404, { 'Content-Type': 'application/json' }).end(body);
+  const [status, why] =
+    method === 'POST'
+      ? [
+          502,
+          'the replica that held the session stopped while it had this request: it may have run; the session is gone (start a new one with initialize)',
+        ]
+      : [404, 'the replica that held the session has stopped (start a new session with initialize)'];
+  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(rpcError(null, SERVER_ERROR, why)));
 }
 
 /** The store for `serve --store <url>`, connected (or retrying in the background if the store is down). */

@@ -180,9 +180,21 @@ export class TunnelResponse extends EventEmitter {
   }
 }
 
-/** The store cannot be reached (or answered with an error): a request that needs it gets 503. */
+/**
+ * The store cannot be reached (or answered with an error): a request that needs it gets 503, which says the
+ * request was never passed to a server.
+ */
 export class StoreUnavailable extends Error {
   override name = 'StoreUnavailable';
+}
+
+/**
+ * A carried request that the store may have passed on before it failed (it took the request and went silent):
+ * its owner may be running it, so its client gets 502 with an error that says so, never a 503 that invites a
+ * retry which would run it twice.
+ */
+export class MayHaveRun extends Error {
+  override name = 'MayHaveRun';
 }
 
 /** What the replicas of one service share. One per serve(); see redis-store.ts. */
@@ -208,6 +220,7 @@ export interface ReplicaStore {
   /**
    * Carries `request` to `owner` and writes its answer to `res` as it comes. False when the owner is not there
    * to take it. A response whose owner disappears is ended within a few seconds, never left hanging.
+   * StoreUnavailable when the request surely did not reach the owner; MayHaveRun when it may have.
    */
   forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean>;
   /** Handles requests other replicas carry here. */

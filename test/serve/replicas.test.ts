@@ -500,18 +500,24 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     /** Another replica on the last store's prefix, straight to Redis. */
     const twin = (): Promise<RedisStore> => redisStore(redis.url, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
 
-    /**
-     * A front replica's HTTP server that carries every request to `owner` (as serve does for a session owned
-     * there), and the owner's handler for what it is carried.
-     */
-    async function tunnel(handler: (request: TunnelRequest, res: TunnelResponse) => void, front?: RedisStore, owner?: RedisStore) {
-      const a = front ?? (await store());
-      const b = owner ?? (await twin());
-      b.onForwarded(handler);
+    /** A Redis of the test's own (to pause or stop), and two replicas' stores on one prefix there. */
+    async function ownRedis(): Promise<{ redis: RedisServer; prefix: string; stores: [RedisStore, RedisStore] }> {
+      const own = open.add(await startRedis());
+      const prefix = `store-test-${++prefixes}`;
+      const one = () => redisStore(own.url, prefix, () => undefined).then((s) => open.add(s));
+      return { redis: own, prefix, stores: [await one(), await one()] };
+    }
+
+    /** An HTTP front that carries every request to `owner` through `front`, and answers a failure with its name (599). */
+    async function carrier(front: RedisStore, owner: RedisStore): Promise<string> {
       const server = http.createServer(async (req, res) => {
         const chunks: Buffer[] = [];
         for await (const chunk of req) chunks.push(chunk as Buffer);
-        if (!(await a.forward(b.replica, tunnelRequest(req, Buffer.concat(chunks).toString('utf8')), res))) res.writeHead(404).end();
+        try {
+          if (!(await front.forward(owner.replica, tunnelRequest(req, Buffer.concat(chunks).toString('utf8')), res))) res.writeHead(404).end();
+        } catch (err) {
+          res.writeHead(599).end((err as Error).name);
+        }
       });
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       open.add({
@@ -520,7 +526,18 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
           return new Promise<void>((resolve) => server.close(() => resolve()));
         },
       });
-      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, front: a, owner: b };
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+    }
+
+    /**
+     * A front replica's HTTP server that carries every request to `owner` (as serve does for a session owned
+     * there), and the owner's handler for what it is carried.
+     */
+    async function tunnel(handler: (request: TunnelRequest, res: TunnelResponse) => void, front?: RedisStore, owner?: RedisStore) {
+      const a = front ?? (await store());
+      const b = owner ?? (await twin());
+      b.onForwarded(handler);
+      return { url: await carrier(a, b), front: a, owner: b };
     }
 
     /** Writes 64 KiB pieces as a session's stream does, waiting for 'drain' when told to, up to `total` bytes. */
@@ -651,10 +668,8 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
 
     it('a Redis stall past the liveness time: no phantom of an open refused meanwhile, and the sessions swept as dead registered again', async function () {
       this.timeout(30_000);
-      const paused = open.add(await startRedis());
-      const prefix = `store-test-${++prefixes}`;
-      const a = open.add(await redisStore(paused.url, prefix, () => undefined));
-      const b = open.add(await redisStore(paused.url, prefix, () => undefined));
+      const { redis: paused, prefix, stores } = await ownRedis();
+      const [a, b] = stores;
       expect(await a.admit('kept', 3)).to.equal(undefined);
       const stalled = Date.now();
       paused.pause();
@@ -678,6 +693,49 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       // One session counts (kept), not two: the phantom holds no place under the limit.
       expect(await b.admit('two', 2)).to.equal(undefined);
       expect(await b.admit('three', 2)).to.equal(2);
+    });
+
+    it('a request carried while Redis stalls may have run (MayHaveRun: 502), and does reach its owner after; one carried while Redis is away did not (503)', async function () {
+      this.timeout(30_000);
+      const {
+        redis: redis2,
+        stores: [front, owner],
+      } = await ownRedis();
+      const got: string[] = [];
+      owner.onForwarded((request, res) => {
+        got.push(request.body);
+        res.writeHead(200).end('{}');
+      });
+      const url = await carrier(front, owner);
+      expect((await rawRequest(url, { method: 'POST', body: 'before' })).status).to.equal(200);
+      redis2.pause();
+      const during = await rawRequest(url, { method: 'POST', body: 'during the stall' });
+      expect([during.status, during.body]).to.deep.equal([599, 'MayHaveRun']);
+      redis2.resume();
+      // It did reach the owner once Redis went on: a retry on a 503 would have run it twice.
+      await within(5000, 'the stalled request at its owner', async () => (got.includes('during the stall') ? true : undefined));
+      await redis2.stop();
+      await within(5000, 'the store seen as gone', async () => (front.problem() !== undefined ? true : undefined));
+      const away = await rawRequest(url, { method: 'POST', body: 'while away' });
+      expect([away.status, away.body]).to.deep.equal([599, 'StoreUnavailable']);
+      expect(got).to.deep.equal(['before', 'during the stall']);
+    });
+
+    it('an owner that stops with a carried request: a POST gets 502 saying it may have run, a GET stream 404', async () => {
+      const front = await store();
+      const owner = await twin();
+      const held: TunnelResponse[] = [];
+      owner.onForwarded((_request, res) => void held.push(res));
+      const url = await carrier(front, owner);
+      const posted = rawRequest(url, { method: 'POST', body: '{}' });
+      const listening = rawRequest(url, { method: 'GET' });
+      await within(5000, 'both requests at the owner', async () => (held.length === 2 ? true : undefined));
+      // Its liveness key removed at once (as a replica that stops says), its requests never answered.
+      await owner.close();
+      const [post, get] = await Promise.all([posted, listening]);
+      expect(post.status).to.equal(502);
+      expect(JSON.parse(post.body).error.message).to.match(/it may have run/);
+      expect(get.status).to.equal(404);
     });
 
     it('a session that ends while the store is out of reach stops counting once the store answers again', async () => {
