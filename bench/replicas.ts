@@ -1,12 +1,16 @@
 // The cost of coordination: server-everything behind three `mcp-frame serve --store` replicas sharing a Redis
 // (each request to the next replica, as a balancer without affinity sends them: two in three are carried to
-// the owner), against one `serve` without a store; the same SDK 1.x client (a session of the initialize era,
-// the kind replicas share), sequential and concurrent tools/call, runs interleaved. Every serve is a process
-// of its own. npm run bench runs it; `node dist/bench/replicas.js` runs it alone.
+// the owner), carried through Redis pub/sub or, with --advertise-url, forwarded to the owner over HTTP, against
+// one `serve` without a store; the same SDK 1.x client (a session of the initialize era, the kind replicas
+// share), sequential and concurrent tools/call, runs interleaved; and the bytes through Redis per call, read from
+// its own counters. Every serve is a process of its own. npm run bench runs it; `node dist/bench/replicas.js`
+// runs it alone.
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ROOT } from '../test/helpers/fixtures.js';
+import { freePort } from '../test/helpers/ports.js';
 import { haveRedis, startRedis } from '../test/helpers/redis.js';
 import { serveProcess } from '../test/helpers/served.js';
 import { CALLS, type Call, interleaved } from './http.js';
@@ -17,13 +21,41 @@ const EVERYTHING = [process.execPath, `${ROOT}node_modules/@modelcontextprotocol
 
 export interface ReplicaRows {
   rows: ReplicaRow[];
+  /** Bytes through Redis (in and out) and PUBLISH commands per call, 1,000 sequential calls, each way of carrying. */
+  redis: { tunnel: RedisTraffic; direct: RedisTraffic };
   warnings: Map<string, number>;
 }
 
 export interface ReplicaRow {
   label: string;
+  /** Through Redis pub/sub. */
   replicas: number;
+  /** Forwarded over HTTP (--advertise-url). */
+  direct: number;
   single: number;
+}
+
+interface RedisTraffic {
+  bytes: number;
+  publishes: number;
+}
+
+/** Redis's own counters: bytes in and out over every connection, and PUBLISH commands run. */
+function redisCounters(port: number): RedisTraffic {
+  const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'all'], { encoding: 'utf8' });
+  const field = (re: RegExp): number => Number(re.exec(text)?.[1] ?? 0);
+  return {
+    bytes: field(/total_net_input_bytes:(\d+)/) + field(/total_net_output_bytes:(\d+)/),
+    publishes: field(/cmdstat_publish:calls=(\d+)/),
+  };
+}
+
+/** Redis traffic per call for CALLS sequential calls through `call` (the replicas' heartbeats included, as in life). */
+async function trafficPerCall(port: number, call: Call): Promise<RedisTraffic> {
+  const before = redisCounters(port);
+  for (let i = 0; i < CALLS; i++) await call(`message ${i}`);
+  const after = redisCounters(port);
+  return { bytes: (after.bytes - before.bytes) / CALLS, publishes: (after.publishes - before.publishes) / CALLS };
 }
 
 interface Served {
@@ -59,19 +91,29 @@ export async function replicaRoundTrips(): Promise<ReplicaRows | string> {
   const redis = await startRedis();
   const servers: Served[] = [];
   try {
-    for (let i = 0; i < 3; i++) servers.push(await served(['--store', redis.url]));
+    for (let i = 0; i < 3; i++) servers.push(await served(['--store', redis.url, '--store-prefix', 'tunnel']));
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      servers.push(
+        await served(['--port', String(port), '--store', redis.url, '--store-prefix', 'direct', '--advertise-url', `http://127.0.0.1:${port}`]),
+      );
+    }
     const single = await served([]);
     servers.push(single);
     const through = await sdkClient(servers.slice(0, 3).map((s) => s.url));
+    const direct = await sdkClient(servers.slice(3, 6).map((s) => s.url));
     const alone = await sdkClient([single.url]);
     try {
-      const [a, b] = await Promise.all([through.call('same'), alone.call('same')]);
-      if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`the replicas and one serve answer differently: ${JSON.stringify([a, b])}`);
-      const { result, warnings } = await countingWarnings(() => interleaved({ replicas: through.call, single: alone.call }, RUNS));
-      return { rows: result, warnings };
+      const answers = await Promise.all([through.call('same'), direct.call('same'), alone.call('same')]);
+      if (new Set(answers.map((a) => JSON.stringify(a))).size !== 1)
+        throw new Error(`the replicas and one serve answer differently: ${JSON.stringify(answers)}`);
+      const { result, warnings } = await countingWarnings(() =>
+        interleaved({ replicas: through.call, direct: direct.call, single: alone.call }, RUNS),
+      );
+      const traffic = { tunnel: await trafficPerCall(redis.port, through.call), direct: await trafficPerCall(redis.port, direct.call) };
+      return { rows: result, redis: traffic, warnings };
     } finally {
-      await through.close();
-      await alone.close();
+      await Promise.all([through.close(), direct.close(), alone.close()]);
     }
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
@@ -81,15 +123,20 @@ export async function replicaRoundTrips(): Promise<ReplicaRows | string> {
 
 export function replicaTable(measured: ReplicaRows | string): string {
   if (typeof measured === 'string') return measured;
-  const lines = measured.rows.map((r) => {
-    const added = (r.replicas - r.single) / CALLS;
-    return `| ${r.label} | ${r.replicas.toFixed(0)} | ${r.single.toFixed(0)} | ${(r.replicas / r.single).toFixed(2)}x | ${added.toFixed(3)} |`;
-  });
+  // Two in three requests are carried: the added time per carried request is the added time per request x 3/2.
+  const added = (ms: number, single: number): string => `${((ms - single) / CALLS).toFixed(3)} / ${(((ms - single) / CALLS) * 1.5).toFixed(3)}`;
+  const lines = measured.rows.map(
+    (r) =>
+      `| ${r.label} | ${r.replicas.toFixed(0)} | ${r.direct.toFixed(0)} | ${r.single.toFixed(0)} | ${(r.replicas / r.single).toFixed(2)}x / ${(r.direct / r.single).toFixed(2)}x | ${added(r.replicas, r.single)} | ${added(r.direct, r.single)} |`,
+  );
+  const { tunnel, direct } = measured.redis;
   return `${[
-    '| case | 3 replicas, rotating, ms | one serve, ms | replicas vs one | added ms per request |',
-    '| --- | ---: | ---: | ---: | ---: |',
+    '| case | 3 replicas through Redis, ms | 3 replicas over HTTP, ms | one serve, ms | vs one (Redis / HTTP) | added ms per call / per carried request, Redis | the same, HTTP |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...lines,
-  ].join('\n')}${warningNote(measured.warnings, "the SDK client's, at 1,000 concurrent requests")}`;
+  ].join(
+    '\n',
+  )}\n\nThrough Redis per call (${CALLS.toLocaleString('en')} sequential calls, heartbeats included): ${(tunnel.bytes / 1024).toFixed(2)} KiB and ${tunnel.publishes.toFixed(2)} PUBLISHes carried through pub/sub; ${(direct.bytes / 1024).toFixed(2)} KiB and ${direct.publishes.toFixed(2)} PUBLISHes forwarded over HTTP (--advertise-url).${warningNote(measured.warnings, "the SDK client's, at 1,000 concurrent requests")}`;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) process.stdout.write(`${replicaTable(await replicaRoundTrips())}\n`);

@@ -4,7 +4,7 @@ import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { commandProblem } from '../serve/context.js';
 import { parseClusterUrl, parseSentinelUrl } from '../serve/sentinel-url.js';
-import { pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
+import { advertiseProblem, pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
@@ -34,6 +34,8 @@ options:
                            redis+sentinel://host:port[,host:port...]/<master name> to follow a failover,
                            redis+cluster://host:port[,host:port...] for a Redis Cluster)
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
+  --advertise-url <url>    with --store: this replica's origin as the others reach it (http://10.0.0.5:8080);
+                           they forward its sessions' requests there over HTTP, not through Redis
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   --path <p>               the Streamable HTTP endpoint's path (default /mcp)
   --sse-path <p>  --messages-path <p>   the legacy HTTP+SSE transport's paths (default /sse and /messages)
@@ -83,6 +85,7 @@ const OPTIONS = {
   'replay-bytes': { type: 'string' },
   store: { type: 'string' },
   'store-prefix': { type: 'string' },
+  'advertise-url': { type: 'string' },
   'drain-ms': { type: 'string' },
   path: { type: 'string' },
   'sse-path': { type: 'string' },
@@ -177,6 +180,7 @@ function serveOptions(values: Values): ServeOptions {
     token: tokenOf(values['token-env'] as string | undefined),
     store: storeUrl(values.store as string | undefined),
     storePrefix: values['store-prefix'],
+    advertiseUrl: values['advertise-url'],
   };
   const numbers = {
     maxSessions: 'max-sessions',
@@ -199,6 +203,12 @@ function serveOptions(values: Values): ServeOptions {
   if (options.http === false && options.socket === undefined) throw new CliError(`--no-http needs --socket\n${USAGE}`, EXIT.usage);
   if (options.http === false && options.store !== undefined)
     throw new CliError(`--store shares HTTP sessions: it does not go with --no-http\n${USAGE}`, EXIT.usage);
+  if (options.advertiseUrl !== undefined) {
+    if (options.store === undefined)
+      throw new CliError(`--advertise-url is where other replicas reach this one: it needs --store\n${USAGE}`, EXIT.usage);
+    const problem = advertiseProblem(options.advertiseUrl);
+    if (problem !== undefined) throw new CliError(`--advertise-url ${problem}`, EXIT.usage);
+  }
   return options;
 }
 

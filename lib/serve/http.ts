@@ -16,6 +16,7 @@ import { commandProblem, rpcError, SERVER_ERROR, type ServeContext, type ServedC
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
+import { isPeerKey, PEER_HEADER, PEER_REFUSED_HEADER } from './peer.js';
 import { type Refusal, StreamableSession } from './session.js';
 import type { Caller } from '../gateway/policy.js';
 import type { MetricsRegistry, Observer } from './observer.js';
@@ -277,7 +278,14 @@ export class HttpFront {
     res.on('error', () => undefined);
     req.on('error', () => undefined);
     if (this.#ctx.observer?.bytes !== undefined) countBytesOut(res, this.#ctx.observer);
-    this.#dispatch(req, res, false);
+    // Another replica forwarding a request for a session of this one, over HTTP (--advertise-url): taken as one
+    // carried through the store, once the peer key proves a replica sent it.
+    const peer = req.headers[PEER_HEADER];
+    if (peer !== undefined && !isPeerKey(peer, this.#sessions.store?.peerKey)) {
+      const reason = 'the peer key is not this service’s (a replica forwards with the key the store gives)';
+      return this.#refuse(req, res, { status: 403, reason, headers: { [PEER_REFUSED_HEADER]: '1' } });
+    }
+    this.#dispatch(req, res, peer !== undefined);
   }
 
   /** A request another replica carried here, for a session of this one: the guard passed there. */

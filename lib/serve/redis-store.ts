@@ -3,14 +3,16 @@
  * hash tag: `{mcp-frame}`, so that on a Redis Cluster every key of a service is in one slot and its scripts run
  * on one node):
  *   <p>:replicas           set of replica ids that have registered
- *   <p>:alive:<replica>    exists while the replica beats (a short time to live, renewed every second)
+ *   <p>:alive:<replica>    exists while the replica beats (a short time to live, renewed every second); its
+ *                          value is the replica's advertised address (--advertise-url), or 1
+ *   <p>:peer-key           the key replicas prove themselves with when they forward a request over HTTP
  *   <p>:owned:<replica>    set of the session ids the replica owns
  *   <p>:session:<id>       the id of the replica that owns session <id>
  * A replica that stops beating has its keys removed by the next replica that counts or looks up sessions, so
  * a dead replica's sessions are 404 everywhere within ALIVE_MS. Each replica subscribes to <p>:to:<replica>:
  * requests for its sessions come in there, and answers to the requests it carried out.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { createClient, createCluster, createSentinel } from '@redis/client';
 import { safeLine } from '../errors.js';
@@ -27,6 +29,7 @@ import {
 } from './store.js';
 import { urlWithoutCredentials } from '../redaction.js';
 import { parseClusterUrl, parseSentinelUrl } from './sentinel-url.js';
+import { forwardDirect } from './peer.js';
 
 /** Commands that always write (not EVAL: a script that only reads runs on a replica): one that succeeds says the store takes writes again. */
 const WRITES = new Set(['SET', 'SADD', 'DEL', 'SREM']);
@@ -72,12 +75,16 @@ redis.call('SET', p .. ':session:' .. sid, me)
 redis.call('SADD', p .. ':owned:' .. me, sid)
 return -1`;
 
-/** The live owner of a session, or false; a session whose owner is gone is removed. */
+/**
+ * The live owner of a session and its liveness key's value (its advertised address, or '1'), or false; a session
+ * whose owner is gone is removed.
+ */
 const OWNER = `
 local p, sid = ARGV[1], ARGV[2]
 local owner = redis.call('GET', p .. ':session:' .. sid)
 if not owner then return false end
-if redis.call('EXISTS', p .. ':alive:' .. owner) == 1 then return owner end
+local alive = redis.call('GET', p .. ':alive:' .. owner)
+if alive then return {owner, alive} end
 redis.call('DEL', p .. ':session:' .. sid)
 redis.call('SREM', p .. ':owned:' .. owner, sid)
 return false`;
@@ -308,9 +315,18 @@ export class RedisStore implements ReplicaStore {
   #stalled: string | undefined;
   /** A command found the store silent: the next that succeeds registers this replica's sessions again. */
   #afterStall = false;
+  /** This replica's advertised origin (--advertise-url): other replicas forward its sessions' requests there. */
+  readonly #address: string | undefined;
+  /** Other replicas' advertised origins (undefined: none, carried through Redis), by replica id. */
+  readonly #addresses = new Map<string, string | undefined>();
+  /** The key replicas prove themselves with to each other over HTTP (see peer.ts), from the store. */
+  #peerKey: string | undefined;
+  /** A forward found an owner that does not share the key (the store lost it): read it again. */
+  #peerKeyStale = false;
 
-  constructor(url: string, prefix: string, log: (line: string) => void) {
+  constructor(url: string, prefix: string, log: (line: string) => void, address?: string) {
     this.name = storeName(url);
+    this.#address = address;
     this.#prefix = hashTagged(prefix);
     this.#log = log;
     this.#client = connectionFor(url);
@@ -398,14 +414,49 @@ export class RedisStore implements ReplicaStore {
   async ownerOf(id: string): Promise<string | undefined> {
     const known = this.#owners.get(id);
     if (known !== undefined) return known;
-    const owner = await this.#command<string | null>(['EVAL', OWNER, '1', this.#key('replicas'), this.#prefix, id]);
-    if (owner === null) return undefined;
+    const found = await this.#command<[string, string] | null>(['EVAL', OWNER, '1', this.#key('replicas'), this.#prefix, id]);
+    if (found === null) return undefined;
+    const [owner, alive] = found;
+    this.#learnAddress(owner, alive);
     if (this.#owners.size >= OWNERS_KEPT) this.#owners.delete(this.#owners.keys().next().value!);
     this.#owners.set(id, owner);
     return owner;
   }
 
+  get peerKey(): string | undefined {
+    return this.#peerKey;
+  }
+
   async forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
+    const address = await this.#addressOf(owner);
+    if (address !== undefined && this.#peerKey !== undefined) {
+      if ((await forwardDirect(address, this.#peerKey, request, res)) === 'sent') return true;
+      // Not reached (no connection, or a peer key the owner does not share, after the store lost it): through
+      // Redis instead, which reaches every replica; the key is read again at the next beat.
+      this.#peerKeyStale = true;
+      this.#addresses.delete(owner);
+    }
+    return this.#tunnel(owner, request, res);
+  }
+
+  /** The address `owner` advertises (from the lookup that found it, else its liveness key), or undefined. */
+  async #addressOf(owner: string): Promise<string | undefined> {
+    if (this.#addresses.has(owner)) return this.#addresses.get(owner);
+    const alive = await this.#command<string | null>(['GET', this.#key('alive', owner)]).catch(() => null);
+    if (alive === null) return undefined;
+    return this.#learnAddress(owner, alive);
+  }
+
+  /** Keeps what `owner`'s liveness key says of its address ('1': it has none). */
+  #learnAddress(owner: string, alive: string): string | undefined {
+    const address = /^https?:\/\//.test(alive) ? alive : undefined;
+    if (this.#addresses.size >= OWNERS_KEPT) this.#addresses.delete(this.#addresses.keys().next().value!);
+    this.#addresses.set(owner, address);
+    return address;
+  }
+
+  /** Carries a request to its owner through Redis pub/sub. */
+  async #tunnel(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
     const t = String(this.#nextTunnel++);
     this.#carried.set(t, { owner, res, method: request.method, received: 0, acked: 0, draining: false });
     const body = pieces(request.body, PIECE_CHARS);
@@ -465,6 +516,7 @@ export class RedisStore implements ReplicaStore {
   /** A replica found gone: no session is sent to it again without a fresh lookup. */
   #forgetOwner(owner: string): void {
     for (const [id, known] of this.#owners) if (known === owner) this.#owners.delete(id);
+    this.#addresses.delete(owner);
   }
 
   #key(kind: string, id?: string): string {
@@ -531,10 +583,23 @@ export class RedisStore implements ReplicaStore {
       // GET: the key's value before this beat. None means this replica was taken for dead (the store stalled or was
       // out of reach past ALIVE_MS, or lost its data), and an admission since may have swept its sessions away:
       // they are registered again, or other replicas would answer 404 for sessions this one still serves.
-      const before = await this.#command<string | null>(['SET', this.#key('alive', this.replica), '1', 'PX', String(ALIVE_MS), 'GET']);
+      const before = await this.#command<string | null>([
+        'SET',
+        this.#key('alive', this.replica),
+        this.#address ?? '1',
+        'PX',
+        String(ALIVE_MS),
+        'GET',
+      ]);
       if (before === null && this.#local.size > 0 && this.#beaten) again = true;
       this.#beaten = true;
       await this.#command(['SADD', this.#key('replicas'), this.replica]);
+      if (this.#peerKey === undefined || this.#peerKeyStale || again) {
+        // The replicas' shared key for direct forwarding: the first to ask sets it, every other reads it.
+        const mine = randomBytes(32).toString('base64url');
+        this.#peerKey = (await this.#command<string | null>(['SET', this.#key('peer-key'), mine, 'NX', 'GET'])) ?? mine;
+        this.#peerKeyStale = false;
+      }
       if (again && this.#local.size > 0) {
         for (const id of this.#local) await this.#command(['SET', this.#key('session', id), this.replica]);
         await this.#command(['SADD', this.#key('owned', this.replica), ...this.#local]);
@@ -764,8 +829,8 @@ function ownerGone(res: ServerResponse, method: string): void {
 }
 
 /** The store for `serve --store <url>`, connected (or retrying in the background if the store is down). */
-export async function redisStore(url: string, prefix: string, log: (line: string) => void): Promise<RedisStore> {
-  const store = new RedisStore(url, prefix, log);
+export async function redisStore(url: string, prefix: string, log: (line: string) => void, address?: string): Promise<RedisStore> {
+  const store = new RedisStore(url, prefix, log, address);
   await store.start();
   return store;
 }

@@ -84,6 +84,13 @@ export interface ServeOptions {
   /** The prefix of the store's keys and channels: services sharing one Redis each take their own. @defaultValue 'mcp-frame' */
   storePrefix?: string;
   /**
+   * With a store: this replica's origin as the other replicas reach it (`http://10.0.0.5:8080`, a pod's DNS name
+   * behind a headless service). A request for one of its sessions that reaches another replica is forwarded here
+   * over HTTP, instead of through Redis pub/sub (which stays the way to replicas that advertise none, and the
+   * fallback when this address cannot be reached).
+   */
+  advertiseUrl?: string;
+  /**
    * On close, how long /healthz answers 503 ("shutting down") while sessions go on being served, so that a
    * balancer stops sending new clients first. @defaultValue 0
    */
@@ -324,11 +331,12 @@ function sessionTable(
  * The replicas' store, its client loaded only now (a plain serve never loads it): @redis/client is an optional
  * peer, so that a user of the framing layer does not install it; missing, a clear error naming it.
  */
-async function openStore(url: string, prefix: string, ctx: ServeContext): Promise<ReplicaStore> {
+async function openStore(url: string, ctx: ServeContext, options: ServeOptions): Promise<ReplicaStore> {
   const { redisStore } = await import('./redis-store.js').catch((err: unknown) => {
     throw missingPeer("serve --store keeps its replicas' state in Redis", '@redis/client', err);
   });
-  return redisStore(url, prefix, ctx.log);
+  const address = options.advertiseUrl === undefined ? undefined : new URL(options.advertiseUrl).origin;
+  return redisStore(url, options.storePrefix ?? 'mcp-frame', ctx.log, address);
 }
 
 /** Closes sessions that have had no request and no open stream for `idleMs`; checked a few times per period. */
@@ -558,6 +566,11 @@ function checkOptions(options: ServeOptions): void {
   if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
   if (options.auth !== undefined && options.token !== undefined)
     throw new TypeError('serve: auth (sign-in) and a static token do not go together: give one');
+  if (options.advertiseUrl !== undefined) {
+    if (options.store === undefined) throw new TypeError('serve: advertiseUrl is where other replicas reach this one: it needs a store');
+    const problem = advertiseProblem(options.advertiseUrl);
+    if (problem !== undefined) throw new TypeError(`serve: advertiseUrl ${problem}`);
+  }
   for (const key of ['maxStarting', 'startWaitMs'] as const) {
     const value = options[key];
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
@@ -565,6 +578,21 @@ function checkOptions(options: ServeOptions): void {
   }
   if (options.auth !== undefined && options.socket !== undefined)
     throw new TypeError('serve: auth (sign-in) checks HTTP callers, and a socket has none to check: serve the socket from another serve');
+}
+
+/** Why `url` cannot be a replica's advertised origin, or undefined: an http(s) origin with no path, query or credentials. */
+export function advertiseProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `is not a URL: ${JSON.stringify(url.slice(0, 80))}`;
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `must be http:// or https://, got ${JSON.stringify(parsed.protocol)}`;
+  if (parsed.username !== '' || parsed.password !== '') return 'must not carry credentials (the replicas prove themselves with a key of the store’s)';
+  if (parsed.pathname !== '/' || parsed.search !== '' || parsed.hash !== '')
+    return `is an origin (scheme, host and port), without a path: the endpoints' paths are added to it (got ${JSON.stringify(parsed.pathname + parsed.search)})`;
+  return undefined;
 }
 
 /** The resource server for `auth`, its metadata naming the scopes the policy asks for too. */
@@ -644,7 +672,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const ctx = await targetContext(target, options);
   const host = options.host ?? '127.0.0.1';
   const socketChildren = new Set<ServedChild>();
-  const store = options.store === undefined ? undefined : await openStore(options.store, options.storePrefix ?? 'mcp-frame', ctx);
+  const store = options.store === undefined ? undefined : await openStore(options.store, ctx, options);
   if (store !== undefined) ctx.replica = store.replica;
   const gate = new StartGate(options.maxStarting ?? 4, options.startWaitMs ?? 10_000);
   const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store, gate);

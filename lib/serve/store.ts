@@ -223,6 +223,8 @@ export interface ReplicaStore {
    * StoreUnavailable when the request surely did not reach the owner; MayHaveRun when it may have.
    */
   forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean>;
+  /** The key replicas prove themselves with when they forward a request over HTTP (undefined until the store gave it). */
+  readonly peerKey: string | undefined;
   /** Handles requests other replicas carry here. */
   onForwarded(handler: (request: TunnelRequest, res: TunnelResponse) => void): void;
   /** Stops heartbeats, says in the store at once that this replica and its sessions are gone, disconnects. */

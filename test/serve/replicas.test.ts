@@ -1,4 +1,5 @@
 import { Client as Client2, StreamableHTTPClientTransport as Transport2 } from '@modelcontextprotocol/client';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
@@ -21,6 +22,7 @@ import { type RedisServer, redisCommand, requireRedis, roleOf, startCluster, sta
 import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
+import { freePort } from '../helpers/ports.js';
 import { startIdp } from '../helpers/idp.js';
 
 const EVERYTHING = [process.execPath, `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
@@ -32,7 +34,7 @@ interface Replica extends ServeProcess {
 
 /** `mcp-frame serve --store <redis>` in a process of its own, server-everything behind it. */
 async function replica(store: string, args: string[] = []): Promise<Replica> {
-  const proc = await serveProcess(['--port', '0', '--store', store, ...args, '--', ...EVERYTHING]);
+  const proc = await serveProcess([...(args.includes('--port') ? [] : ['--port', '0']), '--store', store, ...args, '--', ...EVERYTHING]);
   return {
     ...proc,
     url: proc.url!,
@@ -75,8 +77,11 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
   const replicas = (n: number, args: string[] = []): Promise<Replica[]> =>
     Promise.all(Array.from({ length: n }, () => replica(redis.url, args).then((r) => open.add(r))));
 
-  it('the SDK client rotating over three replicas: handshake, tools, progress, sampling answered through another replica, DELETE everywhere', async () => {
-    const three = await replicas(3);
+  /**
+   * The MCP SDK client on one session through three replicas, each request to the next (two in three carried to
+   * the owner): handshake, tools, progress, sampling answered through another replica, DELETE everywhere.
+   */
+  async function rotatingSession(three: Replica[]): Promise<void> {
     const sent = [0, 0, 0];
     let next = 0;
     // A balancer without affinity: each request goes to the next replica.
@@ -124,6 +129,52 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     await client.close();
     expect(await gone(pid!, 5000)).to.equal(true);
     for (const r of three) expect((await post(r.url, id, echo(9, 'after'))).status).to.equal(404);
+  }
+
+  /** PUBLISH commands Redis has run: what crossed the tunnel. */
+  const publishes = (): number => {
+    const stats = execFileSync('redis-cli', ['-p', String(redis.port), 'INFO', 'commandstats'], { encoding: 'utf8' });
+    return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+  };
+
+  /** Replicas that advertise their own address (--advertise-url), or `advertise`'s for the first. */
+  const directReplicas = (n: number, advertise?: string, args: string[] = []): Promise<Replica[]> =>
+    Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const port = await freePort();
+        const url = i === 0 && advertise !== undefined ? advertise : `http://127.0.0.1:${port}`;
+        return open.add(await replica(redis.url, ['--port', String(port), '--advertise-url', url, ...args]));
+      }),
+    );
+
+  it('the SDK client rotating over three replicas: handshake, tools, progress, sampling answered through another replica, DELETE everywhere', async () => {
+    await rotatingSession(await replicas(3));
+  });
+
+  it('with --advertise-url, the same session with every carried request forwarded to its owner over HTTP: nothing through Redis pub/sub', async () => {
+    const three = await directReplicas(3);
+    const before = publishes();
+    await rotatingSession(three);
+    expect(publishes() - before).to.equal(0);
+  });
+
+  it('falls back to the tunnel for an owner whose advertised address cannot be reached, and refuses a forged peer key', async () => {
+    const unreachable = `http://127.0.0.1:${await freePort()}`;
+    const [owner, front] = await directReplicas(2, unreachable);
+    const id = await session(owner!.url, owner!.url);
+    const before = publishes();
+    const answer = await post(front!.url, id, echo(2, 'through Redis'));
+    expect(answer.status, answer.body).to.equal(200);
+    expect(answer.body).to.include('Echo: through Redis');
+    expect(publishes() - before).to.be.above(0);
+    // A client that sends the peer header with a key of its own is refused before anything is read.
+    const forged = await rawRequest(front!.url, {
+      method: 'POST',
+      headers: { ...MCP_HEADERS, 'mcp-session-id': id, 'mcp-frame-peer': 'guessed', 'mcp-frame-caller': '{"subject":"x"}' },
+      body: JSON.stringify(echo(3, 'forged')),
+    });
+    expect(forged.status).to.equal(403);
+    expect(forged.body).to.match(/peer key/);
   });
 
   it('a gateway of two servers as replicas: a session opened on one is served, both servers and their questions, through the other', async () => {
@@ -178,43 +229,46 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     expect(next).to.be.greaterThan(8);
   });
 
-  it('signed-in callers through replicas: a session answers its own caller through another replica, and 404 to anyone else', async () => {
-    const idp = await startIdp({ ada: {}, bob: {} });
-    try {
-      const resource = 'http://mcp.test/mcp';
-      const [one, two] = await replicas(2, ['--auth-issuer', idp.issuer, '--public-url', resource]);
-      const ada = await idp.mint({ aud: resource, sub: 'ada' });
-      const bob = await idp.mint({ aud: resource, sub: 'bob' });
-      const as = (token: string, url: string, session: string | undefined, body: unknown) =>
-        rawRequest(url, {
+  for (const direct of [false, true]) {
+    it(`signed-in callers through replicas: a session answers its own caller through another replica, and 404 to anyone else${direct ? ' (over HTTP with --advertise-url)' : ''}`, async () => {
+      const idp = await startIdp({ ada: {}, bob: {} });
+      try {
+        const resource = 'http://mcp.test/mcp';
+        const signIn = ['--auth-issuer', idp.issuer, '--public-url', resource];
+        const [one, two] = direct ? await directReplicas(2, undefined, signIn) : await replicas(2, signIn);
+        const ada = await idp.mint({ aud: resource, sub: 'ada' });
+        const bob = await idp.mint({ aud: resource, sub: 'bob' });
+        const as = (token: string, url: string, session: string | undefined, body: unknown) =>
+          rawRequest(url, {
+            method: 'POST',
+            headers: { ...MCP_HEADERS, authorization: `Bearer ${token}`, ...(session === undefined ? {} : { 'mcp-session-id': session }) },
+            body: typeof body === 'string' ? body : JSON.stringify(body),
+          });
+        const init = await as(ada, one!.url, undefined, INIT);
+        expect(init.status, init.body).to.equal(200);
+        const id = init.headers['mcp-session-id'] as string;
+        const own = await as(ada, two!.url, id, echo(2, 'carried ✓'));
+        expect(own.status).to.equal(200);
+        expect(own.body).to.include('Echo: carried ✓');
+        const other = await as(bob, two!.url, id, echo(3, 'not yours'));
+        expect(other.status).to.equal(404);
+        // A client cannot name itself someone else by sending the header the replicas use between them.
+        const forged = await rawRequest(two!.url, {
           method: 'POST',
-          headers: { ...MCP_HEADERS, authorization: `Bearer ${token}`, ...(session === undefined ? {} : { 'mcp-session-id': session }) },
-          body: typeof body === 'string' ? body : JSON.stringify(body),
+          headers: {
+            ...MCP_HEADERS,
+            authorization: `Bearer ${bob}`,
+            'mcp-session-id': id,
+            'mcp-frame-caller': JSON.stringify({ subject: `${idp.issuer} ada`, scopes: ['mcp'], claims: {} }),
+          },
+          body: JSON.stringify(echo(4, 'forged')),
         });
-      const init = await as(ada, one!.url, undefined, INIT);
-      expect(init.status, init.body).to.equal(200);
-      const id = init.headers['mcp-session-id'] as string;
-      const own = await as(ada, two!.url, id, echo(2, 'carried ✓'));
-      expect(own.status).to.equal(200);
-      expect(own.body).to.include('Echo: carried ✓');
-      const other = await as(bob, two!.url, id, echo(3, 'not yours'));
-      expect(other.status).to.equal(404);
-      // A client cannot name itself someone else by sending the header the replicas use between them.
-      const forged = await rawRequest(two!.url, {
-        method: 'POST',
-        headers: {
-          ...MCP_HEADERS,
-          authorization: `Bearer ${bob}`,
-          'mcp-session-id': id,
-          'mcp-frame-caller': JSON.stringify({ subject: `${idp.issuer} ada`, scopes: ['mcp'], claims: {} }),
-        },
-        body: JSON.stringify(echo(4, 'forged')),
-      });
-      expect(forged.status).to.equal(404);
-    } finally {
-      await idp.close();
-    }
-  });
+        expect(forged.status).to.equal(404);
+      } finally {
+        await idp.close();
+      }
+    });
+  }
 
   it('the deprecated HTTP+SSE transport: the stream on one replica, every POST to /messages on the next (SDK client)', async () => {
     const three = await replicas(3);
@@ -446,52 +500,58 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     await session(a!.url);
   });
 
-  it('modern-era requests go to whichever replica gets them; an input_required retry is carried to the replica that asked (SDK 2.x, rotating)', async () => {
-    const [a, b] = await replicas(2);
-    // Rotating, except that a retry (it carries requestState) goes to the replica the call did not: the one that
-    // did not ask.
-    let next = 0;
-    const calls: number[] = [];
-    const rotating = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-      const body = typeof init?.body === 'string' ? init.body : '';
-      let i = next++ % 2;
-      if (body.includes('"requestState"')) i = 1 - calls[0]!;
-      if (body.includes('"tools/call"')) calls.push(i);
-      const url = new URL(input instanceof Request ? input.url : input);
-      return fetch(new URL(url.pathname + url.search, [a!, b!][i]!.url), init);
-    };
-    const client = new Client2(
-      { name: 'sdk2-rotating', version: '1.0.0' },
-      { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: {} } },
-    );
-    const asked: string[] = [];
-    client.setRequestHandler('elicitation/create', async (request) => {
-      asked.push((request.params as { message: string }).message);
-      return { action: 'accept', content: FILLED_FORM };
-    });
-    await client.connect(new Transport2(new URL(a!.url), { fetch: rotating }));
-    try {
-      const elicited = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
-      expect(JSON.stringify(elicited.content)).to.include('Ada');
-      expect(asked).to.have.length(1);
-      expect(calls).to.have.length(2);
-      expect(calls[1]).to.not.equal(calls[0]);
-    } finally {
-      await client.close();
-    }
-    // The first modern client (its capabilities) shaped each replica's child: elicitation tools are there for it.
-    for (const r of [a!, b!]) {
-      const c = await connect({ type: 'http', url: r.url });
+  for (const direct of [false, true]) {
+    it(`modern-era requests go to whichever replica gets them; an input_required retry is carried to the replica that asked (SDK 2.x, rotating${direct ? '; over HTTP with --advertise-url' : ''})`, async () => {
+      const before = publishes();
+      const [a, b] = direct ? await directReplicas(2) : await replicas(2);
+      // Rotating, except that a retry (it carries requestState) goes to the replica the call did not: the one that
+      // did not ask.
+      let next = 0;
+      const calls: number[] = [];
+      const rotating = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        const body = typeof init?.body === 'string' ? init.body : '';
+        let i = next++ % 2;
+        if (body.includes('"requestState"')) i = 1 - calls[0]!;
+        if (body.includes('"tools/call"')) calls.push(i);
+        const url = new URL(input instanceof Request ? input.url : input);
+        return fetch(new URL(url.pathname + url.search, [a!, b!][i]!.url), init);
+      };
+      const client = new Client2(
+        { name: 'sdk2-rotating', version: '1.0.0' },
+        { versionNegotiation: { mode: 'auto' }, capabilities: { elicitation: {} } },
+      );
+      const asked: string[] = [];
+      client.setRequestHandler('elicitation/create', async (request) => {
+        asked.push((request.params as { message: string }).message);
+        return { action: 'accept', content: FILLED_FORM };
+      });
+      await client.connect(new Transport2(new URL(a!.url), { fetch: rotating }));
       try {
-        expect(c.protocolVersion).to.equal('2026-07-28');
-        expect(await c.request('tools/call', { name: 'echo', arguments: { message: 'modern' } })).to.deep.include({
-          content: [{ type: 'text', text: 'Echo: modern' }],
-        });
+        const elicited = await client.callTool({ name: 'trigger-elicitation-request', arguments: {} });
+        expect(JSON.stringify(elicited.content)).to.include('Ada');
+        expect(asked).to.have.length(1);
+        expect(calls).to.have.length(2);
+        expect(calls[1]).to.not.equal(calls[0]);
       } finally {
-        await c.close();
+        await client.close();
       }
-    }
-  });
+      // The first modern client (its capabilities) shaped each replica's child: elicitation tools are there for it.
+      for (const r of [a!, b!]) {
+        const c = await connect({ type: 'http', url: r.url });
+        try {
+          expect(c.protocolVersion).to.equal('2026-07-28');
+          expect(await c.request('tools/call', { name: 'echo', arguments: { message: 'modern' } })).to.deep.include({
+            content: [{ type: 'text', text: 'Echo: modern' }],
+          });
+        } finally {
+          await c.close();
+        }
+      }
+      // The retry crossed to the replica that asked: through Redis, or with addresses over HTTP only.
+      if (direct) expect(publishes() - before).to.equal(0);
+      else expect(publishes() - before).to.be.above(0);
+    });
+  }
 
   // The store on its own: what it counts after a session ends, with Redis answering and with the link to it cut.
   describe('the Redis store', () => {
