@@ -445,8 +445,8 @@ section(
 // Replicas sharing sessions through Redis -------------------------------------------------------------------
 const replicated = await replicaRoundTrips();
 section(
-  'Through three `serve --store` replicas on one Redis, each request to the next (two in three carried to the owner), against one `serve`; the same SDK client',
-  `Three runs, interleaved, medians; each serve a process of its own, server-everything behind. The added time per request is the cost of coordination: a Redis lookup of the owner (once per session), and the request and every event of its answer through Redis pub/sub.\n\n${replicaTable(replicated)}`,
+  'Through three `serve --store` replicas on one Redis, each request to the next (two in three carried to the owner), through Redis pub/sub or over HTTP (`--advertise-url`), against one `serve`; the same SDK client',
+  `Three runs, interleaved, medians; each serve a process of its own, server-everything behind. The added time per request is the cost of coordination: a Redis lookup of the owner (once per session), and the request and every event of its answer through Redis pub/sub, or to the owner and back over a kept-alive HTTP connection.\n\n${replicaTable(replicated)}`,
 );
 
 // Memory -----------------------------------------------------------------------------------------------------
