@@ -33,6 +33,7 @@ options:
                            balancer without affinity (redis://host:port[/db], rediss:// for TLS, or
                            redis+sentinel://host:port[,host:port...]/<master name> to follow a failover,
                            redis+cluster://host:port[,host:port...] for a Redis Cluster)
+  --store-env <VAR>        --store's URL from this variable (a password stays off the command line)
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
   --advertise-url <url>    with --store: this replica's origin as the others reach it (http://10.0.0.5:8080);
                            they forward its sessions' requests there over HTTP, not through Redis
@@ -85,6 +86,7 @@ const OPTIONS = {
   'replay-bytes': { type: 'string' },
   store: { type: 'string' },
   'store-prefix': { type: 'string' },
+  'store-env': { type: 'string' },
   'advertise-url': { type: 'string' },
   'drain-ms': { type: 'string' },
   path: { type: 'string' },
@@ -120,11 +122,12 @@ const OPTIONS = {
 type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** The token named by --token-env: read from the environment, never from the command line, never printed. */
-function tokenOf(variable: string | undefined): string | undefined {
+/** The value of the variable a `--<flag> VAR` names (a secret kept off argv), or undefined without the flag. */
+function fromEnv(flag: string, variable: string | undefined): string | undefined {
   if (variable === undefined) return undefined;
-  const token = process.env[variable];
-  if (token === undefined || token === '') throw new CliError(`--token-env ${variable}: the variable ${variable} is not set`, EXIT.usage);
-  return token;
+  const value = process.env[variable];
+  if (value === undefined || value === '') throw new CliError(`--${flag} ${variable}: the variable ${variable} is not set`, EXIT.usage);
+  return value;
 }
 
 function origins(list: string[] | undefined): string[] {
@@ -138,6 +141,14 @@ function origins(list: string[] | undefined): string[] {
       );
   }
   return list ?? [];
+}
+
+/** --store, or --store-env's variable (a URL with a password, kept off argv); not both. */
+function storeFlag(values: Values): string | undefined {
+  const variable = values['store-env'] as string | undefined;
+  if (variable !== undefined && values.store !== undefined)
+    throw new CliError(`--store and --store-env name two stores: give one\n${USAGE}`, EXIT.usage);
+  return (values.store as string | undefined) ?? fromEnv('store-env', variable);
 }
 
 /** The --store URL, checked: a Redis URL (its password, if any, never printed). */
@@ -177,8 +188,8 @@ function serveOptions(values: Values): ServeOptions {
     host: values.host,
     port,
     socket: values.socket,
-    token: tokenOf(values['token-env'] as string | undefined),
-    store: storeUrl(values.store as string | undefined),
+    token: fromEnv('token-env', values['token-env'] as string | undefined),
+    store: storeUrl(storeFlag(values)),
     storePrefix: values['store-prefix'],
     advertiseUrl: values['advertise-url'],
   };

@@ -44,6 +44,35 @@ describe('mcp-frame serve', () => {
     expect(help.stdout).to.include('--token-env <VAR>');
   });
 
+  it('takes the store from --store-env, its password off the command line, and checks --advertise-url before it listens', async function () {
+    this.timeout(20_000);
+    const demo = ['--', process.execPath, 'dist/examples/server.js'];
+    const unset = await cli(['serve', '--store-env', 'MCP_FRAME_UNSET_STORE', ...demo]);
+    expect(unset.code).to.equal(2);
+    expect(unset.stderr).to.include('the variable MCP_FRAME_UNSET_STORE is not set');
+    const env = { ...process.env, MCP_FRAME_TEST_STORE: 'http://user:hunter2@cache:6379' };
+    const wrong = await cli(['serve', '--store-env', 'MCP_FRAME_TEST_STORE', ...demo], { env });
+    expect(wrong.code).to.equal(2);
+    expect(wrong.stderr).to.include('--store takes a Redis URL');
+    expect(wrong.stderr).to.not.include('hunter2');
+    const both = await cli(['serve', '--store', 'redis://127.0.0.1:6379', '--store-env', 'MCP_FRAME_TEST_STORE', ...demo], { env });
+    expect(both.code).to.equal(2);
+    expect(both.stderr).to.include('--store and --store-env name two stores');
+    const alone = await cli(['serve', '--advertise-url', 'http://10.0.0.5:8080', ...demo]);
+    expect(alone.code).to.equal(2);
+    expect(alone.stderr).to.include('--advertise-url is where other replicas reach this one: it needs --store');
+    for (const [url, why] of [
+      ['http://10.0.0.5:8080/mcp', 'without a path'],
+      ['ftp://10.0.0.5', 'must be http:// or https://'],
+      ['http://peer:hunter2@10.0.0.5:8080', 'must not carry credentials'],
+    ]) {
+      const bad = await cli(['serve', '--store', 'redis://127.0.0.1:6379', '--advertise-url', url!, ...demo]);
+      expect(bad.code, url).to.equal(2);
+      expect(bad.stderr, url).to.include(why);
+      expect(bad.stderr, url).to.not.include('hunter2');
+    }
+  });
+
   it("starts each of serve's log lines with the time (ISO 8601, UTC) after its prefix; a JSON line has its own", async function () {
     this.timeout(20_000);
     for (const format of ['text', 'json'] as const) {

@@ -2,6 +2,7 @@
 // Where redis-server is not installed the tests that need it are skipped with a line saying so, except under CI
 // (.ci/run installs it), where its absence fails the run.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { haveCommand, requireCommand } from './commands.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -23,7 +24,7 @@ export interface RedisServer {
 
 /** True when redis-server can be run here. */
 export function haveRedis(): boolean {
-  return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
+  return haveCommand('redis-server', ['--version']);
 }
 
 /**
@@ -31,13 +32,7 @@ export function haveRedis(): boolean {
  * Returns true when the suite runs.
  */
 export function requireRedis(ctx: Mocha.Context): boolean {
-  if (haveRedis()) return true;
-  if (process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false') {
-    throw new Error('redis-server is not on PATH, and CI needs it (.ci/run installs it with apt-get install -y redis-server)');
-  }
-  process.stdout.write(`      (skipped: redis-server is not on PATH; install it with apt-get install -y redis-server)\n`);
-  ctx.skip();
-  return false;
+  return requireCommand(ctx, 'redis-server', ['--version']);
 }
 
 /** Resolves once the server answers PING on `port`. */

@@ -1,7 +1,8 @@
 // A forward proxy of the test's own: Debian's tinyproxy on a free 127.0.0.1 port, in the foreground, logging
 // every request it takes. Where tinyproxy is not installed the tests that need it are skipped with a line saying
 // so, except under CI (.ci/run installs it), where its absence fails the run.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { requireCommand } from './commands.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -17,13 +18,7 @@ export interface Tinyproxy {
 
 /** For a `before` hook: skips the suite when tinyproxy is missing (saying so), or fails it under CI. */
 export function requireTinyproxy(ctx: Mocha.Context): boolean {
-  if (spawnSync('tinyproxy', ['-v'], { stdio: 'ignore' }).status === 0) return true;
-  if (process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false') {
-    throw new Error('tinyproxy is not on PATH, and CI needs it (.ci/run installs it with apt-get install -y tinyproxy)');
-  }
-  process.stdout.write('      (skipped: tinyproxy is not on PATH; install it with apt-get install -y tinyproxy)\n');
-  ctx.skip();
-  return false;
+  return requireCommand(ctx, 'tinyproxy', ['-v']);
 }
 
 export async function startTinyproxy(): Promise<Tinyproxy> {
