@@ -1,17 +1,20 @@
 // A Redis server of the test's own (Debian's redis-server), on a free 127.0.0.1 port, without persistence.
 // Where redis-server is not installed the tests that need it are skipped with a line saying so, except under CI
 // (.ci/run installs it), where its absence fails the run.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { haveCommand, requireCommand } from './commands.js';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import net from 'node:net';
+import tls from 'node:tls';
 import { freePort } from './ports.js';
 import { tempDir } from './temp.js';
 
 export interface RedisServer {
   port: number;
   url: string;
+  /** With TLS: the certificate's file, for clients to trust (NODE_EXTRA_CA_CERTS). */
+  caFile?: string;
   /** Stops the server (its data is gone: nothing is persisted). */
   stop(): Promise<void>;
   /** Starts it again on the same port, empty. */
@@ -35,17 +38,17 @@ export function requireRedis(ctx: Mocha.Context): boolean {
   return requireCommand(ctx, 'redis-server', ['--version']);
 }
 
-/** Resolves once the server answers PING on `port`. */
-async function answering(port: number, child: ChildProcess): Promise<void> {
+/** Resolves once the server answers PING on `port` (over TLS trusting `ca`, when given; NOAUTH is an answer too). */
+async function answering(port: number, child: ChildProcess, ca?: string): Promise<void> {
   for (const end = Date.now() + 10_000; Date.now() < end; ) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
     const ok = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
+      const socket = ca === undefined ? net.connect(port, '127.0.0.1') : tls.connect({ port, host: '127.0.0.1', ca, servername: 'localhost' });
       socket.once('error', () => resolve(false));
-      socket.once('connect', () => socket.write('PING\r\n'));
+      socket.once(ca === undefined ? 'connect' : 'secureConnect', () => socket.write('PING\r\n'));
       socket.once('data', (d) => {
         socket.destroy();
-        resolve(d.toString().startsWith('+PONG'));
+        resolve(/^(\+PONG|-NOAUTH)/.test(d.toString()));
       });
     });
     if (ok) return;
@@ -54,19 +57,44 @@ async function answering(port: number, child: ChildProcess): Promise<void> {
   throw new Error(`redis-server did not answer on port ${port}`);
 }
 
-export async function startRedis(): Promise<RedisServer> {
+/** How a test's Redis is reached: a password (`requirepass`), and TLS only with a certificate made for the test. */
+export interface RedisOptions {
+  password?: string;
+  /** TLS only (no plain port), with a certificate made for the test (its file: `caFile`). */
+  tls?: boolean;
+}
+
+/** A self-signed certificate for localhost and 127.0.0.1, made by openssl in `dir`: its files. */
+function testCertificate(dir: string): { cert: string; key: string } {
+  const cert = join(dir, 'cert.pem');
+  const key = join(dir, 'key.pem');
+  const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'];
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', ...subject], {
+    stdio: 'ignore',
+  });
+  return { cert, key };
+}
+
+export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = tempDir('redis-');
+  const certificate = options.tls === true ? testCertificate(dir) : undefined;
+  const auth = options.password === undefined ? '' : `:${encodeURIComponent(options.password)}@`;
   let child: ChildProcess | undefined;
   const server: RedisServer = {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: `${certificate === undefined ? 'redis' : 'rediss'}://${auth}${certificate === undefined ? '127.0.0.1' : 'localhost'}:${port}`,
+    ...(certificate === undefined ? {} : { caFile: certificate.cert }),
     async start() {
       // Nothing on disk, even for a replica's full sync (diskless, and a folder of the test's own for any file).
-      const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'];
+      const args = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'];
       args.push('--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0', '--repl-diskless-load', 'swapdb', '--dir', dir);
+      if (options.password !== undefined) args.push('--requirepass', options.password);
+      if (certificate === undefined) args.push('--port', String(port));
+      else args.push('--port', '0', '--tls-port', String(port), '--tls-cert-file', certificate.cert, '--tls-key-file', certificate.key);
+      if (certificate !== undefined) args.push('--tls-ca-cert-file', certificate.cert, '--tls-auth-clients', 'no');
       child = spawn('redis-server', args, { stdio: 'ignore' });
-      await answering(port, child);
+      await answering(port, child, certificate === undefined ? undefined : readFileSync(certificate.cert, 'utf8'));
     },
     async stop() {
       const running = child;

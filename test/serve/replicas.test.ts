@@ -32,9 +32,10 @@ interface Replica extends ServeProcess {
   close(): Promise<void>;
 }
 
-/** `mcp-frame serve --store <redis>` in a process of its own, server-everything behind it. */
-async function replica(store: string, args: string[] = []): Promise<Replica> {
-  const proc = await serveProcess([...(args.includes('--port') ? [] : ['--port', '0']), '--store', store, ...args, '--', ...EVERYTHING]);
+/** `mcp-frame serve --store <redis>` in a process of its own, server-everything behind it (no --store: in `args`). */
+async function replica(store: string | undefined, args: string[] = [], env?: NodeJS.ProcessEnv): Promise<Replica> {
+  const port = args.includes('--port') ? [] : ['--port', '0'];
+  const proc = await serveProcess([...port, ...(store === undefined ? [] : ['--store', store]), ...args, '--', ...EVERYTHING], env);
   return {
     ...proc,
     url: proc.url!,
@@ -353,6 +354,25 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     expect(await a!.exited).to.equal(0);
     const answer = await post(b!.url, id, echo(2, 'x'));
     expect(answer.status).to.equal(404);
+  });
+
+  it('on a Redis with a password, over TLS (rediss://, its certificate trusted through NODE_EXTRA_CA_CERTS): sessions carried between replicas, the password in no log line', async () => {
+    const secured = open.add(await startRedis({ password: 'hunter2-ünï', tls: true }));
+    expect(secured.url).to.match(/^rediss:\/\/:hunter2-/);
+    const env = { ...process.env, NODE_EXTRA_CA_CERTS: secured.caFile!, MCP_FRAME_STORE: secured.url };
+    const [a, b] = await Promise.all([0, 1].map(() => replica(undefined, ['--store-env', 'MCP_FRAME_STORE'], env).then((r) => open.add(r))));
+    const id = await session(a!.url, b!.url);
+    const answer = await post(b!.url, id, echo(2, 'over TLS ✓'));
+    expect(answer.status, answer.body).to.equal(200);
+    expect(answer.body).to.include('Echo: over TLS ✓');
+    // What the replicas say of the store names it without its password.
+    await secured.stop();
+    for (const r of [a!, b!]) {
+      await within(5000, 'the store said unreachable', async () =>
+        r.stderr().includes(`store rediss://localhost:${secured.port} is unreachable`) ? true : undefined,
+      );
+      expect(r.stderr()).to.not.include('hunter2');
+    }
   });
 
   it('counts --max-sessions across the replicas, and makes room when a session ends on another', async () => {
@@ -726,13 +746,16 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(await a.admit('four', 2)).to.equal(2);
     });
 
-    it('a Redis stall past the liveness time: no phantom of an open refused meanwhile, and the sessions swept as dead registered again', async function () {
+    it('a Redis stall past the liveness time: no phantom of an open refused meanwhile, a session released meanwhile gone, and the sessions swept as dead registered again', async function () {
       this.timeout(30_000);
       const { redis: paused, prefix, stores } = await ownRedis();
       const [a, b] = stores;
       expect(await a.admit('kept', 3)).to.equal(undefined);
+      expect(await a.admit('ended', 3)).to.equal(undefined);
       const stalled = Date.now();
       paused.pause();
+      // A session that ends during the stall: its release waits in Redis, and is told again at a later beat.
+      const released = a.release('ended');
       // The open that comes during the stall is refused (its client gets 503) and /healthz says why.
       const refused = await a.admit('phantom', 3).then(
         () => 'admitted',
@@ -740,17 +763,18 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       );
       expect(refused).to.match(/did not answer within/);
       expect(a.problem()).to.match(/stalls/);
+      await released;
       // Long enough for every replica's liveness key to lapse: once Redis goes on, the first script to run (the
       // refused admission, still queued) takes both replicas for dead and sweeps their sessions.
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, ALIVE_MS + 500 - (Date.now() - stalled))));
       paused.resume();
       await within(10_000, 'the kept session registered again, the phantom gone', async () => {
         const owner = await b.ownerOf('kept').catch(() => undefined);
-        const phantom = await redisCommand(paused.port, ['EXISTS', `{${prefix}}:session:phantom`]);
-        return owner === a.replica && phantom === ':0' ? true : undefined;
+        const left = await redisCommand(paused.port, ['EXISTS', `{${prefix}}:session:phantom`, `{${prefix}}:session:ended`]);
+        return owner === a.replica && left === ':0' ? true : undefined;
       });
       expect(a.problem()).to.equal(undefined);
-      // One session counts (kept), not two: the phantom holds no place under the limit.
+      // One session counts (kept), not three: neither the phantom nor the ended one holds a place under the limit.
       expect(await b.admit('two', 2)).to.equal(undefined);
       expect(await b.admit('three', 2)).to.equal(2);
     });
