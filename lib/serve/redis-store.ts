@@ -264,11 +264,13 @@ function hashTagged(prefix: string): string {
 }
 
 export class RedisStore implements ReplicaStore {
-  readonly name: string;
   readonly replica = randomUUID();
+  /** The store's URL: the one given, or the primary followed to after a failover. */
+  #url: string;
+  #following = false;
   readonly #prefix: string;
-  readonly #client: StoreConnection;
-  readonly #subscriber: StoreConnection;
+  #client: StoreConnection;
+  #subscriber: StoreConnection;
   readonly #log: (line: string) => void;
   /** Sessions this replica owns, registered again if the store comes back empty (a restart without persistence). */
   readonly #local = new Set<string>();
@@ -325,30 +327,55 @@ export class RedisStore implements ReplicaStore {
   #peerKeyStale = false;
 
   constructor(url: string, prefix: string, log: (line: string) => void, address?: string) {
-    this.name = storeName(url);
+    this.#url = url;
     this.#address = address;
     this.#prefix = hashTagged(prefix);
     this.#log = log;
-    this.#client = connectionFor(url);
-    this.#subscriber = connectionFor(url);
-    for (const client of [this.#client, this.#subscriber]) client.on('error', (err: Error) => this.#failed(err));
-    this.#subscriber.on('error', () => {
-      if (this.#subscriberReady) this.#subscriberGap = true;
+    [this.#client, this.#subscriber] = this.#connections(url);
+  }
+
+  /** The store's address for messages, without credentials (the node followed to, after a failover). */
+  get name(): string {
+    return storeName(this.#url);
+  }
+
+  /** A command client and a subscriber for `url`, their events wired to this store (while they are its own). */
+  #connections(url: string): [StoreConnection, StoreConnection] {
+    const client = connectionFor(url);
+    const subscriber = connectionFor(url);
+    const current = (c: StoreConnection): boolean => c === this.#client || c === this.#subscriber;
+    for (const c of [client, subscriber]) c.on('error', (err: Error) => current(c) && this.#failed(err));
+    subscriber.on('error', () => {
+      if (current(subscriber) && this.#subscriberReady) this.#subscriberGap = true;
     });
-    this.#subscriber.on('ready', () => {
+    subscriber.on('ready', () => {
+      if (!current(subscriber)) return;
       this.#subscriberReady = true;
       if (!this.#subscriberGap) return;
       this.#subscriberGap = false;
       // What was published to this replica while its subscriber was away is gone: every request it carried then
       // ends with an error that says it may have run, and its owner is told the client left.
-      for (const [t, carried] of [...this.#carried]) this.#lose(t, carried);
+      this.#loseAll();
     });
     // Back after an outage: beat at once, and register this replica's sessions again in case the store lost them.
-    this.#client.on('ready', () => {
+    client.on('ready', () => {
+      if (!current(client)) return;
       if (this.#lastError !== undefined) this.#log(`the session store ${this.name} answers again`);
       this.#lastError = undefined;
       void this.#heartbeat(true);
     });
+    return [client, subscriber];
+  }
+
+  /** Connects `subscriber` and subscribes it to this replica's channel. */
+  async #subscribe(subscriber: StoreConnection): Promise<void> {
+    await subscriber.connect();
+    await subscriber.subscribe(this.#channel(this.replica), (text) => this.#received(text));
+  }
+
+  /** Every request carried to another replica ends with an error that says it may have run; their owners are told. */
+  #loseAll(): void {
+    for (const [t, carried] of [...this.#carried]) this.#lose(t, carried);
   }
 
   /**
@@ -357,10 +384,7 @@ export class RedisStore implements ReplicaStore {
    * /healthz says why).
    */
   async start(): Promise<void> {
-    const connected = Promise.all([
-      this.#client.connect(),
-      this.#subscriber.connect().then(() => this.#subscriber.subscribe(this.#channel(this.replica), (text) => this.#received(text))),
-    ]).catch((err: Error) => this.#failed(err));
+    const connected = Promise.all([this.#client.connect(), this.#subscribe(this.#subscriber)]).catch((err: Error) => this.#failed(err));
     this.#beat = setInterval(() => void this.#heartbeat(false), BEAT_MS);
     this.#beat.unref();
     let timer: NodeJS.Timeout | undefined;
@@ -369,6 +393,46 @@ export class RedisStore implements ReplicaStore {
     // Alive before the first session: a Cluster client is ready only once it knows the slots, after its nodes'
     // 'ready' (whose beat found it not ready yet).
     await this.#heartbeat(false);
+  }
+
+  /**
+   * The node this store uses became a replica (READONLY: a FAILOVER, a switchover) and names its primary in ROLE:
+   * the store moves there, registers its sessions, and goes on. Only for a node given by its address (Sentinel
+   * and Cluster clients follow a failover by themselves). A primary that cannot be reached leaves the store where
+   * it was, saying READONLY, and the next beat tries again.
+   */
+  async #followPrimary(): Promise<void> {
+    if (this.#following || this.#closed || !/^rediss?:\/\//.test(this.#url)) return;
+    this.#following = true;
+    try {
+      const role = await this.#command<unknown[]>(['ROLE']).catch(() => undefined);
+      if (!Array.isArray(role) || role[0] !== 'slave' || typeof role[1] !== 'string') return;
+      const next = new URL(this.#url);
+      next.hostname = role[1];
+      next.port = String(role[2]);
+      if (next.toString() === this.#url) return;
+      const [client, subscriber] = this.#connections(next.toString());
+      const ready = await Promise.race([
+        Promise.all([client.connect(), this.#subscribe(subscriber)]).then(() => true),
+        new Promise<false>((resolve) => setTimeout(resolve, COMMAND_MS, false)),
+      ]).catch(() => false);
+      if (!ready || this.#closed) {
+        for (const c of [client, subscriber]) c.destroy();
+        return;
+      }
+      const before = this.name;
+      const old = [this.#client, this.#subscriber];
+      [this.#client, this.#subscriber] = [client, subscriber];
+      this.#url = next.toString();
+      this.#readOnly = undefined;
+      this.#log(`the session store ${before} is a replica now: following its primary, ${this.name}`);
+      for (const c of old) void c.close().catch(() => c.destroy());
+      // Answers published on the old node while this replica moved may be lost.
+      this.#loseAll();
+      await this.#heartbeat(true);
+    } finally {
+      this.#following = false;
+    }
   }
 
   problem(): string | undefined {
@@ -563,9 +627,10 @@ export class RedisStore implements ReplicaStore {
       if (err instanceof StoreUnavailable) throw err;
       this.#stalled = undefined;
       const message = safeLine((err as Error).message);
-      if (message.startsWith('READONLY') && this.#readOnly === undefined) {
+      if (message.startsWith('READONLY')) {
+        if (this.#readOnly === undefined) this.#log(`the session store ${this.name} takes no writes: ${message.slice(0, 120)}`);
         this.#readOnly = message.slice(0, 120);
-        this.#log(`the session store ${this.name} takes no writes: ${this.#readOnly}`);
+        void this.#followPrimary();
       }
       throw new StoreUnavailable(`the session store ${this.name} failed: ${message}`);
     } finally {

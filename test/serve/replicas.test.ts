@@ -415,26 +415,28 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     expect(b!.proc.exitCode).to.equal(null);
   });
 
-  it('a store that became a replica (READONLY): /healthz 503 saying so, new sessions 503, all back once it takes writes', async () => {
-    const primary = await startRedis();
-    try {
-      const [a] = await replicas(1);
-      const health = () => rawRequest(a!.url.replace('/mcp', '/healthz'));
-      expect((await health()).status).to.equal(200);
-      expect(await redisCommand(redis.port, ['REPLICAOF', '127.0.0.1', String(primary.port)])).to.equal('+OK');
-      const down = await within(8000, '/healthz 503 for a read-only store', async () => {
-        const answer = await health();
-        return answer.status === 503 ? answer : undefined;
-      });
-      expect(down.body).to.include('takes no writes').and.to.include('READONLY');
-      expect((await post(a!.url, undefined, INIT)).status).to.equal(503);
-      expect(await redisCommand(redis.port, ['REPLICAOF', 'NO', 'ONE'])).to.equal('+OK');
-      await within(8000, '/healthz 200 once the store takes writes', async () => ((await health()).status === 200 ? true : undefined));
-      await session(a!.url, a!.url);
-      expect(a!.stderr()).to.include('takes writes again');
-    } finally {
-      await primary.close();
+  it('after FAILOVER (the primary it was given turned replica, READONLY), serve follows the primary its ROLE names: sessions go on, new ones are admitted there', async () => {
+    const [primary, standby] = [open.add(await startRedis()), open.add(await startRedis())];
+    expect(await redisCommand(standby.port, ['REPLICAOF', '127.0.0.1', String(primary.port)])).to.equal('+OK');
+    const synced = async (): Promise<true | undefined> => {
+      const info = execFileSync('redis-cli', ['-p', String(standby.port), 'INFO', 'replication'], { encoding: 'utf8' });
+      return info.includes('master_link_status:up') ? true : undefined;
+    };
+    await within(8000, 'the standby in sync', synced);
+    const [a, b] = await Promise.all([replica(primary.url), replica(primary.url)].map((r) => r.then((x) => open.add(x))));
+    const before = await session(a!.url, b!.url);
+    expect(await redisCommand(primary.port, ['FAILOVER'])).to.equal('+OK');
+    await within(8000, 'the old primary a replica', async () => ((await roleOf(primary.port)) === 'slave' ? true : undefined));
+    for (const r of [a!, b!]) {
+      await within(8000, 'the replica following the new primary', async () =>
+        r.stderr().includes(`is a replica now: following its primary, redis://127.0.0.1:${standby.port}`) ? true : undefined,
+      );
     }
+    // The session opened before goes on through the other replica; a new one is admitted, on the new primary.
+    expect((await post(b!.url, before, echo(2, 'after the failover'))).body).to.include('Echo: after the failover');
+    const after = await session(b!.url, a!.url);
+    expect(await redisCommand(standby.port, ['EXISTS', `{mcp-frame}:session:${after}`])).to.equal(':1');
+    for (const r of [a!, b!]) expect((await rawRequest(r.url.replace('/mcp', '/healthz'))).status).to.equal(200);
   });
 
   it('through Sentinel (redis+sentinel://): sessions go on across a failover, and new ones are admitted on the new primary', async function () {
@@ -442,7 +444,7 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     const set = await startSentinelSet();
     try {
       const [a, b] = await Promise.all([replica(set.url), replica(set.url)].map((r) => r.then((x) => open.add(x))));
-      // Beside them, one given the primary's own address, as before Sentinel was spoken: it is left behind.
+      // Beside them, one given the primary's own address, as before Sentinel was spoken: it follows by ROLE.
       const fixed = open.add(await replica(`redis://127.0.0.1:${set.primary.port}`));
       const id = await session(a!.url, b!.url);
       expect((await set.failover()).startsWith('+OK'), 'SENTINEL FAILOVER').to.equal(true);
@@ -461,12 +463,12 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(through.body).to.include('Echo: after failover');
       expect((await rawRequest(a!.url.replace('/mcp', '/healthz'))).status).to.equal(200);
       // Sentinel turns the old primary into a replica once it sees it claim the old role (its checks come every
-      // 10 s): from then on a replica given its address is refused writes, and says so.
-      const behind = await within(30_000, 'the fixed-address replica says its store takes no writes', async () => {
-        const answer = await rawRequest(fixed.url.replace('/mcp', '/healthz'));
-        return answer.status === 503 ? answer : undefined;
-      });
-      expect(behind.body).to.include('READONLY');
+      // 10 s): from then on a replica given its address is refused writes, and follows the primary it names.
+      await within(30_000, 'the fixed-address replica following the new primary', async () =>
+        fixed.stderr().includes(`is a replica now: following its primary, redis://127.0.0.1:${set.replica.port}`) ? true : undefined,
+      );
+      expect((await rawRequest(fixed.url.replace('/mcp', '/healthz'))).status).to.equal(200);
+      expect((await post(fixed.url, undefined, INIT)).status).to.equal(200);
     } finally {
       await set.close();
     }
@@ -820,6 +822,27 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(post.status).to.equal(502);
       expect(JSON.parse(post.body).error.message).to.match(/it may have run/);
       expect(get.status).to.equal(404);
+    });
+
+    it('a store whose node became a replica of a primary it cannot reach: READONLY said (/healthz 503), no session admitted, all back once the node takes writes', async () => {
+      const {
+        redis: node,
+        stores: [a],
+      } = await ownRedis();
+      expect(await a.admit('one', 5)).to.equal(undefined);
+      const nowhere = await freePort();
+      expect(await redisCommand(node.port, ['REPLICAOF', '127.0.0.1', String(nowhere)])).to.equal('+OK');
+      await within(8000, 'READONLY said', async () => (/takes no writes \(READONLY/.test(a.problem() ?? '') ? true : undefined));
+      expect(
+        await a.admit('two', 5).then(
+          () => 'admitted',
+          (err: Error) => err.message,
+        ),
+      ).to.match(/READONLY/);
+      expect(await redisCommand(node.port, ['REPLICAOF', 'NO', 'ONE'])).to.equal('+OK');
+      await within(8000, 'writes taken again', async () => (a.problem() === undefined ? true : undefined));
+      expect(await a.admit('three', 5)).to.equal(undefined);
+      expect(await a.ownerOf('one')).to.equal(a.replica);
     });
 
     it('a session that ends while the store is out of reach stops counting once the store answers again', async () => {
