@@ -9,6 +9,8 @@ import { killServerGroups } from '../client/stdio.js';
 import { type FrameError, frameProblem, printable, printableJson, safeLine } from '../errors.js';
 import { jsonErrorPosition } from '../json-position.js';
 import { listPages } from '../protocol/paging.js';
+import { MODERN_PROTOCOL_VERSIONS } from '../protocol/modern.js';
+import { LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { headersOf, isServerUrl, serverEntry } from './entry.js';
 import { CliError, envValues, EXIT, keyValues, nearest, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
@@ -20,6 +22,7 @@ export const USAGE = `usage: mcp-frame call <server> [method [params-json | @fil
        mcp-frame tools | resources | prompts <server> [options]   (or [--url] <url>, or [options] -- <command> [args...])
        mcp-frame resources <server> <uri>    read a resource;   mcp-frame prompts <server> <name> [--arg k=v]...   get a prompt
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
+  --protocol <revision>  speak this revision (2025-11-25, 2026-07-28...) without finding the server's era
 sign-in (a remote server that asks for it): --no-browser  --callback-port n  --auth-timeout ms
   --authorize-param k=v  --client-id id (secret: $MCP_FRAME_CLIENT_SECRET)  --no-resource  --device-code`;
 
@@ -48,8 +51,19 @@ interface CallArgs {
   inputs: Record<string, string>;
   trace: boolean;
   timeoutMs: number | undefined;
+  /** `--protocol`: the revision to speak, the era not found (undefined: found, `auto`). */
+  protocolVersion: string | undefined;
   json: boolean;
   auth: AuthFlags;
+}
+
+/** `--protocol`: a revision of either era that this client speaks, or `auto`. */
+function protocolFlag(text: string | undefined): string | undefined {
+  if (text === undefined || text === 'auto') return undefined;
+  const known = [...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS];
+  if (!known.includes(text))
+    throw new CliError(`--protocol takes auto or a revision (${known.join(', ')}), got ${JSON.stringify(text.slice(0, 40))}\n${USAGE}`, EXIT.usage);
+  return text;
 }
 
 export function parseCallArgs(args: string[], action: CallAction = 'call'): CallArgs {
@@ -65,6 +79,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
       env: { type: 'string', short: 'e', multiple: true },
       trace: { type: 'boolean', default: false },
       timeout: { type: 'string' },
+      protocol: { type: 'string' },
       json: { type: 'boolean', default: false },
       url: { type: 'string' },
       header: { type: 'string', multiple: true },
@@ -110,6 +125,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     inputs: keyValues(values.input, '--input', USAGE),
     trace: values.trace === true,
     timeoutMs: positiveInteger(values.timeout as string | undefined, '--timeout', USAGE),
+    protocolVersion: protocolFlag(values.protocol as string | undefined),
     json: values.json === true,
     auth: authFlags(values, USAGE),
   };
@@ -419,6 +435,9 @@ function describeServer(c: Connection, name: string, fellBack: boolean): string 
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/** How long connect() waits for a stdio server's answer to the era probe (ConnectOptions.probeTimeoutMs). */
+const PROBE_MS = 2000;
+
 /** `mcp-frame call`, `tools`, `resources`, `prompts`: connects, acts, and resolves with the exit code. */
 export async function callCommand(args: string[], action: CallAction = 'call'): Promise<number> {
   const opts = parseCallArgs(args, action);
@@ -447,9 +466,11 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
   try {
     const timeouts = opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs, requestTimeoutMs: opts.timeoutMs };
     const auth = cliAuth(entry, name, opts.auth, action, true);
+    const started = Date.now();
     const c = await connect(entry, {
       name,
       ...(auth === undefined ? {} : { auth }),
+      ...(opts.protocolVersion === undefined ? {} : { protocolVersion: opts.protocolVersion }),
       onSpawn: (spawned) => {
         connection = spawned;
         listen(spawned, name, opts.trace, action);
@@ -459,6 +480,13 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
     connection = c;
     const fellBack = c.transport === 'sse' && !(entry as { type?: string }).type?.startsWith('sse');
     if (!opts.json) process.stderr.write(`mcp-frame ${action}: connected to ${describeServer(c, name, fellBack)}\n`);
+    // A stdio server that let the era probe wait out its time (it ignores methods it does not know) costs every
+    // run that wait: say how to skip it.
+    const took = Date.now() - started;
+    if (!opts.json && opts.protocolVersion === undefined && c.era === 'legacy' && c.pid !== undefined && took >= PROBE_MS)
+      process.stderr.write(
+        `mcp-frame ${action}: finding the server's era took ${took} ms (a server that ignores server/discover is waited for ${PROBE_MS} ms); --protocol ${String(c.protocolVersion)} skips that\n`,
+      );
     return await act(c, opts, action);
   } catch (err) {
     // What the interruption cancelled: the signal handler says why and exits once the server is closed.

@@ -351,6 +351,19 @@ describe('mcp-frame call', () => {
     expect(r.stderr).to.include('\\u001b]0;owned title');
   });
 
+  it('says how to skip the era probe a stdio server ignores, and --protocol skips it', async () => {
+    const ignoring = ['--', process.execPath, `${ROOT}dist/test/helpers/servers/ignores-probe.js`];
+    const slow = await cli(['call', 'tools/call', '{"name":"x"}', ...ignoring]);
+    expect(slow.code, slow.stderr).to.equal(0);
+    expect(slow.stderr).to.match(/finding the server's era took \d+ ms .*; --protocol 2025-06-18 skips that/);
+    const started = Date.now();
+    const fast = await cli(['call', 'tools/call', '{"name":"x"}', '--protocol', '2025-11-25', ...ignoring]);
+    expect(fast.code, fast.stderr).to.equal(0);
+    expect(JSON.parse(fast.stdout)).to.deep.include({ content: [{ type: 'text', text: 'legacy' }] });
+    expect(fast.stderr).to.not.include('--protocol');
+    expect(Date.now() - started).to.be.below(2000);
+  });
+
   it('parses its arguments', () => {
     expect(parseCallArgs(['s', 'm', '{"a":1}', '--trace', '--config', 'c.json', '--timeout', '500'])).to.deep.equal({
       server: 's',
@@ -363,6 +376,7 @@ describe('mcp-frame call', () => {
       inputs: {},
       trace: true,
       timeoutMs: 500,
+      protocolVersion: undefined,
       json: false,
       auth: {
         noBrowser: false,
@@ -389,6 +403,9 @@ describe('mcp-frame call', () => {
     expect(() => parseCallArgs(['s', 'm'], 'tools')).to.throw(CliError, /tools takes a server and no method/);
     expect(() => parseCallArgs(['s', '--timeout', '0'])).to.throw(/--timeout takes a positive whole number/);
     expect(() => parseCallArgs(['s', '--timeout=-5'])).to.throw(/--timeout takes a positive whole number/);
+    expect(parseCallArgs(['s', '--protocol', '2025-06-18']).protocolVersion).to.equal('2025-06-18');
+    expect(parseCallArgs(['s', '--protocol', 'auto']).protocolVersion).to.equal(undefined);
+    expect(() => parseCallArgs(['s', '--protocol', 'legacy'])).to.throw(CliError, /--protocol takes auto or a revision \(2026-07-28, 2025-11-25/);
     expect(() => parseCallArgs(['s', '--bogus'])).to.throw(CliError, /^unknown option --bogus\nusage: mcp-frame call /);
     for (const bad of ['[1]', '"text"', '3', 'null'])
       expect(() => parseCallArgs(['s', 'm', bad]), bad).to.throw(CliError, /params must be a JSON object/);
