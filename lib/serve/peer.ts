@@ -24,6 +24,9 @@ export const PEER_HEADER = 'mcp-frame-peer';
 /** The owner's answer to a forwarded request whose peer key it does not share (the store lost the key): try the tunnel. */
 export const PEER_REFUSED_HEADER = 'mcp-frame-peer-refused';
 
+/** How long a connection to another replica may take before the request goes through the store instead. */
+const CONNECT_MS = 3000;
+
 /** Hop-by-hop headers, never passed on (RFC 9110 §7.6.1), and those node:http sets itself. */
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
 
@@ -80,11 +83,14 @@ export function forwardDirect(address: string, key: string, request: TunnelReque
       // The owner cut its answer: so is the client's (a client resumes an event stream with Last-Event-ID).
       answer.on('aborted', () => res.destroy());
     });
+    // An address that drops packets would hold the request for the system's connect timeout (minutes).
+    const connecting = setTimeout(() => connected || out.destroy(new Error(`no connection within ${CONNECT_MS} ms`)), CONNECT_MS);
     out.on('socket', (socket) => {
       // A kept connection is connected already; a new one is once it says so.
       if (!socket.connecting) connected = true;
       else socket.once('connect', () => (connected = true));
     });
+    out.on('close', () => clearTimeout(connecting));
     out.on('error', (err: NodeJS.ErrnoException) => {
       // No connection; or a kept one the owner closed as this request went out on it (it read nothing of it).
       if (!connected || (!settled && out.reusedSocket && err.code === 'ECONNRESET')) return settle('unreachable');

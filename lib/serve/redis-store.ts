@@ -39,6 +39,8 @@ export const ALIVE_MS = 5000;
 const BEAT_MS = 1000;
 /** How often a replica with requests out at other replicas checks that those are still alive. */
 const WATCH_MS = 1000;
+/** How long requests for a replica whose advertised address could not be reached go through Redis instead. */
+const UNREACHABLE_MS = 30_000;
 /** Checks in a row that find an owner without its liveness key before its carried requests are ended. */
 const OWNER_MISSES = 2;
 /** How long one store command may take before the request that needs it gets 503. */
@@ -321,6 +323,8 @@ export class RedisStore implements ReplicaStore {
   readonly #address: string | undefined;
   /** Other replicas' advertised origins (undefined: none, carried through Redis), by replica id. */
   readonly #addresses = new Map<string, string | undefined>();
+  /** Replicas whose address could not be reached, and until when their requests go through Redis instead. */
+  readonly #unreachable = new Map<string, number>();
   /** The key replicas prove themselves with to each other over HTTP (see peer.ts), from the store. */
   #peerKey: string | undefined;
   /** A forward found an owner that does not share the key (the store lost it): read it again. */
@@ -493,12 +497,12 @@ export class RedisStore implements ReplicaStore {
 
   async forward(owner: string, request: TunnelRequest, res: ServerResponse): Promise<boolean> {
     const address = await this.#addressOf(owner);
-    if (address !== undefined && this.#peerKey !== undefined) {
+    if (address !== undefined && this.#peerKey !== undefined && !((this.#unreachable.get(owner) ?? 0) > Date.now())) {
       if ((await forwardDirect(address, this.#peerKey, request, res)) === 'sent') return true;
       // Not reached (no connection, or a peer key the owner does not share, after the store lost it): through
-      // Redis instead, which reaches every replica; the key is read again at the next beat.
+      // Redis instead, which reaches every replica, and so for a while; the key is read again at the next beat.
       this.#peerKeyStale = true;
-      this.#addresses.delete(owner);
+      this.#unreachable.set(owner, Date.now() + UNREACHABLE_MS);
     }
     return this.#tunnel(owner, request, res);
   }
@@ -581,6 +585,7 @@ export class RedisStore implements ReplicaStore {
   #forgetOwner(owner: string): void {
     for (const [id, known] of this.#owners) if (known === owner) this.#owners.delete(id);
     this.#addresses.delete(owner);
+    this.#unreachable.delete(owner);
   }
 
   #key(kind: string, id?: string): string {
