@@ -14,7 +14,9 @@
  * initialize result, sends requests without the modern metadata, and turns a request the child sends during a
  * call into an `input_required` result whose retry (with `requestState`) answers the child and completes the
  * call. Client capabilities are per request in the modern era: a question the calling client did not declare
- * it can answer gets that client -32021 (MissingRequiredClientCapability) and the call is cancelled. The methods
+ * it can answer gets that client -32021 (MissingRequiredClientCapability) and the call is cancelled; but roots,
+ * which legacy servers ask for at moments of their own rather than for a call, are refused to the child as a
+ * legacy client without them refuses them, and the call goes on. The methods
  * the revision removed (initialize, ping, logging/setLevel, resources/subscribe and unsubscribe) are answered
  * 404 / -32601, and `subscriptions/listen` is served from the session's list-changed notifications and
  * resources/subscribe. The session is shared by every modern client: a server that keeps per-client state
@@ -537,6 +539,12 @@ export class ModernHub {
     }
     const [n, exchange] = waiting[0]!;
     const needed = INPUT_CAPABILITIES[ask.method];
+    if (ask.method === 'roots/list' && exchange.capabilities.roots === undefined) {
+      // A legacy server asks for roots at a moment of its own (after initialized, on a list change), seldom for
+      // the call in flight: it is answered as a legacy client without roots answers, and the call goes on (one
+      // that did need them fails at its server, which says why).
+      return void child.send(rpcError(ask.id, -32601, 'the client did not declare roots')).catch(() => undefined);
+    }
     if (needed !== undefined && exchange.capabilities[needed] === undefined) {
       // The calling client cannot answer it: the revision's -32021 for the client, the call cancelled.
       this.#forget(n);

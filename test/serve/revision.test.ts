@@ -146,6 +146,16 @@ describe('serve: the 2026-07-28 revision, exactly', function () {
       });
     });
 
+    it('answers a roots request the child makes of its own accord during a call of a client without roots as a legacy client would (-32601), and the call goes on', async () => {
+      ({ bridge, log } = await served({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/asks-roots.js`] }));
+      const plain = await connect({ type: 'http', url: bridge.url! });
+      open.push(plain);
+      expect(plain.era).to.equal('modern');
+      expect(await plain.request('tools/call', { name: 'any', arguments: {} })).to.deep.equal({
+        content: [{ type: 'text', text: 'roots: error -32601' }],
+      });
+    });
+
     it("serves subscriptions/listen from the child's resources/subscribe: acknowledged first, then only the URIs asked, with the listen's id", async () => {
       ({ bridge, log } = await served(SUBSCRIBER));
       const uri = 'file:///watched.txt';
