@@ -316,7 +316,7 @@ function sessionTable(
       }
       return {
         id,
-        starting: (child: ServedChild) => holdUntilAnswered(child, leave, gate.waitMs),
+        starting: (child: ServedChild) => holdUntilAnswered(child, leave),
         abandon: () => {
           leave();
           void store?.release(id);

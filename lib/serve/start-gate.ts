@@ -71,9 +71,12 @@ export class StartGate {
   }
 }
 
+/** How long a start holds its turn at most: a server that hangs at start does not hold it for ever. */
+const HOLD_MS = 10_000;
+
 /**
  * Ends `leave` (a start's turn) once `child` has started and answered its first message, failed to start, or
- * closed, or after `limitMs`: a server that hangs at start does not hold the turn for ever.
+ * closed, or after `limitMs`.
  */
 export function holdUntilAnswered(
   child: {
@@ -82,7 +85,7 @@ export function holdUntilAnswered(
     off(event: 'message' | 'close', listener: () => void): unknown;
   },
   leave: () => void,
-  limitMs: number,
+  limitMs = HOLD_MS,
 ): void {
   const timer = setTimeout(end, limitMs);
   timer.unref();
