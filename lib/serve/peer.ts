@@ -81,7 +81,8 @@ export function forwardDirect(address: string, key: string, request: TunnelReque
       answer.pipe(res);
       answer.on('error', () => res.destroy());
       // The owner cut its answer: so is the client's (a client resumes an event stream with Last-Event-ID).
-      answer.on('aborted', () => res.destroy());
+      answer.once('end', () => (complete = true));
+      answer.on('close', () => complete || res.destroy());
     });
     // An address that drops packets would hold the request for the system's connect timeout (minutes).
     const connecting = setTimeout(() => connected || out.destroy(new Error(`no connection within ${CONNECT_MS} ms`)), CONNECT_MS);
@@ -97,8 +98,10 @@ export function forwardDirect(address: string, key: string, request: TunnelReque
       settle('sent');
       lost(res, err);
     });
-    // The client left: so does the request to the owner, which ends it there as a client that leaves does.
-    whenGone(res, () => out.destroy());
+    // The client left before the answer ended: so does the request to the owner, which ends it there as a client
+    // that leaves does (a finished one keeps its connection for the next request).
+    let complete = false;
+    whenGone(res, () => complete || out.destroy());
     out.end(request.body);
   });
 }
