@@ -120,3 +120,34 @@ export function rawTarget(port: number, target: string, headers: Record<string, 
     socket.write(`GET ${target} HTTP/1.1\r\n${lines.join('')}\r\n`);
   });
 }
+
+/** A POST whose response is handed over unread: the caller decides when (and whether) to read it. */
+export function postUnread(url: string, session: string, body: string): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': session }, agent: false }, (res) => {
+      res.pause();
+      resolve(res);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Reads a response to its end, counting the occurrences of `needle` (across chunk boundaries). */
+export async function countIn(res: http.IncomingMessage, needle: string): Promise<{ count: number; tail: string }> {
+  let count = 0;
+  let carry = '';
+  res.setEncoding('utf8');
+  for await (const chunk of res as AsyncIterable<string>) {
+    const text = carry + chunk;
+    let at = text.indexOf(needle);
+    let last = -1;
+    while (at !== -1) {
+      count++;
+      last = at;
+      at = text.indexOf(needle, at + needle.length);
+    }
+    carry = text.slice(Math.max(last === -1 ? 0 : last + needle.length, text.length - needle.length - 200));
+  }
+  return { count, tail: carry };
+}

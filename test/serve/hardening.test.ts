@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { Guard } from '../../lib/serve/guard.js';
-import { MCP_HEADERS, openStream, rawRequest, rawTarget } from '../helpers/raw-http.js';
+import { countIn, MCP_HEADERS, openStream, postUnread, rawRequest, rawTarget } from '../helpers/raw-http.js';
 import { cli } from '../helpers/run.js';
 import { INIT, rawSession, STEPS, serveProcess, served } from '../helpers/served.js';
 
@@ -15,37 +15,6 @@ const STEPS_COMMAND = [STEPS.command, ...STEPS.args];
 
 const call = (id: number, name: string, args: Record<string, unknown>): string =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-
-/** A POST whose response is handed over unread: the caller decides when (and whether) to read it. */
-function postUnread(url: string, session: string, body: string): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { ...MCP_HEADERS, 'mcp-session-id': session }, agent: false }, (res) => {
-      res.pause();
-      resolve(res);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
-/** Reads a response to its end, counting the occurrences of `needle` (across chunk boundaries). */
-async function countIn(res: http.IncomingMessage, needle: string): Promise<{ count: number; tail: string }> {
-  let count = 0;
-  let carry = '';
-  res.setEncoding('utf8');
-  for await (const chunk of res as AsyncIterable<string>) {
-    const text = carry + chunk;
-    let at = text.indexOf(needle);
-    let last = -1;
-    while (at !== -1) {
-      count++;
-      last = at;
-      at = text.indexOf(needle, at + needle.length);
-    }
-    carry = text.slice(Math.max(last === -1 ? 0 : last + needle.length, text.length - needle.length - 200));
-  }
-  return { count, tail: carry };
-}
 
 describe('serve: clients that try to kill, freeze or read it', () => {
   let bridge: ServeHandle | undefined;

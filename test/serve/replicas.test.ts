@@ -17,9 +17,9 @@ import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { within } from '../helpers/poll.js';
 import { gone } from '../helpers/processes.js';
-import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
+import { countIn, MCP_HEADERS, openStream, postUnread, rawRequest } from '../helpers/raw-http.js';
 import { type RedisServer, redisCommand, requireRedis, roleOf, startCluster, startRedis, startSentinelSet } from '../helpers/redis.js';
-import { INIT, pidsOf, type ServeProcess, serveProcess } from '../helpers/served.js';
+import { INIT, pidsOf, STEPS, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../helpers/ports.js';
@@ -33,9 +33,9 @@ interface Replica extends ServeProcess {
 }
 
 /** `mcp-frame serve --store <redis>` in a process of its own, server-everything behind it (no --store: in `args`). */
-async function replica(store: string | undefined, args: string[] = [], env?: NodeJS.ProcessEnv): Promise<Replica> {
+async function replica(store: string | undefined, args: string[] = [], env?: NodeJS.ProcessEnv, server = EVERYTHING): Promise<Replica> {
   const port = args.includes('--port') ? [] : ['--port', '0'];
-  const proc = await serveProcess([...port, ...(store === undefined ? [] : ['--store', store]), ...args, '--', ...EVERYTHING], env);
+  const proc = await serveProcess([...port, ...(store === undefined ? [] : ['--store', store]), ...args, '--', ...server], env);
   return {
     ...proc,
     url: proc.url!,
@@ -139,12 +139,12 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
   };
 
   /** Replicas that advertise their own address (--advertise-url), or `advertise`'s for the first. */
-  const directReplicas = (n: number, advertise?: string, args: string[] = []): Promise<Replica[]> =>
+  const directReplicas = (n: number, advertise?: string, args: string[] = [], server = EVERYTHING): Promise<Replica[]> =>
     Promise.all(
       Array.from({ length: n }, async (_, i) => {
         const port = await freePort();
         const url = i === 0 && advertise !== undefined ? advertise : `http://127.0.0.1:${port}`;
-        return open.add(await replica(redis.url, ['--port', String(port), '--advertise-url', url, ...args]));
+        return open.add(await replica(redis.url, ['--port', String(port), '--advertise-url', url, ...args], undefined, server));
       }),
     );
 
@@ -156,6 +156,26 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     const three = await directReplicas(3);
     const before = publishes();
     await rotatingSession(three);
+    expect(publishes() - before).to.equal(0);
+  });
+
+  it("with --advertise-url, a client that stops reading through another replica stops the owner's server (HTTP's flow control), then gets every message", async () => {
+    const [owner, front] = await directReplicas(2, undefined, [], [STEPS.command, ...STEPS.args]);
+    const id = await session(owner!.url, owner!.url);
+    const count = 1000;
+    const flood = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'flood', arguments: { count, size: 64 * 1024 } } };
+    const before = publishes();
+    const res = await postUnread(front!.url, id, JSON.stringify(flood));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const written = (): number => Math.max(0, ...[...owner!.stderr().matchAll(/flood wrote (\d+)/g)].map((m) => Number(m[1])));
+    // 1,000 messages of 64 KiB: what the pipes and the two replicas' socket buffers hold is far less.
+    const held = written();
+    expect(held, 'messages the server wrote while nobody read').to.be.below(count / 2);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(written()).to.equal(held);
+    const { count: delivered, tail } = await countIn(res, '"method":"notifications/message"');
+    expect(delivered).to.equal(count);
+    expect(tail).to.include(`${count} sent`);
     expect(publishes() - before).to.equal(0);
   });
 
