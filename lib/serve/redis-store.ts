@@ -833,6 +833,7 @@ export class RedisStore implements ReplicaStore {
     if (this.#carried.size === 0) {
       clearInterval(this.#watch);
       this.#watch = undefined;
+      this.#missing.clear();
       return;
     }
     const owners = new Set([...this.#carried.values()].map((c) => c.owner));
