@@ -2,7 +2,7 @@ import { withProgressView } from './progress.js';
 import { isObject } from '../jsonrpc.js';
 import { basename } from 'node:path';
 import { listNames } from '../client/config.js';
-import { type Connection, type FrameTrace, RpcError } from '../client/connection.js';
+import { type Connection, type FrameTrace, PROBE_TIMEOUT_MS, RpcError } from '../client/connection.js';
 import { connect } from '../client/connect.js';
 import { ConnectionError } from '../client/errors.js';
 import { killServerGroups } from '../client/stdio.js';
@@ -435,9 +435,6 @@ function describeServer(c: Connection, name: string, fellBack: boolean): string 
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
-/** How long connect() waits for a stdio server's answer to the era probe (ConnectOptions.probeTimeoutMs). */
-const PROBE_MS = 2000;
-
 /** `mcp-frame call`, `tools`, `resources`, `prompts`: connects, acts, and resolves with the exit code. */
 export async function callCommand(args: string[], action: CallAction = 'call'): Promise<number> {
   const opts = parseCallArgs(args, action);
@@ -483,9 +480,9 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
     // A stdio server that let the era probe wait out its time (it ignores methods it does not know) costs every
     // run that wait: say how to skip it.
     const took = Date.now() - started;
-    if (!opts.json && opts.protocolVersion === undefined && c.era === 'legacy' && c.pid !== undefined && took >= PROBE_MS)
+    if (!opts.json && opts.protocolVersion === undefined && c.era === 'legacy' && c.pid !== undefined && took >= PROBE_TIMEOUT_MS)
       process.stderr.write(
-        `mcp-frame ${action}: finding the server's era took ${took} ms (a server that ignores server/discover is waited for ${PROBE_MS} ms); --protocol ${String(c.protocolVersion)} skips that\n`,
+        `mcp-frame ${action}: finding the server's era took ${took} ms (a server that ignores server/discover is waited for ${PROBE_TIMEOUT_MS} ms); --protocol ${String(c.protocolVersion)} skips that\n`,
       );
     return await act(c, opts, action);
   } catch (err) {

@@ -121,8 +121,10 @@ const OPTIONS = {
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 
-/** The token named by --token-env: read from the environment, never from the command line, never printed. */
-/** The value of the variable a `--<flag> VAR` names (a secret kept off argv), or undefined without the flag. */
+/**
+ * The value of the variable a `--<flag> VAR` names (--token-env's token, --store-env's URL): read from the
+ * environment, never from the command line, never printed; undefined without the flag.
+ */
 function fromEnv(flag: string, variable: string | undefined): string | undefined {
   if (variable === undefined) return undefined;
   const value = process.env[variable];

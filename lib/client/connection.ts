@@ -211,6 +211,9 @@ export class EraCache {
   }
 }
 
+/** How long the era probe waits for a stdio server (or a socket) by default: ConnectOptions.probeTimeoutMs. */
+export const PROBE_TIMEOUT_MS = 2000;
+
 /** The process's own EraCache, for the life of the process. */
 export const defaultEraCache = new EraCache();
 
@@ -694,7 +697,7 @@ export class Connection extends EventEmitter {
     this.#useModern(meta.protocolVersion, meta);
     const http = this.#channel.answersEveryRequest === true;
     // On a pipe, silence is a legacy verdict: the probe takes at most half the handshake's budget.
-    const timeoutMs = strict || http ? options.timeoutMs! : Math.min(options.probeTimeoutMs ?? 2000, options.timeoutMs! / 2);
+    const timeoutMs = strict || http ? options.timeoutMs! : Math.min(options.probeTimeoutMs ?? PROBE_TIMEOUT_MS, options.timeoutMs! / 2);
     try {
       const result = await this.#call('server/discover', withModernMeta(undefined, meta), { timeoutMs }, false);
       // A DiscoverResult names the versions; a server that answers any method with some result is not modern.
