@@ -38,10 +38,55 @@ export function requireRedis(ctx: Mocha.Context): boolean {
   return requireCommand(ctx, 'redis-server', ['--version']);
 }
 
+/** A redis-server started with `args`, its output kept (the last 4 KiB) to say why it stopped, if it does. */
+function launch(args: string[]): { child: ChildProcess; output: () => string } {
+  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (d: Buffer): void => {
+    output = (output + d.toString()).slice(-4096);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return { child, output: () => output };
+}
+
+/** Thrown when a redis-server stops before it answers; `inUse` when its port was taken after the test chose it. */
+class RedisExited extends Error {
+  readonly inUse: boolean;
+  constructor(code: number | null, output: string) {
+    super(`redis-server exited with ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`);
+    this.inUse = /Address already in use/i.test(output);
+  }
+}
+
+/**
+ * Runs `start` with `count` free ports, again with new ones (at most 5 tries) when a port was taken between
+ * choosing it and redis-server binding it: another test's connection can take an ephemeral port in between.
+ */
+async function onFreePorts<T>(count: number, start: (ports: number[]) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    while (ports.length < count) {
+      const port = await freePort();
+      if (!ports.includes(port)) ports.push(port);
+    }
+    try {
+      return await start(ports);
+    } catch (err) {
+      if (!(err instanceof RedisExited && err.inUse) || attempt === 5) throw err;
+    }
+  }
+}
+
 /** Resolves once the server answers PING on `port` (over TLS trusting `ca`, when given; NOAUTH is an answer too). */
-async function answering(port: number, child: ChildProcess, ca?: string): Promise<void> {
+async function answering(port: number, started: ReturnType<typeof launch>, ca?: string): Promise<void> {
+  const { child } = started;
   for (const end = Date.now() + 10_000; Date.now() < end; ) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
+    if (child.exitCode !== null) {
+      // The output's last lines may still be on their way.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      throw new RedisExited(child.exitCode, started.output());
+    }
     const ok = await new Promise<boolean>((resolve) => {
       const socket = ca === undefined ? net.connect(port, '127.0.0.1') : tls.connect({ port, host: '127.0.0.1', ca, servername: 'localhost' });
       socket.once('error', () => resolve(false));
@@ -54,6 +99,7 @@ async function answering(port: number, child: ChildProcess, ca?: string): Promis
     if (ok) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  child.kill('SIGKILL');
   throw new Error(`redis-server did not answer on port ${port}`);
 }
 
@@ -75,8 +121,11 @@ function testCertificate(dir: string): { cert: string; key: string } {
   return { cert, key };
 }
 
-export async function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
-  const port = await freePort();
+export function startRedis(options: RedisOptions = {}): Promise<RedisServer> {
+  return onFreePorts(1, ([port]) => startRedisOn(port as number, options));
+}
+
+async function startRedisOn(port: number, options: RedisOptions): Promise<RedisServer> {
   const dir = tempDir('redis-');
   const certificate = options.tls === true ? testCertificate(dir) : undefined;
   const auth = options.password === undefined ? '' : `:${encodeURIComponent(options.password)}@`;
@@ -93,8 +142,9 @@ export async function startRedis(options: RedisOptions = {}): Promise<RedisServe
       if (certificate === undefined) args.push('--port', String(port));
       else args.push('--port', '0', '--tls-port', String(port), '--tls-cert-file', certificate.cert, '--tls-key-file', certificate.key);
       if (certificate !== undefined) args.push('--tls-ca-cert-file', certificate.cert, '--tls-auth-clients', 'no');
-      child = spawn('redis-server', args, { stdio: 'ignore' });
-      await answering(port, child, certificate === undefined ? undefined : readFileSync(certificate.cert, 'utf8'));
+      const started = launch(args);
+      child = started.child;
+      await answering(port, started, certificate === undefined ? undefined : readFileSync(certificate.cert, 'utf8'));
     },
     async stop() {
       const running = child;
@@ -154,22 +204,24 @@ export async function startSentinelSet(name = 'mcp'): Promise<SentinelSet> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const dir = tempDir('sentinel-');
-  const port = await freePort();
   const conf = join(dir, 'sentinel.conf');
-  writeFileSync(
-    conf,
-    [
-      `port ${port}`,
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`,
-      `sentinel down-after-milliseconds ${name} 1000`,
-      `sentinel failover-timeout ${name} 5000`,
-      '',
-    ].join('\n'),
-  );
-  const child = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
-  await answering(port, child);
+  const sentinel = (port: number): Promise<{ port: number; child: ChildProcess }> => {
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${name} 127.0.0.1 ${primary.port} 1`,
+        `sentinel down-after-milliseconds ${name} 1000`,
+        `sentinel failover-timeout ${name} 5000`,
+        '',
+      ].join('\n'),
+    );
+    const started = launch([conf, '--sentinel']);
+    return answering(port, started).then(() => ({ port, child: started.child }));
+  };
+  const { port, child } = await onFreePorts(1, ([port]) => sentinel(port as number));
   return {
     primary,
     replica,
@@ -230,13 +282,27 @@ export async function startCluster(n = 3): Promise<RedisCluster> {
   };
   try {
     for (let i = 0; i < n; i++) {
-      const port = await freePort();
-      const bus = await freePort();
-      const args = ['--port', String(port), '--cluster-port', String(bus), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '2000', '--dir', dir);
-      const child = spawn('redis-server', args, { stdio: 'ignore' });
-      nodes.push({ port, child });
-      await answering(port, child);
+      await onFreePorts(2, async ([port, bus]) => {
+        const args = ['--port', String(port), '--cluster-port', String(bus), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+        args.push(
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '2000',
+          '--dir',
+          dir,
+        );
+        const started = launch(args);
+        const node = { port: port as number, child: started.child };
+        nodes.push(node);
+        // A node that did not start leaves the list (it is gone: answering stops one that does not answer).
+        await answering(node.port, started).catch((err: unknown) => {
+          nodes.splice(nodes.indexOf(node), 1);
+          throw err;
+        });
+      });
     }
     const ports = nodes.map((node) => node.port);
     const create = spawnSync(
