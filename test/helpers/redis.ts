@@ -1,4 +1,5 @@
-// A Redis server of the test's own (Debian's redis-server), on a free 127.0.0.1 port, without persistence.
+// A Redis server of the test's own (Debian's redis-server, or Valkey's valkey-server from bookworm-backports), on
+// a free 127.0.0.1 port, without persistence.
 // Where redis-server is not installed the tests that need it are skipped with a line saying so, except under CI
 // (.ci/run installs it), where its absence fails the run.
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -25,6 +26,9 @@ export interface RedisServer {
   close(): Promise<void>;
 }
 
+/** Which server a test runs: Redis, or Valkey (the same commands and protocol, its own binaries). */
+export type RedisKind = 'redis' | 'valkey';
+
 /** True when redis-server can be run here. */
 export function haveRedis(): boolean {
   return haveCommand('redis-server', ['--version']);
@@ -34,27 +38,27 @@ export function haveRedis(): boolean {
  * For a `before` hook: skips the suite when redis-server is missing (saying so on stdout), or fails it under CI.
  * Returns true when the suite runs.
  */
-export function requireRedis(ctx: Mocha.Context): boolean {
-  return requireCommand(ctx, 'redis-server', ['--version']);
+export function requireRedis(ctx: Mocha.Context, kind: RedisKind = 'redis'): boolean {
+  return requireCommand(ctx, `${kind}-server`, ['--version'], kind === 'valkey' ? '-t bookworm-backports valkey-server' : 'redis-server');
 }
 
-/** A redis-server started with `args`, its output kept (the last 4 KiB) to say why it stopped, if it does. */
-function launch(args: string[]): { child: ChildProcess; output: () => string } {
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/** A server of `kind` started with `args`, its output kept (the last 4 KiB) to say why it stopped, if it does. */
+function launch(args: string[], kind: RedisKind): { child: ChildProcess; output: () => string; kind: RedisKind } {
+  const child = spawn(`${kind}-server`, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (d: Buffer): void => {
     output = (output + d.toString()).slice(-4096);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  return { child, output: () => output };
+  return { child, output: () => output, kind };
 }
 
 /** Thrown when a redis-server stops before it answers; `inUse` when its port was taken after the test chose it. */
 class RedisExited extends Error {
   readonly inUse: boolean;
-  constructor(code: number | null, output: string) {
-    super(`redis-server exited with ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`);
+  constructor(kind: RedisKind, code: number | null, output: string) {
+    super(`${kind}-server exited with ${code}: ${output.trim().split('\n').slice(-3).join(' | ')}`);
     this.inUse = /Address already in use/i.test(output);
   }
 }
@@ -85,7 +89,7 @@ async function answering(port: number, started: ReturnType<typeof launch>, ca?: 
     if (child.exitCode !== null) {
       // The output's last lines may still be on their way.
       await new Promise((resolve) => setTimeout(resolve, 20));
-      throw new RedisExited(child.exitCode, started.output());
+      throw new RedisExited(started.kind, child.exitCode, started.output());
     }
     const ok = await new Promise<boolean>((resolve) => {
       const socket = ca === undefined ? net.connect(port, '127.0.0.1') : tls.connect({ port, host: '127.0.0.1', ca, servername: 'localhost' });
@@ -100,7 +104,7 @@ async function answering(port: number, started: ReturnType<typeof launch>, ca?: 
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   child.kill('SIGKILL');
-  throw new Error(`redis-server did not answer on port ${port}`);
+  throw new Error(`${started.kind}-server did not answer on port ${port}`);
 }
 
 /** How a test's Redis is reached: a password (`requirepass`), and TLS only with a certificate made for the test. */
@@ -108,6 +112,8 @@ export interface RedisOptions {
   password?: string;
   /** TLS only (no plain port), with a certificate made for the test (its file: `caFile`). */
   tls?: boolean;
+  /** Redis (the default) or Valkey. */
+  server?: RedisKind;
 }
 
 /** A self-signed certificate for localhost and 127.0.0.1, made by openssl in `dir`: its files. */
@@ -142,7 +148,7 @@ async function startRedisOn(port: number, options: RedisOptions): Promise<RedisS
       if (certificate === undefined) args.push('--port', String(port));
       else args.push('--port', '0', '--tls-port', String(port), '--tls-cert-file', certificate.cert, '--tls-key-file', certificate.key);
       if (certificate !== undefined) args.push('--tls-ca-cert-file', certificate.cert, '--tls-auth-clients', 'no');
-      const started = launch(args);
+      const started = launch(args, options.server ?? 'redis');
       child = started.child;
       await answering(port, started, certificate === undefined ? undefined : readFileSync(certificate.cert, 'utf8'));
     },
@@ -192,9 +198,9 @@ export interface SentinelSet {
 }
 
 /** A primary, a replica of it and one Sentinel that monitors them (quorum 1), all on free 127.0.0.1 ports, nothing on disk. */
-export async function startSentinelSet(name = 'mcp'): Promise<SentinelSet> {
-  const primary = await startRedis();
-  const replica = await startRedis();
+export async function startSentinelSet(server: RedisKind = 'redis', name = 'mcp'): Promise<SentinelSet> {
+  const primary = await startRedis({ server });
+  const replica = await startRedis({ server });
   await redisCommand(replica.port, ['REPLICAOF', '127.0.0.1', String(primary.port)]);
   for (const end = Date.now() + 10_000; ; ) {
     // The replication section, read whole (a bulk reply: redisCommand gives its first line only).
@@ -218,7 +224,7 @@ export async function startSentinelSet(name = 'mcp'): Promise<SentinelSet> {
         '',
       ].join('\n'),
     );
-    const started = launch([conf, '--sentinel']);
+    const started = launch([conf, '--sentinel'], server);
     return answering(port, started).then(() => ({ port, child: started.child }));
   };
   const { port, child } = await onFreePorts(1, ([port]) => sentinel(port as number));
@@ -264,10 +270,10 @@ export interface RedisCluster {
 
 /**
  * A Redis Cluster of `n` primaries (no replicas) on free 127.0.0.1 ports, the slots spread over them by
- * `redis-cli --cluster create`, each node's bus on a free port of its own, nothing on disk but each node's
+^ * `redis-cli --cluster create` (or `valkey-cli`: `server`), each node's bus on a free port of its own, nothing on disk but each node's
  * cluster file in a folder of the test's own. Resolves once every node says cluster_state:ok.
  */
-export async function startCluster(n = 3): Promise<RedisCluster> {
+export async function startCluster(n = 3, server: RedisKind = 'redis'): Promise<RedisCluster> {
   const dir = tempDir('cluster-');
   const nodes: Array<{ port: number; child: ChildProcess }> = [];
   const close = async (): Promise<void> => {
@@ -294,7 +300,7 @@ export async function startCluster(n = 3): Promise<RedisCluster> {
           '--dir',
           dir,
         );
-        const started = launch(args);
+        const started = launch(args, server);
         const node = { port: port as number, child: started.child };
         nodes.push(node);
         // A node that did not start leaves the list (it is gone: answering stops one that does not answer).
@@ -306,14 +312,14 @@ export async function startCluster(n = 3): Promise<RedisCluster> {
     }
     const ports = nodes.map((node) => node.port);
     const create = spawnSync(
-      'redis-cli',
+      `${server}-cli`,
       ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'],
       {
         encoding: 'utf8',
         timeout: 30_000,
       },
     );
-    if (create.status !== 0) throw new Error(`redis-cli --cluster create failed: ${create.stdout}${create.stderr}`);
+    if (create.status !== 0) throw new Error(`${server}-cli --cluster create failed: ${create.stdout}${create.stderr}`);
     for (const end = Date.now() + 20_000; ; ) {
       const states = await Promise.all(ports.map((port) => bulk(port, 'CLUSTER INFO', 'cluster_slots_assigned')));
       if (states.every((info) => info.includes('cluster_state:ok'))) break;

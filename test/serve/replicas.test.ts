@@ -18,7 +18,16 @@ import { ROOT } from '../helpers/fixtures.js';
 import { within } from '../helpers/poll.js';
 import { gone } from '../helpers/processes.js';
 import { countIn, MCP_HEADERS, openStream, postUnread, rawRequest } from '../helpers/raw-http.js';
-import { type RedisServer, redisCommand, requireRedis, roleOf, startCluster, startRedis, startSentinelSet } from '../helpers/redis.js';
+import {
+  type RedisKind,
+  type RedisServer,
+  redisCommand,
+  requireRedis,
+  roleOf,
+  startCluster,
+  startRedis,
+  startSentinelSet,
+} from '../helpers/redis.js';
 import { INIT, pidsOf, STEPS, type ServeProcess, serveProcess } from '../helpers/served.js';
 import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
@@ -435,11 +444,12 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     expect(b!.proc.exitCode).to.equal(null);
   });
 
-  it('after FAILOVER (the primary it was given turned replica, READONLY), serve follows the primary its ROLE names: sessions go on, new ones are admitted there', async () => {
-    const [primary, standby] = [open.add(await startRedis()), open.add(await startRedis())];
+  /** After FAILOVER on a primary and its standby, both of `server`: the replicas follow the primary ROLE names. */
+  const followsFailover = (server: RedisKind) => async () => {
+    const [primary, standby] = [open.add(await startRedis({ server })), open.add(await startRedis({ server }))];
     expect(await redisCommand(standby.port, ['REPLICAOF', '127.0.0.1', String(primary.port)])).to.equal('+OK');
     const synced = async (): Promise<true | undefined> => {
-      const info = execFileSync('redis-cli', ['-p', String(standby.port), 'INFO', 'replication'], { encoding: 'utf8' });
+      const info = execFileSync(`${server}-cli`, ['-p', String(standby.port), 'INFO', 'replication'], { encoding: 'utf8' });
       return info.includes('master_link_status:up') ? true : undefined;
     };
     await within(8000, 'the standby in sync', synced);
@@ -457,11 +467,16 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     const after = await session(b!.url, a!.url);
     expect(await redisCommand(standby.port, ['EXISTS', `{mcp-frame}:session:${after}`])).to.equal(':1');
     for (const r of [a!, b!]) expect((await rawRequest(r.url.replace('/mcp', '/healthz'))).status).to.equal(200);
-  });
+  };
 
-  it('through Sentinel (redis+sentinel://): sessions go on across a failover, and new ones are admitted on the new primary', async function () {
-    this.timeout(60_000);
-    const set = await startSentinelSet();
+  it(
+    'after FAILOVER (the primary it was given turned replica, READONLY), serve follows the primary its ROLE names: sessions go on, new ones are admitted there',
+    followsFailover('redis'),
+  );
+
+  /** Sentinel over a primary and a replica of `server`: sessions go on across a failover, even for a fixed address. */
+  const throughSentinel = (server: RedisKind) => async () => {
+    const set = await startSentinelSet(server);
     try {
       const [a, b] = await Promise.all([replica(set.url), replica(set.url)].map((r) => r.then((x) => open.add(x))));
       // Beside them, one given the primary's own address, as before Sentinel was spoken: it follows by ROLE.
@@ -492,11 +507,16 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     } finally {
       await set.close();
     }
-  });
+  };
 
-  it('on a Redis Cluster (redis+cluster://, one node given): sessions carried between replicas, --max-sessions counted, every key in one slot', async function () {
-    this.timeout(60_000);
-    const cluster = await startCluster(3);
+  it(
+    'through Sentinel (redis+sentinel://): sessions go on across a failover, and new ones are admitted on the new primary',
+    throughSentinel('redis'),
+  );
+
+  /** A Cluster of three `server` nodes, one given: sessions carried, --max-sessions counted, every key in one slot. */
+  const onCluster = (server: RedisKind) => async () => {
+    const cluster = await startCluster(3, server);
     try {
       const [a, b] = await Promise.all(
         [replica(cluster.url, ['--max-sessions', '2']), replica(cluster.url, ['--max-sessions', '2'])].map((r) => r.then((x) => open.add(x))),
@@ -525,7 +545,12 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     } finally {
       await cluster.close();
     }
-  });
+  };
+
+  it(
+    'on a Redis Cluster (redis+cluster://, one node given): sessions carried between replicas, --max-sessions counted, every key in one slot',
+    onCluster('redis'),
+  );
 
   it('a replica started while Redis is down listens, says 503 on /healthz, and takes sessions once Redis answers', async () => {
     await redis.stop();
@@ -595,6 +620,34 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     });
   }
 
+  // Valkey speaks Redis's protocol and commands (the store's Lua scripts, SET ... GET, SPUBLISH); the same cases
+  // against Debian's valkey-server (bookworm-backports) show it.
+  describe('on Valkey', () => {
+    let valkey: RedisServer;
+    before(async function () {
+      if (!requireRedis(this, 'valkey')) return;
+      valkey = await startRedis({ server: 'valkey' });
+    });
+    after(() => valkey?.close());
+
+    it('the SDK client rotating over three replicas, carried through the tunnel, and --max-sessions counted across them', async () => {
+      const three = await Promise.all(Array.from({ length: 3 }, () => replica(valkey.url, ['--max-sessions', '2']).then((r) => open.add(r))));
+      expect(execFileSync('valkey-cli', ['-p', String(valkey.port), 'INFO', 'server'], { encoding: 'utf8' })).to.include('valkey_version:');
+      await rotatingSession(three);
+      const stats = () => execFileSync('valkey-cli', ['-p', String(valkey.port), 'INFO', 'commandstats'], { encoding: 'utf8' });
+      expect(Number(/cmdstat_publish:calls=(\d+)/.exec(stats())?.[1] ?? 0)).to.be.above(0);
+      await session(three[0]!.url, three[1]!.url);
+      await session(three[1]!.url);
+      const refused = await post(three[2]!.url, undefined, INIT);
+      expect(refused.status).to.equal(503);
+      expect(refused.body).to.include('2 sessions are open already across the replicas');
+    });
+
+    it('after FAILOVER, serve follows the primary ROLE names', followsFailover('valkey'));
+    it('through Sentinel (valkey-sentinel mode): sessions go on across a failover', throughSentinel('valkey'));
+    it('on a Valkey Cluster: sessions carried between replicas, --max-sessions counted, every key in one slot', onCluster('valkey'));
+  });
+
   // The store on its own: what it counts after a session ends, with Redis answering and with the link to it cut.
   describe('the Redis store', () => {
     let prefixes = 0;
@@ -603,8 +656,8 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     const twin = (): Promise<RedisStore> => redisStore(redis.url, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
 
     /** A Redis of the test's own (to pause or stop), and two replicas' stores on one prefix there. */
-    async function ownRedis(): Promise<{ redis: RedisServer; prefix: string; stores: [RedisStore, RedisStore] }> {
-      const own = open.add(await startRedis());
+    async function ownRedis(server: RedisKind = 'redis'): Promise<{ redis: RedisServer; prefix: string; stores: [RedisStore, RedisStore] }> {
+      const own = open.add(await startRedis({ server }));
       const prefix = `store-test-${++prefixes}`;
       const one = () => redisStore(own.url, prefix, () => undefined).then((s) => open.add(s));
       return { redis: own, prefix, stores: [await one(), await one()] };
@@ -768,38 +821,47 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       expect(await a.admit('four', 2)).to.equal(2);
     });
 
-    it('a Redis stall past the liveness time: no phantom of an open refused meanwhile, a session released meanwhile gone, and the sessions swept as dead registered again', async function () {
-      this.timeout(30_000);
-      const { redis: paused, prefix, stores } = await ownRedis();
-      const [a, b] = stores;
-      expect(await a.admit('kept', 3)).to.equal(undefined);
-      expect(await a.admit('ended', 3)).to.equal(undefined);
-      const stalled = Date.now();
-      paused.pause();
-      // A session that ends during the stall: its release waits in Redis, and is told again at a later beat.
-      const released = a.release('ended');
-      // The open that comes during the stall is refused (its client gets 503) and /healthz says why.
-      const refused = await a.admit('phantom', 3).then(
-        () => 'admitted',
-        (err: Error) => err.message,
-      );
-      expect(refused).to.match(/did not answer within/);
-      expect(a.problem()).to.match(/stalls/);
-      await released;
-      // Long enough for every replica's liveness key to lapse: once Redis goes on, the first script to run (the
-      // refused admission, still queued) takes both replicas for dead and sweeps their sessions.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, ALIVE_MS + 500 - (Date.now() - stalled))));
-      paused.resume();
-      await within(10_000, 'the kept session registered again, the phantom gone', async () => {
-        const owner = await b.ownerOf('kept').catch(() => undefined);
-        const left = await redisCommand(paused.port, ['EXISTS', `{${prefix}}:session:phantom`, `{${prefix}}:session:ended`]);
-        return owner === a.replica && left === ':0' ? true : undefined;
-      });
-      expect(a.problem()).to.equal(undefined);
-      // One session counts (kept), not three: neither the phantom nor the ended one holds a place under the limit.
-      expect(await b.admit('two', 2)).to.equal(undefined);
-      expect(await b.admit('three', 2)).to.equal(2);
-    });
+    /** A stall (SIGSTOP) of a `server` past the liveness time, during an open, a release and the heartbeats. */
+    const stall = (server: RedisKind) =>
+      async function (this: Mocha.Context) {
+        this.timeout(30_000);
+        if (!requireRedis(this, server)) return;
+        const { redis: paused, prefix, stores } = await ownRedis(server);
+        const [a, b] = stores;
+        expect(await a.admit('kept', 3)).to.equal(undefined);
+        expect(await a.admit('ended', 3)).to.equal(undefined);
+        const stalled = Date.now();
+        paused.pause();
+        // A session that ends during the stall: its release waits in Redis, and is told again at a later beat.
+        const released = a.release('ended');
+        // The open that comes during the stall is refused (its client gets 503) and /healthz says why.
+        const refused = await a.admit('phantom', 3).then(
+          () => 'admitted',
+          (err: Error) => err.message,
+        );
+        expect(refused).to.match(/did not answer within/);
+        expect(a.problem()).to.match(/stalls/);
+        await released;
+        // Long enough for every replica's liveness key to lapse: once Redis goes on, the first script to run (the
+        // refused admission, still queued) takes both replicas for dead and sweeps their sessions.
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, ALIVE_MS + 500 - (Date.now() - stalled))));
+        paused.resume();
+        await within(10_000, 'the kept session registered again, the phantom gone', async () => {
+          const owner = await b.ownerOf('kept').catch(() => undefined);
+          const left = await redisCommand(paused.port, ['EXISTS', `{${prefix}}:session:phantom`, `{${prefix}}:session:ended`]);
+          return owner === a.replica && left === ':0' ? true : undefined;
+        });
+        expect(a.problem()).to.equal(undefined);
+        // One session counts (kept), not three: neither the phantom nor the ended one holds a place under the limit.
+        expect(await b.admit('two', 2)).to.equal(undefined);
+        expect(await b.admit('three', 2)).to.equal(2);
+      };
+
+    it(
+      'a Redis stall past the liveness time: no phantom of an open refused meanwhile, a session released meanwhile gone, and the sessions swept as dead registered again',
+      stall('redis'),
+    );
+    it('the same stall of a Valkey server: no phantom, the released session gone, the swept sessions registered again', stall('valkey'));
 
     it('a request carried while Redis stalls may have run (MayHaveRun: 502), and does reach its owner after; one carried while Redis is away did not (503)', async function () {
       this.timeout(30_000);
