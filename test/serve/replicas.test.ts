@@ -12,6 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ALIVE_MS, type RedisStore, redisStore } from '../../lib/serve/redis-store.js';
 import { type TunnelRequest, type TunnelResponse, tunnelRequest } from '../../lib/serve/store.js';
+import { blackHole } from '../helpers/black-hole.js';
 import { cutProxy } from '../helpers/cut-proxy.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
@@ -205,6 +206,25 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     });
     expect(forged.status).to.equal(403);
     expect(forged.body).to.match(/peer key/);
+  });
+
+  it('falls back to the tunnel within 3 s for an owner whose advertised address drops packets, and straight away for the next requests', async () => {
+    const hole = open.add(await blackHole());
+    const [owner, front] = await directReplicas(2, hole.url);
+    const id = await session(owner!.url, owner!.url);
+    const before = publishes();
+    let started = Date.now();
+    const first = await post(front!.url, id, echo(2, 'after the connect timeout'));
+    const waited = Date.now() - started;
+    expect(first.status, first.body).to.equal(200);
+    expect(first.body).to.include('Echo: after the connect timeout');
+    // The connect timeout (3 s), not the system's (minutes), and not at once: the address was tried.
+    expect(waited).to.be.within(2500, 8000);
+    expect(publishes() - before).to.be.above(0);
+    // The owner's address is not tried again for a while: the next requests go through Redis at once.
+    started = Date.now();
+    for (let i = 0; i < 3; i++) expect((await post(front!.url, id, echo(3 + i, 'at once'))).body).to.include('Echo: at once');
+    expect(Date.now() - started).to.be.below(2500);
   });
 
   it('a gateway of two servers as replicas: a session opened on one is served, both servers and their questions, through the other', async () => {
