@@ -52,12 +52,22 @@ interface CpuUse {
   redis: number;
 }
 
-const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim() || 100);
+/** The length of /proc's clock tick: 1/CLK_TCK s (100 a second where getconf cannot say). */
+function tickMs(): number {
+  try {
+    return 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
+  } catch {
+    return 10;
+  }
+}
+const TICK_MS = tickMs();
 
 /** CPU ms a process has used itself (user and system; its children not counted), from /proc. */
 function processCpuMs(pid: number): number {
   // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command's name may hold ") " itself: the fields start after its last parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
 }
 
