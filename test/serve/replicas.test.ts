@@ -467,9 +467,11 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       const summary = JSON.stringify([...statuses]);
       if (process.env.RESTART_FIGURES) console.log(summary);
       expect(statuses.get(200) ?? 0, summary).to.be.above(100);
-      // Through the tunnel the restart is felt (refusals, each of a call that did not run); forwarded over HTTP, a
-      // session whose owner and address a replica knows already needs no Redis at all, and every call goes through.
-      if (direct) expect([...statuses.keys()], summary).to.deep.equal([200]);
+      // Through the tunnel the restart is felt (refusals, each of a call that did not run). Forwarded over HTTP, a
+      // session whose owner and address a replica knows already needs no Redis: no call failed in the runs here,
+      // but the peer key is made anew in the emptied store and a replica that meets the new one before its owner
+      // has read it goes through the tunnel, which may still be reconnecting: at most one call in a hundred.
+      if (direct) expect(heard.size - (statuses.get(200) ?? 0), summary).to.be.at.most(heard.size / 100);
       else
         expect(
           [...statuses.keys()].some((status) => status !== 200),
