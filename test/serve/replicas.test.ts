@@ -143,8 +143,8 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
   }
 
   /** PUBLISH commands Redis has run: what crossed the tunnel. */
-  const publishes = (): number => {
-    const stats = execFileSync('redis-cli', ['-p', String(redis.port), 'INFO', 'commandstats'], { encoding: 'utf8' });
+  const publishes = (server: RedisServer = redis, kind: RedisKind = 'redis'): number => {
+    const stats = execFileSync(`${kind}-cli`, ['-p', String(server.port), 'INFO', 'commandstats'], { encoding: 'utf8' });
     return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0);
   };
 
@@ -738,8 +738,7 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       const three = await Promise.all(Array.from({ length: 3 }, () => replica(valkey.url, ['--max-sessions', '2']).then((r) => open.add(r))));
       expect(execFileSync('valkey-cli', ['-p', String(valkey.port), 'INFO', 'server'], { encoding: 'utf8' })).to.include('valkey_version:');
       await rotatingSession(three);
-      const stats = () => execFileSync('valkey-cli', ['-p', String(valkey.port), 'INFO', 'commandstats'], { encoding: 'utf8' });
-      expect(Number(/cmdstat_publish:calls=(\d+)/.exec(stats())?.[1] ?? 0)).to.be.above(0);
+      expect(publishes(valkey, 'valkey')).to.be.above(0);
       await session(three[0]!.url, three[1]!.url);
       await session(three[1]!.url);
       const refused = await post(three[2]!.url, undefined, INIT);
