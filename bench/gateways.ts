@@ -22,7 +22,7 @@ import { ROOT } from '../test/helpers/fixtures.js';
 import { median } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
 import { freePort } from '../test/helpers/ports.js';
-import { procStat } from '../test/helpers/processes.js';
+import { cpuMs } from '../test/helpers/processes.js';
 import { gc } from './gc.js';
 
 const NODE = process.execPath;
@@ -57,13 +57,6 @@ export interface GatewayResults {
 const SEQUENTIAL = 300;
 const CONCURRENT = 300;
 const ROUNDS = 5;
-
-/** utime + stime of a process, in ms (Linux /proc). */
-function cpuMs(pid: number): number {
-  const fields = procStat(pid);
-  if (fields === undefined) throw new Error(`no /proc/${pid}/stat: the gateway bench needs Linux and a live process`);
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
 
 /** The peak resident set of a process, in MiB (Linux /proc: VmHWM). */
 function peakRssMiB(pid: number): number {

@@ -7,13 +7,13 @@
 // of Redis (its own INFO). Every serve is a process of its own. npm run bench runs it; `node dist/bench/replicas.js`
 // runs it alone.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ROOT } from '../test/helpers/fixtures.js';
 import { freePort } from '../test/helpers/ports.js';
 import { haveRedis, startRedis } from '../test/helpers/redis.js';
+import { cpuMs } from '../test/helpers/processes.js';
 import { serveProcess } from '../test/helpers/served.js';
 import { CALLS, type Call, interleaved, median, time } from './http.js';
 import { countingWarnings, warningNote } from './warnings.js';
@@ -52,25 +52,6 @@ interface CpuUse {
   redis: number;
 }
 
-/** The length of /proc's clock tick: 1/CLK_TCK s (100 a second where getconf cannot say). */
-function tickMs(): number {
-  try {
-    return 1000 / (Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100);
-  } catch {
-    return 10;
-  }
-}
-const TICK_MS = tickMs();
-
-/** CPU ms a process has used itself (user and system; its children not counted), from /proc. */
-function processCpuMs(pid: number): number {
-  // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command's name may hold ") " itself: the fields start after its last parenthesis.
-  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-}
-
 /** CPU ms Redis has used (INFO cpu: seconds with microseconds). */
 function redisCpuMs(port: number): number {
   const text = execFileSync('redis-cli', ['-p', String(port), 'INFO', 'cpu'], { encoding: 'utf8' });
@@ -82,9 +63,9 @@ async function cpuPerCall(pids: number[], redisPort: number, call: Call, concurr
   const serve: number[] = [];
   const redis: number[] = [];
   for (let i = 0; i < CPU_RUNS; i++) {
-    const before = { serve: pids.reduce((sum, pid) => sum + processCpuMs(pid), 0), redis: redisCpuMs(redisPort) };
+    const before = { serve: pids.reduce((sum, pid) => sum + cpuMs(pid), 0), redis: redisCpuMs(redisPort) };
     await time(call, concurrent);
-    serve.push(((pids.reduce((sum, pid) => sum + processCpuMs(pid), 0) - before.serve) * 1000) / CALLS);
+    serve.push(((pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - before.serve) * 1000) / CALLS);
     redis.push(((redisCpuMs(redisPort) - before.redis) * 1000) / CALLS);
   }
   return { serve: median(serve), redis: median(redis) };

@@ -33,6 +33,13 @@ export function procStat(pid: number): string[] | undefined {
   }
 }
 
+/** utime + stime of a process, in ms (Linux /proc, whose clock ticks 100 times a second); its children not counted. */
+export function cpuMs(pid: number): number {
+  const fields = procStat(pid);
+  if (fields === undefined) throw new Error(`no /proc/${pid}/stat: measuring CPU needs Linux and a live process`);
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
 /** Linux: the process has exited and waits to be reaped (state Z) by another parent than this process. */
 function isOrphanZombie(pid: number): boolean {
   const [state, ppid] = procStat(pid) ?? [];
