@@ -57,6 +57,9 @@ gateway (several servers behind one endpoint):
   --allow-prompts <glob>   the same, for prompts
   --deny-prompts <glob>
   --upstream-start-ms <n>  how long a session waits for its servers to start (default 10000)
+  --upstream-list-ms <n>   how long a server may take over a list the gateway reads (default 10000); past it,
+                           the server is left out of that list for 30 s and /healthz says so
+  --upstream-call-ms <n>   how long a call sent on to a server may take before it is cancelled (default 600000)
   --max-server-requests <n>  requests in flight to one server, per session (default 1024)
   --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it
   --authorize-param k=v  --client-id id  --no-resource  --device-code  (see mcp-frame call --help)
@@ -109,6 +112,8 @@ const OPTIONS = {
   'allow-prompts': { type: 'string', multiple: true },
   'deny-prompts': { type: 'string', multiple: true },
   'upstream-start-ms': { type: 'string' },
+  'upstream-list-ms': { type: 'string' },
+  'upstream-call-ms': { type: 'string' },
   'max-server-requests': { type: 'string' },
   'auth-issuer': { type: 'string' },
   'public-url': { type: 'string' },
@@ -205,6 +210,8 @@ function serveOptions(values: Values): ServeOptions {
     replayBytes: 'replay-bytes',
     drainMs: 'drain-ms',
     upstreamStartMs: 'upstream-start-ms',
+    upstreamListMs: 'upstream-list-ms',
+    upstreamCallMs: 'upstream-call-ms',
     maxPendingPerUpstream: 'max-server-requests',
   };
   Object.assign(options, gatewayOptions(values), logOptions(values), pathOptions(values));

@@ -57,6 +57,11 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** Abort the request: it rejects with ABORTED and the server is told with notifications/cancelled. */
   signal?: AbortSignal;
+  /**
+   * Modern era: a value handed back, as the handler's third argument, to the onRequest handler of each input
+   * request (`input_required`) this request gets, so that a handler serving several callers knows whose it is.
+   */
+  related?: unknown;
 }
 
 export interface ConnectOptions extends StdioOptions {
@@ -229,7 +234,8 @@ function isLegacyVerdict(err: unknown, http: boolean): boolean {
 }
 
 type Json = Record<string, unknown>;
-type RequestHandler = (params: unknown, request: Json) => unknown;
+/** `related`: the RequestOptions.related of the request that asked for this input, when known (modern era). */
+type RequestHandler = (params: unknown, request: Json, related?: unknown) => unknown;
 type NotificationHandler = (params: unknown, notification: Json) => void;
 
 interface Pending {
@@ -322,6 +328,14 @@ export class Connection extends EventEmitter {
     return this.#channel.pid;
   }
 
+  /**
+   * Stops reading the server's output until the returned function is called (a consumer slower than the server:
+   * the server is held by its pipe or its streams' flow control). A channel that cannot hold returns a no-op.
+   */
+  holdInput(): () => void {
+    return this.#channel.holdInput?.() ?? (() => undefined);
+  }
+
   /** The protocol revision spoken, once connected: the one the server agreed to, or the modern one chosen. */
   get protocolVersion(): string | undefined {
     return this.#meta?.protocolVersion ?? (this.#initializeResult?.protocolVersion as string | undefined);
@@ -395,7 +409,7 @@ export class Connection extends EventEmitter {
         }
         const inputParams = (input as Json).params;
         Object.defineProperty(responses, key, {
-          value: await this.#handled(handler, { jsonrpc: '2.0', method: inputMethod!, params: inputParams }),
+          value: await this.#handled(handler, { jsonrpc: '2.0', method: inputMethod!, params: inputParams }, options.related),
           enumerable: true,
           writable: true,
           configurable: true,
@@ -828,8 +842,8 @@ export class Connection extends EventEmitter {
   }
 
   /** A handler's answer to a request of the server's (or an input request of a modern result), as sent. */
-  async #handled(handler: RequestHandler, request: Json): Promise<unknown> {
-    const result = (await handler(request.params, request)) ?? {};
+  async #handled(handler: RequestHandler, request: Json, related?: unknown): Promise<unknown> {
+    const result = (await handler(request.params, request, related)) ?? {};
     return request.method === 'elicitation/create' && this.#elicitationDefaults ? withElicitationDefaults(request.params, result) : result;
   }
 

@@ -15,6 +15,7 @@
  * - Failures stay where they start: an upstream that is down takes its tools away and fails only its own calls,
  *   with an error that names it; it is restarted with backoff (see Upstream).
  */
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Channel } from '../client/channel.js';
 import type { ServerConfig } from '../client/config.js';
@@ -63,6 +64,16 @@ export interface GatewayOptions {
   caller?: Caller;
   /** Claims of the caller put in each forwarded request's `_meta` under `mcp-frame/caller` (never the token). */
   forwardClaims?: readonly string[];
+  /**
+   * Its client is several callers (serve's modern requests share one gateway): a request of a server that
+   * cannot be attributed to one call in flight is refused to that server at once, never passed on to be guessed.
+   * @defaultValue false
+   */
+  shared?: boolean;
+  /** How long the gateway's own requests (lists, setLevel) may take before the server is skipped for them. @defaultValue 10000 */
+  listTimeoutMs?: number;
+  /** How long a client's request sent on to a server may take before it is cancelled there. @defaultValue 600000 */
+  callTimeoutMs?: number;
 }
 
 /** What a gateway reports (to serve's metrics). */
@@ -74,6 +85,22 @@ export interface GatewayObserver {
 /** Where forwarded requests carry the caller's claims (with forwardClaims). */
 export const CALLER_META = 'mcp-frame/caller';
 
+/**
+ * serve itself as a caller: its own requests to a gateway (the tool list it reads to learn header declarations)
+ * see every tool, whatever the policy hides from callers, and carry no caller's claims. Known by identity: no
+ * token can make a caller that is this object.
+ */
+export const SERVE_ITSELF: Caller = Object.freeze({ subject: 'mcp-frame serve', scopes: Object.freeze([]), claims: Object.freeze({}) });
+
+/**
+ * How long a call the client cancelled still counts as running at its server: a server MAY go on with a request
+ * it was told to cancel, so for this long a question or a log of that server could still be the cancelled
+ * call's, and is attributed to no other.
+ */
+const CANCELLED_RUNS_MS = 60_000;
+
+/** After a list request of the gateway's timed out, the server is skipped for that list this long. */
+const LIST_RETRY_MS = 30_000;
 type Kind = 'tools' | 'prompts' | 'resources' | 'templates';
 
 interface KindInfo {
@@ -107,6 +134,7 @@ interface Forwarded {
   up: Upstream;
   abort: AbortController;
   cancelled: boolean;
+  caller: Caller | undefined;
 }
 
 /** What the gateway knows of one upstream's list of one kind, learnt from what it listed. */
@@ -144,10 +172,24 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #observer: GatewayObserver | undefined;
   readonly #tracing: boolean;
   readonly #forwarded = new Map<string, Forwarded>();
-  /** The gateway's progress tokens, to the client's. */
-  readonly #tokens = new Map<string, unknown>();
-  /** The gateway's own requests to the client, by id. */
+  /**
+   * Every request sent on to a server that may still run there: those in flight, and those the client cancelled
+   * (for CANCELLED_RUNS_MS after, see there). What a server sends that names no request is attributed among these.
+   */
+  readonly #running = new Set<Forwarded>();
+  /** The gateway's progress tokens (random: a server cannot guess another's), to the server given each and the client's token. */
+  readonly #tokens = new Map<string, { up: Upstream; token: unknown }>();
+  /** The gateway's own requests to the client, by id: the caller whose call asked, whose answer goes back. */
   readonly #asks = new Map<string, { resolve(result: unknown): void; reject(error: Error): void }>();
+  readonly #shared: boolean;
+  readonly #listTimeoutMs: number;
+  readonly #callTimeoutMs: number;
+  /** Lists a server did not answer in time, by `kind:index`: until when it is skipped for them. */
+  readonly #stalled = new Map<string, number>();
+  /** Lists being read whole, by `kind:index`: one reading at a time, whoever asks. */
+  readonly #indexing = new Map<string, Promise<void>>();
+  readonly #limbo = new Set<NodeJS.Timeout>();
+  #droppedCount = 0;
   readonly #known = new Map<string, Known>();
   /** A URI's upstream (the first in config order that listed it). */
   readonly #uris = new Map<string, number>();
@@ -174,6 +216,9 @@ export class Gateway extends EventEmitter implements Channel {
     this.#policy = options.policy ?? (() => undefined);
     this.#caller = options.caller;
     this.#forwardClaims = options.forwardClaims ?? [];
+    this.#shared = options.shared ?? false;
+    this.#listTimeoutMs = options.listTimeoutMs ?? 10_000;
+    this.#callTimeoutMs = options.callTimeoutMs ?? 600_000;
     this.#observer = options.observer;
     this.#tracing = options.tracing ?? false;
     this.#ups = options.upstreams.map(([name, entry], index) => {
@@ -196,20 +241,32 @@ export class Gateway extends EventEmitter implements Channel {
   /** A message from the client; `caller`: who sent it, when not the gateway's own caller. */
   send(msg: unknown, caller?: Caller): Promise<void> {
     if (this.#closed) return Promise.reject(this.endError('the gateway'));
-    if (isRequest(msg))
-      void this.#request({ key: idKey(msg.id), id: msg.id, caller: caller ?? this.#caller }, msg.method, isObject(msg.params) ? msg.params : {});
-    else if (isResponse(msg)) this.#answered(msg as unknown as Json);
-    else if (isObject(msg) && typeof msg.method === 'string') this.#notification(msg.method, isObject(msg.params) ? msg.params : {});
+    const who = caller ?? this.#caller;
+    if (isRequest(msg)) void this.#request({ key: idKey(msg.id), id: msg.id, caller: who }, msg.method, isObject(msg.params) ? msg.params : {});
+    else if (isResponse(msg)) this.#answered(msg as unknown as Json, who);
+    else if (isObject(msg) && typeof msg.method === 'string') this.#notification(msg.method, isObject(msg.params) ? msg.params : {}, who);
     return Promise.resolve();
+  }
+
+  /** Messages of the servers that could be attributed to no call in flight, and were dropped (or, for requests, refused). */
+  get dropped(): number {
+    return this.#droppedCount;
   }
 
   endError(what: string): ConnectionError {
     return new ConnectionError('CLOSED', `${what}: the gateway "${this.name}" is closed`);
   }
 
-  /** Nothing to hold: the upstreams' own channels keep their output while the client reads slowly. */
+  /**
+   * Stops reading every server's output until the returned function is called: a client that does not read
+   * holds the servers (their pipes and streams fill and they wait), as a session's own child is held, instead of
+   * their output piling up here.
+   */
   holdInput(): () => void {
-    return () => undefined;
+    const releases = this.#ups.map((up) => up.holdInput());
+    return () => {
+      for (const release of releases.splice(0)) release();
+    };
   }
 
   close(): Promise<ExitStatus> {
@@ -217,6 +274,8 @@ export class Gateway extends EventEmitter implements Channel {
       this.#closed = true;
       for (const ask of this.#asks.values()) ask.reject(this.endError('the request'));
       this.#asks.clear();
+      for (const timer of this.#limbo) clearTimeout(timer);
+      this.#limbo.clear();
       await Promise.all(this.#ups.map((up) => up.close()));
       const status: ExitStatus = { code: 0, signal: null };
       this.emit('end');
@@ -307,7 +366,7 @@ export class Gateway extends EventEmitter implements Channel {
       case 'completion/complete':
         return this.#complete(call, params);
       case 'logging/setLevel':
-        return this.#setLevel(params);
+        return this.#setLevel(params, call.caller);
       default:
         return Promise.reject(new RpcError(-32601, `Method not found: ${method}`));
     }
@@ -344,7 +403,7 @@ export class Gateway extends EventEmitter implements Channel {
     };
   }
 
-  #notification(method: string, params: Json): void {
+  #notification(method: string, params: Json, caller: Caller | undefined): void {
     if (method === 'notifications/cancelled') {
       const forwarded = this.#forwarded.get(idKey(params.requestId));
       if (forwarded === undefined) return;
@@ -354,22 +413,23 @@ export class Gateway extends EventEmitter implements Channel {
     }
     if (method === 'notifications/initialized') return;
     // roots/list_changed, and anything else a client tells its server: every upstream hears it.
-    if (method === 'notifications/roots/list_changed') for (const up of this.#ups) up.notify(method, params);
+    if (method === 'notifications/roots/list_changed') for (const up of this.#ups) up.notify(method, this.#withCaller(params, caller));
   }
 
-  /** The client's answer to one of the gateway's requests. */
-  #answered(msg: Json): void {
+  /** The client's answer to one of the gateway's requests (its `_meta` carries the answering caller's claims or none). */
+  #answered(msg: Json, caller: Caller | undefined): void {
     const ask = typeof msg.id === 'string' ? this.#asks.get(msg.id) : undefined;
     if (ask === undefined) return;
     this.#asks.delete(msg.id as string);
     if (isObject(msg.error)) {
       const { code, message, data } = msg.error;
       ask.reject(new RpcError(typeof code === 'number' ? code : -32603, typeof message === 'string' ? message : 'error', data));
-    } else ask.resolve(msg.result);
+    } else ask.resolve(isObject(msg.result) ? this.#withCaller(msg.result, caller) : msg.result);
   }
 
-  #emit(msg: Json): void {
-    if (!this.#closed) this.emit('message', msg);
+  /** `related`: the client's id of the call the message belongs to, when the gateway knows it (see #ask). */
+  #emit(msg: Json, related?: unknown): void {
+    if (!this.#closed) this.emit('message', msg, related);
   }
 
   // ---- lists and names
@@ -389,22 +449,67 @@ export class Gateway extends EventEmitter implements Channel {
     return up.state === 'up' && up.capabilities[KINDS[kind].capability] !== undefined;
   }
 
-  /** Reads the whole list of `kind` of every upstream whose list is not known in full. */
+  /**
+   * Reads the whole list of `kind` of every upstream whose list is not known in full (one reading per server at
+   * a time, whoever asks); a server that does not answer within listTimeoutMs is skipped (see #listPage).
+   */
   async #index(kind: Kind): Promise<void> {
     await Promise.all(
-      this.#ups.map(async (up) => {
-        if (!this.#offers(up, kind) || this.#knownOf(kind, up).complete) return;
-        let first = true;
-        const listing = await listPages(async (cursor) => {
-          const result = await up.request(KINDS[kind].method, cursor === undefined ? {} : { cursor }).catch(() => undefined);
-          this.#learn(kind, up, result, first);
-          first = false;
-          return result;
-        }, KINDS[kind].key);
-        if (listing.stopped !== undefined) this.#log(`the ${kind} list of server "${up.name}": ${listing.stopped}`);
-        else this.#knownOf(kind, up).complete = true;
+      this.#ups.map((up) => {
+        if (!this.#listable(up, kind) || this.#knownOf(kind, up).complete) return undefined;
+        const key = `${kind}:${up.index}`;
+        let reading = this.#indexing.get(key);
+        if (reading === undefined) {
+          reading = this.#readWhole(kind, up).finally(() => this.#indexing.delete(key));
+          this.#indexing.set(key, reading);
+        }
+        return reading;
       }),
     );
+  }
+
+  async #readWhole(kind: Kind, up: Upstream): Promise<void> {
+    let first = true;
+    let failed = false;
+    const listing = await listPages(async (cursor) => {
+      const result = await this.#listPage(kind, up, cursor);
+      if (result === undefined) failed = true;
+      this.#learn(kind, up, result, first);
+      first = false;
+      return result;
+    }, KINDS[kind].key);
+    if (listing.stopped !== undefined) this.#log(`the ${kind} list of server "${up.name}": ${listing.stopped}`);
+    else if (!failed) this.#knownOf(kind, up).complete = true;
+  }
+
+  /**
+   * One page of `up`'s list of `kind`, or undefined when it failed. Bounded by listTimeoutMs: past it the server
+   * is skipped for that list for LIST_RETRY_MS (logged, and said on /healthz), then asked again.
+   */
+  async #listPage(kind: Kind, up: Upstream, cursor: string | undefined): Promise<unknown> {
+    const method = KINDS[kind].method;
+    try {
+      const result = await up.request(method, cursor === undefined ? {} : { cursor }, { timeoutMs: this.#listTimeoutMs });
+      up.note(undefined);
+      return result;
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'TIMEOUT') {
+        this.#stalled.set(`${kind}:${up.index}`, Date.now() + LIST_RETRY_MS);
+        up.note(`${method} went unanswered for ${this.#listTimeoutMs} ms: left out of lists, asked again in ${LIST_RETRY_MS / 1000} s`);
+      }
+      this.#log(`server "${up.name}" failed ${method}: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** Whether `up`'s list of `kind` is to be read now: it offers one, and did not time out lately. */
+  #listable(up: Upstream, kind: Kind): boolean {
+    if (!this.#offers(up, kind)) return false;
+    const until = this.#stalled.get(`${kind}:${up.index}`);
+    if (until === undefined) return true;
+    if (Date.now() < until) return false;
+    this.#stalled.delete(`${kind}:${up.index}`);
+    return true;
   }
 
   /** Notes what a page of `up`'s list of `kind` shows: names, URIs, templates, cache hints. */
@@ -501,11 +606,8 @@ export class Gateway extends EventEmitter implements Channel {
     for (let steps = 0; position.upstream < this.#ups.length && steps < MAX_STEPS; steps++) {
       const up = this.#ups[position.upstream]!;
       let result: unknown;
-      if (this.#offers(up, kind)) {
-        result = await up.request(info.method, position.cursor === undefined ? {} : { cursor: position.cursor }).catch((err: Error) => {
-          this.#log(`server "${up.name}" failed ${info.method}: ${err.message}`);
-          return undefined;
-        });
+      if (this.#listable(up, kind)) {
+        result = await this.#listPage(kind, up, position.cursor);
         this.#learn(kind, up, result, position.cursor === undefined);
       }
       const page = isObject(result) && Array.isArray(result[info.key]) ? (result[info.key] as unknown[]) : [];
@@ -519,7 +621,7 @@ export class Gateway extends EventEmitter implements Channel {
       const next: string | undefined = isObject(result) && typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
       position = next === undefined ? { upstream: position.upstream + 1, cursor: undefined } : { upstream: position.upstream, cursor: next };
       // An upstream that offers no such list gets no page of its own (a last, empty page for nothing).
-      while (next === undefined && position.upstream < this.#ups.length && !this.#offers(this.#ups[position.upstream]!, kind)) position.upstream++;
+      while (next === undefined && position.upstream < this.#ups.length && !this.#listable(this.#ups[position.upstream]!, kind)) position.upstream++;
       if (items.length > 0) break;
     }
     return {
@@ -595,22 +697,28 @@ export class Gateway extends EventEmitter implements Channel {
     throw new RpcError(-32602, 'completion/complete needs a ref of type ref/prompt or ref/resource');
   }
 
-  async #setLevel(params: Json): Promise<Json> {
+  async #setLevel(params: Json, caller: Caller | undefined): Promise<Json> {
     await this.start();
     const ups = this.#ups.filter((up) => up.state === 'up' && up.capabilities.logging !== undefined);
-    await Promise.all(ups.map((up) => up.request('logging/setLevel', params).catch(() => undefined)));
+    const out = this.#withCaller(params, caller);
+    await Promise.all(ups.map((up) => up.request('logging/setLevel', out, { timeoutMs: this.#listTimeoutMs }).catch(() => undefined)));
     return {};
   }
 
-  /** Sends a client's request on to `up`, with a progress token of the gateway's; the client's cancellation aborts it. */
+  /**
+   * Sends a client's request on to `up`, with a progress token of the gateway's; the client's cancellation
+   * aborts it, and so does callTimeoutMs. A request cancelled either way may go on at its server: it counts as
+   * running there for a while yet (see CANCELLED_RUNS_MS).
+   */
   async #forward(call: Call, up: Upstream, method: string, params: Json): Promise<unknown> {
-    const forwarded: Forwarded = { id: call.id, up, abort: new AbortController(), cancelled: false };
+    const forwarded: Forwarded = { id: call.id, up, abort: new AbortController(), cancelled: false, caller: call.caller };
     this.#forwarded.set(call.key, forwarded);
+    this.#running.add(forwarded);
     let out = this.#withCaller(params, call.caller);
     let token: string | undefined;
     if (isObject(params._meta) && params._meta.progressToken !== undefined) {
-      token = `mcp-frame-${this.#next++}`;
-      this.#tokens.set(token, params._meta.progressToken);
+      token = `mcp-frame-${randomUUID()}`;
+      this.#tokens.set(token, { up, token: params._meta.progressToken });
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
     // One span per call to a server, a child of the caller's (in _meta), whose context goes on to the server.
@@ -618,16 +726,20 @@ export class Gateway extends EventEmitter implements Channel {
     if (span?.params !== undefined) out = span.params;
     const start = this.#observer?.upstreamRequest === undefined ? 0n : process.hrtime.bigint();
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
+    let unfinished = false;
     try {
-      const result = await up.request(method, out, { signal: forwarded.abort.signal });
+      const result = await up.request(method, out, { signal: forwarded.abort.signal, timeoutMs: this.#callTimeoutMs, related: forwarded });
       if (isObject(result) && result.isError === true) outcome = 'tool_error';
       return result;
     } catch (err) {
       outcome = err instanceof RpcError ? 'error' : 'gone';
+      const code = (err as { code?: unknown }).code;
+      unfinished = code === 'ABORTED' || code === 'TIMEOUT';
       span?.end({ ...(err instanceof RpcError ? { code: err.code } : { type: (err as { code?: string }).code ?? 'error' }) });
       throw err;
     } finally {
       if (token !== undefined) this.#tokens.delete(token);
+      this.#settle(forwarded, unfinished);
       if (outcome === 'ok' || outcome === 'tool_error') span?.end();
       if (this.#observer?.upstreamRequest !== undefined) {
         const seconds = Number(process.hrtime.bigint() - start) / 1e9;
@@ -636,17 +748,55 @@ export class Gateway extends EventEmitter implements Channel {
     }
   }
 
-  /** Whether the policy (when there is one) lets `caller` see and call a tool or prompt. */
+  /** A request no longer waited for: gone from the running ones, or, when its server may go on with it, later. */
+  #settle(forwarded: Forwarded, unfinished: boolean): void {
+    if (!unfinished) {
+      this.#running.delete(forwarded);
+      return;
+    }
+    forwarded.cancelled = true;
+    const timer = setTimeout(() => {
+      this.#limbo.delete(timer);
+      this.#running.delete(forwarded);
+    }, CANCELLED_RUNS_MS);
+    timer.unref();
+    this.#limbo.add(timer);
+  }
+
+  /**
+   * The call a server's message belongs to: the one the Connection names (`related`, for a modern server's
+   * input requests), else the only request that may still run at that server, when it is not one cancelled.
+   * Never a guess between two: with two running (a cancelled one counts), it is nobody's.
+   */
+  #ownerOf(up: Upstream, related?: unknown): Forwarded | undefined {
+    if (related !== undefined) {
+      const named = related as Forwarded;
+      return this.#running.has(named) && !named.cancelled ? named : undefined;
+    }
+    let only: Forwarded | undefined;
+    for (const forwarded of this.#running) {
+      if (forwarded.up !== up) continue;
+      if (only !== undefined) return undefined;
+      only = forwarded;
+    }
+    return only?.cancelled === false ? only : undefined;
+  }
+
+  /** Whether the policy (when there is one) lets `caller` see and call a tool or prompt; serve itself sees every one. */
   #allowed(caller: Caller | undefined, kind: 'tools' | 'prompts', exposed: string): boolean {
+    if (caller === SERVE_ITSELF) return true;
     return this.#policy()?.allows(caller, kind, exposed) ?? true;
   }
 
-  /** `params` with the caller's forwarded claims in `_meta` (with forwardClaims), any a client put there replaced. */
+  /**
+   * `params` with the caller's forwarded claims in `_meta` (with forwardClaims), any a client put there replaced:
+   * every message that reaches a server carries the signed-in caller's claims or none.
+   */
   #withCaller(params: Json, caller: Caller | undefined): Json {
     if (this.#forwardClaims.length === 0) return params;
     const meta: Json = isObject(params._meta) ? { ...params._meta } : {};
     delete meta[CALLER_META];
-    if (caller !== undefined) {
+    if (caller !== undefined && caller !== SERVE_ITSELF) {
       const claims: Json = {};
       for (const name of this.#forwardClaims) if (caller.claims[name] !== undefined) claims[name] = caller.claims[name];
       meta[CALLER_META] = claims;
@@ -660,35 +810,51 @@ export class Gateway extends EventEmitter implements Channel {
   #attach(up: Upstream, connection: Connection): void {
     connection.on('notification', (msg: Json) => this.#fromUpstream(up, msg));
     for (const [method, capability] of Object.entries(INPUT_CAPABILITIES)) {
-      if (this.#clientCapabilities[capability] === undefined) continue;
-      connection.onRequest(method, (params) => this.#ask(up, method, params));
+      if (this.#clientCapabilities[capability] === undefined) {
+        // A shared gateway declares what any of its callers may answer; a question for nobody is refused at once.
+        if (this.#shared) connection.onRequest(method, () => this.#refuse(up, method, 'no caller declared it can answer it'));
+        continue;
+      }
+      connection.onRequest(method, (params, _request, related) => this.#ask(up, method, params, related));
     }
   }
 
   /**
-   * A request of the gateway's to the client (an upstream's, passed on), and its answer. While exactly one of the
-   * client's requests is in flight on that upstream, the question is that request's: its id goes with the
-   * message, as a second argument of 'message' (never on the wire), so that a consumer serving several callers
-   * (serve's modern requests) can send it to the caller whose call asked.
+   * A request of the gateway's to the client (an upstream's, passed on), and its answer. The call it belongs to
+   * (see #ownerOf) has its id go with the message, as a second argument of 'message' (never on the wire), so that
+   * a consumer serving several callers (serve's modern requests) sends it to the caller whose call asked. A
+   * shared gateway refuses a question that belongs to no call at once (the server hears an error), so that it
+   * never reaches a caller it is not for, nor waits out a timeout.
    */
-  #ask(up: Upstream, method: string, params: unknown): Promise<unknown> {
+  #ask(up: Upstream, method: string, params: unknown, related?: unknown): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.endError('the request'));
+    const owner = this.#ownerOf(up, related);
+    if (owner === undefined && this.#shared) return this.#refuse(up, method, 'it belongs to no one call in flight');
     const id = `mcp-frame-${this.#next++}`;
-    const running = [...this.#forwarded.values()].filter((f) => f.up === up && !f.cancelled);
-    const related = running.length === 1 ? running[0]!.id : undefined;
     return new Promise((resolve, reject) => {
       this.#asks.set(id, { resolve, reject });
-      if (!this.#closed) this.emit('message', { jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }, related);
+      if (!this.#closed) this.emit('message', { jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) }, owner?.id);
     });
+  }
+
+  /** Refuses a server's request that no caller can be given: counted, logged, and an error to the server. */
+  #refuse(up: Upstream, method: string, why: string): Promise<never> {
+    this.#droppedCount++;
+    this.#log(`refused ${method} of server "${up.name}": ${why}`);
+    return Promise.reject(new RpcError(UPSTREAM_ERROR, `the gateway cannot tell which caller ${method} is for: ${why}`));
   }
 
   #fromUpstream(up: Upstream, msg: Json): void {
     const method = msg.method as string;
     const params = isObject(msg.params) ? msg.params : {};
     if (method === 'notifications/progress') {
-      const token = typeof params.progressToken === 'string' ? params.progressToken : undefined;
-      if (token === undefined || !this.#tokens.has(token)) return;
-      this.#emit({ jsonrpc: '2.0', method, params: { ...params, progressToken: this.#tokens.get(token) } });
+      // Only for a token this server was given: a server cannot speak in another server's calls.
+      const given = typeof params.progressToken === 'string' ? this.#tokens.get(params.progressToken) : undefined;
+      if (given === undefined || given.up !== up) {
+        this.#droppedCount++;
+        return;
+      }
+      this.#emit({ jsonrpc: '2.0', method, params: { ...params, progressToken: given.token } });
       return;
     }
     for (const kind of Object.keys(KINDS) as Kind[]) {
@@ -696,8 +862,9 @@ export class Gateway extends EventEmitter implements Channel {
       this.#knownOf(kind, up).complete = false;
     }
     if (method === 'notifications/message') {
+      // A server's log is its session's: the call it belongs to only when it is the one call running there.
       const logger = typeof params.logger === 'string' ? `${up.name}/${params.logger}` : up.name;
-      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } });
+      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, this.#ownerOf(up)?.id);
       return;
     }
     // notifications/cancelled is about the upstream's own requests to the client: the client never saw their ids.

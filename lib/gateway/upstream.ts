@@ -27,6 +27,8 @@ export type UpstreamOpener = (name: string, entry: ServerConfig, options: Upstre
 /** Each upstream's last known state across every gateway of a serve (for /healthz). */
 export class UpstreamHealth {
   readonly #states = new Map<string, { state: UpstreamState; why: string | undefined }>();
+  /** What is wrong with a server that is up (a list it did not answer in time), by name. */
+  readonly #notes = new Map<string, string>();
 
   constructor(names: readonly string[]) {
     for (const name of names) this.#states.set(name, { state: 'idle', why: undefined });
@@ -36,10 +38,19 @@ export class UpstreamHealth {
     this.#states.set(name, { state, why });
   }
 
-  /** Per upstream, its state and (when down) why; in config order. */
-  report(): Record<string, { state: UpstreamState; reason?: string }> {
-    const out: Record<string, { state: UpstreamState; reason?: string }> = {};
-    for (const [name, { state, why }] of this.#states) out[name] = { state, ...(state === 'down' && why !== undefined ? { reason: why } : {}) };
+  /** Says (or, with undefined, unsays) what is wrong with a server that is up. */
+  note(name: string, problem: string | undefined): void {
+    if (problem === undefined) this.#notes.delete(name);
+    else this.#notes.set(name, problem);
+  }
+
+  /** Per upstream, its state, (when down) why, and (when up) any problem; in config order. */
+  report(): Record<string, { state: UpstreamState; reason?: string; problem?: string }> {
+    const out: Record<string, { state: UpstreamState; reason?: string; problem?: string }> = {};
+    for (const [name, { state, why }] of this.#states) {
+      const problem = state === 'up' ? this.#notes.get(name) : undefined;
+      out[name] = { state, ...(state === 'down' && why !== undefined ? { reason: why } : {}), ...(problem === undefined ? {} : { problem }) };
+    }
     return out;
   }
 
@@ -204,6 +215,16 @@ export class Upstream extends EventEmitter {
     } finally {
       this.#pending--;
     }
+  }
+
+  /** Says (or unsays, with undefined) what is wrong with it while it is up, for /healthz. */
+  note(problem: string | undefined): void {
+    this.#options.health?.note(this.name, problem);
+  }
+
+  /** Stops reading the server's output until the returned function is called (see Connection.holdInput). */
+  holdInput(): () => void {
+    return this.#connection?.holdInput() ?? (() => undefined);
   }
 
   /** A notification to the server, when it is up (dropped otherwise: there is nobody to tell). */

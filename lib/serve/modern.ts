@@ -43,6 +43,7 @@ import { listPages } from '../protocol/paging.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
+import { SERVE_ITSELF } from '../gateway/gateway.js';
 import type { Caller } from '../gateway/policy.js';
 import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
@@ -68,6 +69,8 @@ interface Suspended {
   askId: unknown;
   key: string;
   timer: NodeJS.Timeout;
+  /** Who made the call: only they may answer. */
+  caller: Caller | undefined;
 }
 
 interface Exchange {
@@ -85,7 +88,16 @@ interface Exchange {
   agreed?: ListenFilter;
   /** Who sent it, when signed in (a gateway filters for them). */
   caller?: Caller | undefined;
+  /** The token the child was given in place of the client's progress token (random: no server guesses another's). */
+  upToken?: string;
 }
+
+/**
+ * How long a request whose client left (or whose question could not be asked) still counts as running at the
+ * shared child: a server MAY go on with a cancelled request, and until it answers (or this passes) a question or
+ * a log that names no request could be that one's, so none is attributed by elimination.
+ */
+const CANCELLED_RUNS_MS = 60_000;
 
 /** An exchange with no progress token and no logs asked: a retry's, or a listen's. */
 function quietExchange(msg: JsonRpcRequest, res: ServerResponse, capabilities: Record<string, unknown>): Exchange {
@@ -116,6 +128,8 @@ export class ModernHub {
   #child: ServedChild | undefined;
   readonly #exchanges = new Map<number, Exchange>();
   readonly #tokens = new Map<string, number>();
+  /** Requests the child may still run though nobody waits for their answer (see CANCELLED_RUNS_MS), by id. */
+  readonly #unfinished = new Map<number, { timer: NodeJS.Timeout; logs: boolean }>();
   #next = 1;
   #droppedCount = 0;
   /** The child's era, found when it starts: modern (requests pass through), or legacy (translated). */
@@ -140,9 +154,9 @@ export class ModernHub {
     return this.#exchanges.size;
   }
 
-  /** Messages of the shared child that could not be attributed to a request in flight, and were dropped. */
+  /** Messages of the shared child (and of a gateway's servers) that could not be attributed to a request in flight, and were dropped. */
   get dropped(): number {
-    return this.#droppedCount;
+    return this.#droppedCount + ((this.#child as { dropped?: number } | undefined)?.dropped ?? 0);
   }
 
   /** Forwards one modern request; its answer (and notifications) go out on `res`. */
@@ -169,7 +183,7 @@ export class ModernHub {
     }
     const params = isObject(msg.params) ? { ...msg.params } : undefined;
     if (legacy !== undefined && params !== undefined && typeof params.requestState === 'string' && this.#suspended.has(params.requestState)) {
-      return this.#resume(child, msg, params, res);
+      return this.#resume(child, msg, params, res, caller);
     }
     const meta = params !== undefined && isObject(params._meta) ? { ...params._meta } : undefined;
     const capabilities = isObject(meta?.[META_CLIENT_CAPABILITIES]) ? (meta[META_CLIENT_CAPABILITIES] as Record<string, unknown>) : {};
@@ -193,9 +207,10 @@ export class ModernHub {
       caller,
     };
     if (meta !== undefined && meta.progressToken !== undefined) {
-      meta.progressToken = `mcp-frame-${n}`;
+      exchange.upToken = `mcp-frame-${randomUUID()}`;
+      meta.progressToken = exchange.upToken;
       params!._meta = meta;
-      this.#tokens.set(`mcp-frame-${n}`, n);
+      this.#tokens.set(exchange.upToken, n);
     }
     this.#exchanges.set(n, exchange);
     this.#send(child, n, exchange, msg, params);
@@ -212,7 +227,7 @@ export class ModernHub {
     // Closing the response is the cancellation of a modern request; the child hears it the stdio way.
     whenGone(exchange.res, () => {
       // The exchange may have been answered (input_required) and another one now waits for request n.
-      if (this.#exchanges.get(n) !== exchange || !this.#forget(n)) return;
+      if (this.#exchanges.get(n) !== exchange || !this.#forget(n, true)) return;
       child
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: n, reason: 'the client closed its response' } })
         .catch(() => undefined);
@@ -226,17 +241,23 @@ export class ModernHub {
    * A client's retry of a call whose legacy child asked a question: the answer from `inputResponses` goes to
    * the child, and the call's result, when it comes, to this response.
    */
-  #resume(child: ServedChild, msg: JsonRpcRequest, params: Record<string, unknown>, res: ServerResponse): void {
+  #resume(child: ServedChild, msg: JsonRpcRequest, params: Record<string, unknown>, res: ServerResponse, caller: Caller | undefined): void {
     const state = params.requestState as string;
     const suspended = this.#suspended.get(state)!;
+    if (suspended.caller?.subject !== caller?.subject) {
+      res
+        .writeHead(400, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify(rpcError(msg.id, -32602, 'Invalid requestState: it is not one given to this caller')));
+      return;
+    }
     this.#suspended.delete(state);
     clearTimeout(suspended.timer);
     const meta = isObject(params._meta) ? params._meta : {};
     const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? (meta[META_CLIENT_CAPABILITIES] as Record<string, unknown>) : {};
-    const exchange = quietExchange(msg, res, capabilities);
+    const exchange: Exchange = { ...quietExchange(msg, res, capabilities), caller };
     this.#exchanges.set(suspended.n, exchange);
     whenGone(res, () => {
-      if (this.#exchanges.get(suspended.n) !== exchange || !this.#forget(suspended.n)) return;
+      if (this.#exchanges.get(suspended.n) !== exchange || !this.#forget(suspended.n, true)) return;
       child
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: suspended.n, reason: 'the client closed its response' } })
         .catch(() => undefined);
@@ -247,12 +268,14 @@ export class ModernHub {
       answer === undefined
         ? rpcError(suspended.askId, SERVER_ERROR, 'the client sent no answer for it')
         : { jsonrpc: '2.0', id: suspended.askId, result: answer };
-    child.send(reply).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, SERVER_ERROR, err.message)));
+    sendAs(child, reply, caller).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, SERVER_ERROR, err.message)));
   }
 
   async close(): Promise<void> {
     for (const suspended of this.#suspended.values()) clearTimeout(suspended.timer);
     this.#suspended.clear();
+    for (const { timer } of this.#unfinished.values()) clearTimeout(timer);
+    this.#unfinished.clear();
     const child = this.#child;
     this.#child = undefined;
     await child?.close();
@@ -421,7 +444,7 @@ export class ModernHub {
         this.#own.delete(id);
         resolve(msg);
       });
-      child.send({ jsonrpc: '2.0', id, method, params }).catch(() => {
+      sendAs(child, { jsonrpc: '2.0', id, method, params }, SERVE_ITSELF).catch(() => {
         clearTimeout(timer);
         this.#own.delete(id);
         resolve(undefined);
@@ -455,6 +478,7 @@ export class ModernHub {
     if (isResponse(msg)) {
       const own = typeof msg.id === 'string' ? this.#own.get(msg.id) : undefined;
       if (own !== undefined) return own(msg as unknown as Record<string, unknown>);
+      this.#finished(msg.id);
       return this.#answer(msg.id as number, msg as unknown as Record<string, unknown>);
     }
     if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest, related);
@@ -462,7 +486,7 @@ export class ModernHub {
     const params = isObject(msg.params) ? msg.params : {};
     if (msg.method === 'notifications/tools/list_changed') this.#toolsListed = false;
     if (this.#legacy !== undefined && this.#toListens(msg)) return;
-    const found = this.#owner(msg.method, params);
+    const found = this.#owner(msg.method, params, related);
     if (found === undefined) return this.#dropped(msg, 'it names no request in flight');
     const [exchange, out] = found;
     const res = this.#stream(exchange);
@@ -490,11 +514,13 @@ export class ModernHub {
   /**
    * The request a notification of the shared child belongs to, and the notification as its client gets it. The
    * child is shared, so only these say whose it is: a progress token (the client's own put back), a listen
-   * stream's subscription id (the client's request id put back), or for a log message the revision's rule that a
-   * server sends them only for requests that asked (`logLevel`): while exactly one request in flight asked, it is
-   * that one's. Anything else (a list change outside a listen) could be any client's, and is not passed on.
+   * stream's subscription id (the client's request id put back), or for a log message the request a gateway names
+   * (`related`), else the one request that may be logging: of a legacy child (whose logs are its session's) the
+   * only request running there at all, of a modern one (which logs only for requests that asked, `logLevel`) the
+   * only one running that asked; either way one that asked, and none whose client left may still be running.
+   * Anything else (a list change outside a listen) could be any client's, and is not passed on.
    */
-  #owner(method: unknown, params: Record<string, unknown>): [Exchange, Record<string, unknown>] | undefined {
+  #owner(method: unknown, params: Record<string, unknown>, related?: unknown): [Exchange, Record<string, unknown>] | undefined {
     const message = (p: Record<string, unknown>): Record<string, unknown> => ({ jsonrpc: '2.0', method, params: p });
     if (params.progressToken !== undefined) {
       const n = this.#tokens.get(String(params.progressToken));
@@ -509,13 +535,23 @@ export class ModernHub {
       return [exchange, message({ ...params, _meta: { ...meta, [META_SUBSCRIPTION_ID]: exchange.id } })];
     }
     if (method !== 'notifications/message') return undefined;
+    const only = related !== undefined ? this.#exchanges.get(related as number) : this.#onlyRunning((e) => this.#legacy !== undefined || e.logs);
+    return only?.logs === true ? [only, message(params)] : undefined;
+  }
+
+  /**
+   * The one request that may be running at the child among those `counts` (listens never: they run nothing),
+   * when exactly one may be: requests suspended on a question and those whose client left count too.
+   */
+  #onlyRunning(counts: (e: { logs: boolean }) => boolean): Exchange | undefined {
     let only: Exchange | undefined;
     for (const exchange of this.#exchanges.values()) {
-      if (!exchange.logs) continue;
+      if (exchange.method === 'subscriptions/listen' || exchange.timer !== undefined || !counts(exchange)) continue;
       if (only !== undefined) return undefined;
       only = exchange;
     }
-    return only === undefined ? undefined : [only, message(params)];
+    const hidden = this.#suspended.size + [...this.#unfinished.values()].filter((u) => counts(u)).length;
+    return hidden > 0 ? undefined : only;
   }
 
   /**
@@ -527,17 +563,15 @@ export class ModernHub {
     const child = this.#child;
     if (child === undefined) return;
     if (ask.method === 'ping') return void child.send({ jsonrpc: '2.0', id: ask.id, result: {} }).catch(() => undefined);
-    // A listen stream asks nothing: it is no call a question could belong to. A gateway may say whose it is.
-    const owner = typeof related === 'number' ? this.#exchanges.get(related) : undefined;
-    const waiting =
-      owner !== undefined
-        ? [[related as number, owner] as const]
-        : [...this.#exchanges.entries()].filter(([, e]) => e.timer === undefined && e.method !== 'subscriptions/listen');
-    if (waiting.length !== 1) {
-      this.#dropped(ask, `${waiting.length} requests are in flight, so the question is nobody's`);
+    // A gateway says whose a question is (it knows each server's calls); with one child, it is the only request
+    // that may be running there (a listen runs nothing), or nobody's: never a guess between callers.
+    const byGateway = this.#ctx.gateway !== undefined;
+    const exchange = byGateway ? (typeof related === 'number' ? this.#exchanges.get(related) : undefined) : this.#onlyRunning(() => true);
+    const n = exchange === undefined ? undefined : [...this.#exchanges].find(([, e]) => e === exchange)?.[0];
+    if (exchange === undefined || n === undefined) {
+      this.#dropped(ask, byGateway ? 'the gateway named no request in flight' : 'it belongs to no one request in flight');
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
     }
-    const [n, exchange] = waiting[0]!;
     const needed = INPUT_CAPABILITIES[ask.method];
     if (ask.method === 'roots/list' && exchange.capabilities.roots === undefined) {
       // A legacy server asks for roots at a moment of its own (after initialized, on a list change), seldom for
@@ -547,7 +581,7 @@ export class ModernHub {
     }
     if (needed !== undefined && exchange.capabilities[needed] === undefined) {
       // The calling client cannot answer it: the revision's -32021 for the client, the call cancelled.
-      this.#forget(n);
+      this.#forget(n, true);
       child.send(rpcError(ask.id, SERVER_ERROR, `the client did not declare ${needed}`)).catch(() => undefined);
       child
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: n, reason: `the client did not declare ${needed}` } })
@@ -569,7 +603,7 @@ export class ModernHub {
       if (!this.#suspended.delete(state)) return;
       child.send(rpcError(ask.id, SERVER_ERROR, 'the client did not come back with an answer')).catch(() => undefined);
     }, INPUT_WAIT_MS);
-    this.#suspended.set(state, { n, askId: ask.id, key, timer });
+    this.#suspended.set(state, { n, askId: ask.id, key, timer, caller: exchange.caller });
     this.#forget(n);
     const result = {
       resultType: 'input_required',
@@ -605,14 +639,30 @@ export class ModernHub {
     return exchange.res;
   }
 
-  /** Drops a request's bookkeeping; false when it was gone already. */
-  #forget(n: number): boolean {
+  /**
+   * Drops a request's bookkeeping; false when it was gone already. `unfinished`: it was cancelled, and the child
+   * may go on with it for a while (see CANCELLED_RUNS_MS).
+   */
+  #forget(n: number, unfinished = false): boolean {
     const exchange = this.#exchanges.get(n);
     if (exchange === undefined) return false;
     clearTimeout(exchange.timer);
     this.#exchanges.delete(n);
-    this.#tokens.delete(`mcp-frame-${n}`);
+    if (exchange.upToken !== undefined) this.#tokens.delete(exchange.upToken);
+    if (unfinished && exchange.method !== 'subscriptions/listen') {
+      const timer = setTimeout(() => this.#unfinished.delete(n), CANCELLED_RUNS_MS);
+      timer.unref();
+      this.#unfinished.set(n, { timer, logs: exchange.logs });
+    }
     return true;
+  }
+
+  /** The child answered request `id`: one it was told to cancel has finished after all. */
+  #finished(id: unknown): void {
+    const unfinished = typeof id === 'number' ? this.#unfinished.get(id) : undefined;
+    if (unfinished === undefined) return;
+    clearTimeout(unfinished.timer);
+    this.#unfinished.delete(id as number);
   }
 
   #dropped(msg: unknown, why: string): void {

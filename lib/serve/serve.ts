@@ -19,7 +19,7 @@ import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
 import { type FrameError, missingPeer, safeLine, frameProblem } from '../errors.js';
 
 import { debug } from '../debug.js';
-import { type LogFields, pidNote, type ServeContext, type ServedChild, type ServePaths, watchChild } from './context.js';
+import { type LogFields, MODERN_LABEL, pidNote, type ServeContext, type ServedChild, type ServePaths, watchChild } from './context.js';
 import type { MetricsSources } from './metrics.js';
 import type { MetricsRegistry, Observer } from './observer.js';
 import { isLoopback } from '../protocol/loopback.js';
@@ -110,6 +110,13 @@ export interface ServeOptions {
   denyPrompts?: string[];
   /** A gateway: how long a session's start waits for its servers; later ones join with a list change. @defaultValue 10000 */
   upstreamStartMs?: number;
+  /**
+   * A gateway: how long its own requests to a server (the lists it reads, logging/setLevel) may take; a server
+   * past it is left out of that list for 30 s, logged, and said on /healthz. @defaultValue 10000
+   */
+  upstreamListMs?: number;
+  /** A gateway: how long a client's request sent on to a server may take before it is cancelled there. @defaultValue 600000 */
+  upstreamCallMs?: number;
   /**
    * A gateway: requests in flight at once to one server, per gateway (a session's, or the one shared by
    * 2026-07-28 requests); past it, an error naming the server. @defaultValue 1024
@@ -421,6 +428,8 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
   ctx.gateway = (label, caller) =>
     new Gateway({
       ...(caller === undefined ? {} : { caller }),
+      // The gateway for modern requests serves every modern caller: it attributes, or refuses, never guesses.
+      shared: label === MODERN_LABEL,
       ...(ctx.observer === undefined ? {} : { observer: ctx.observer }),
       tracing: ctx.tracing === true,
       ...(policy === undefined ? {} : { policy: () => policy.current }),
@@ -435,6 +444,8 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
       ...(options.allowPrompts === undefined ? {} : { allowPrompts: options.allowPrompts }),
       ...(options.denyPrompts === undefined ? {} : { denyPrompts: options.denyPrompts }),
       ...(options.upstreamStartMs === undefined ? {} : { startTimeoutMs: options.upstreamStartMs }),
+      ...(options.upstreamListMs === undefined ? {} : { listTimeoutMs: options.upstreamListMs }),
+      ...(options.upstreamCallMs === undefined ? {} : { callTimeoutMs: options.upstreamCallMs }),
       ...(options.maxPendingPerUpstream === undefined ? {} : { maxPendingPerUpstream: options.maxPendingPerUpstream }),
       health,
       log: (line) => ctx.log(`${label}: ${line}`),

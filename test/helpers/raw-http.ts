@@ -17,6 +17,28 @@ export interface RawRequest {
 
 export const MCP_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
+/** The `_meta` a raw 2026-07-28 request carries. */
+export const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+/** A raw 2026-07-28 POST: its headers mirrored from the body, MODERN_META under the params' own `_meta`. */
+export function modernPost(id: unknown, method: string, params: Record<string, unknown>, headers: Record<string, string> = {}): RawRequest {
+  return {
+    method: 'POST',
+    headers: {
+      ...MCP_HEADERS,
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...MODERN_META, ...((params._meta as object) ?? {}) } } }),
+  };
+}
+
 /** Sends a request and resolves once the response has ended (or closed). */
 export function rawRequest(url: string, request: RawRequest = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {

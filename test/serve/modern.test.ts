@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import type { Connection } from '../../lib/client/connection.js';
 import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
-import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
+import { MCP_HEADERS, MODERN_META, modernPost, openStream, rawRequest } from '../helpers/raw-http.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { INIT, rawSession, STEPS, served } from '../helpers/served.js';
@@ -16,11 +16,7 @@ const EVERYTHING = { command: process.execPath, args: [`${ROOT}node_modules/@mod
 const PAGED = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/paged-modern.js`] };
 const IGNORES_PROBE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/ignores-probe.js`] };
 
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
+const META = MODERN_META;
 
 describe('serve: modern (2026-07-28) requests', function () {
   this.timeout(30_000);
@@ -224,19 +220,6 @@ describe('serve: modern (2026-07-28) requests', function () {
       content: [{ type: 'text', text: 'y in eu/1' }],
     });
   });
-
-  const modernPost = (id: unknown, method: string, params: Record<string, unknown>, headers: Record<string, string> = {}) =>
-    ({
-      method: 'POST',
-      headers: {
-        ...MCP_HEADERS,
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': method,
-        ...(typeof params.name === 'string' ? { 'mcp-name': params.name } : {}),
-        ...headers,
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...META, ...((params._meta as object) ?? {}) } } }),
-    }) as const;
 
   it('checks Mcp-Param-* headers for a tool listed on a later page, and refuses malformed Base64 in them and in Mcp-Name', async () => {
     ({ bridge, log } = await served(PAGED));

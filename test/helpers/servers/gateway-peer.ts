@@ -3,7 +3,7 @@
 // notifications with the caller's token, then the result), `ask` (an elicitation to the client, its answer
 // returned), and, unlisted, `whoami` (the `_meta` caller the gateway forwarded); tools listed two per page; one resource `peer://<name>/readme` and a template `peer://<name>/files/{path}`.
 // With PEER_START_MS, it reads nothing for that long first (a slow start); with PEER_STATE, it appends
-// every start to that file (to count restarts).
+// every start to that file (to count restarts); with PEER_MUTE (methods, comma-separated), it never answers those.
 import { appendFileSync } from 'node:fs';
 import { serve, write } from './mini.js';
 
@@ -64,8 +64,11 @@ function call(msg: Json): unknown {
   }
 }
 
+const mute = new Set((process.env.PEER_MUTE ?? '').split(',').filter(Boolean));
+
 function handle(msg: Json): unknown {
   const params = (msg.params ?? {}) as Json;
+  if (mute.has(msg.method as string)) return undefined;
   if (msg.method === 'tools/list') {
     const start = typeof params.cursor === 'string' ? Number(params.cursor) : 0;
     const page = TOOLS.slice(start, start + PAGE);

@@ -1,0 +1,301 @@
+// Several signed-in callers on one gateway (or one shared child), as a team uses it: what a server sends reaches
+// only the caller whose request it belongs to; what cannot be attributed is dropped and counted, or (a request)
+// refused to the server at once. Real children (test/helpers/servers/bank.ts records what reaches it), a real
+// JWT issuer (oidc-provider's keys), modern (2026-07-28) callers sharing one gateway, and legacy sessions.
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { connect } from '../../lib/client/connect.js';
+import type { Connection } from '../../lib/client/connection.js';
+import type { ServerConfig, StdioServerConfig } from '../../lib/client/config.js';
+import { Policy } from '../../lib/gateway/policy.js';
+import { listPages } from '../../lib/protocol/paging.js';
+import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/index.js';
+import { ROOT } from '../helpers/fixtures.js';
+import { type Idp, startIdp } from '../helpers/idp.js';
+import { within } from '../helpers/poll.js';
+import { countIn, MCP_HEADERS, modernPost, openStream, postUnread, type RawRequest, rawRequest } from '../helpers/raw-http.js';
+import { rawSession, STEPS } from '../helpers/served.js';
+import { tempDir } from '../helpers/temp.js';
+
+type Json = Record<string, unknown>;
+
+const BANK = (name: string, env: Record<string, string> = {}): StdioServerConfig => ({
+  command: process.execPath,
+  args: [`${ROOT}dist/test/helpers/servers/bank.js`, name],
+  env,
+});
+
+/** A modern request as a raw client sends it, signed in with `token`. */
+function modern(
+  token: string,
+  id: number | string,
+  method: string,
+  params: Json,
+  meta: Json = {},
+  capabilities: Json = {},
+  headers: Json = {},
+): RawRequest {
+  const withMeta = { ...params, _meta: { 'io.modelcontextprotocol/clientCapabilities': capabilities, ...meta } };
+  return modernPost(id, method, withMeta, { authorization: `Bearer ${token}`, ...(headers as Record<string, string>) });
+}
+
+/** The JSON-RPC messages of a response: its JSON body, or each event's data. */
+function messages(body: string): Json[] {
+  if (body.startsWith('{')) return [JSON.parse(body) as Json];
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith('data: ') && l.length > 6)
+    .map((l) => JSON.parse(l.slice(6)) as Json);
+}
+
+describe('serve: several callers on one gateway', function () {
+  this.timeout(30_000);
+  let idp: Idp;
+  let g: ServeHandle | undefined;
+  let log: string[];
+  let dir: string;
+
+  beforeEach(async () => {
+    idp = await startIdp({ alice: { groups: ['eng'], email: 'alice@example.com' }, bob: { groups: ['sales'], email: 'bob@example.com' } });
+    dir = tempDir('callers');
+  });
+  afterEach(async () => {
+    await g?.close();
+    g = undefined;
+    await idp.close();
+  });
+
+  async function start(
+    servers: StdioServerConfig | Record<string, ServerConfig>,
+    options: ServeOptions = {},
+  ): Promise<{ url: string; alice: string; bob: string }> {
+    log = [];
+    g = await serve(servers, { log: (line) => log.push(line), auth: { issuer: idp.issuer, requiredScopes: ['mcp'] }, ...options });
+    const url = g.url!;
+    const alice = await idp.mint({ aud: url, sub: 'alice', groups: ['eng'], email: 'alice@example.com' });
+    const bob = await idp.mint({ aud: url, sub: 'bob', groups: ['sales'], email: 'bob@example.com' });
+    return { url, alice, bob };
+  }
+
+  /** Every message the bank named `name` received so far (its ledger). */
+  const ledger = (name: string): Json[] => {
+    try {
+      return readFileSync(join(dir, `${name}.jsonl`), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Json);
+    } catch {
+      return [];
+    }
+  };
+  const banked = (name: string): StdioServerConfig => BANK(name, { BANK_LEDGER: join(dir, `${name}.jsonl`) });
+  const called = (name: string, tool: string) => () =>
+    Promise.resolve(ledger(name).some((m) => m.method === 'tools/call' && (m.params as Json).name === tool) ? true : undefined);
+
+  it("never gives a server's question to another caller: a cancelled call's question is refused to the server", async () => {
+    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') });
+    const asks = { elicitation: {} };
+    // Bob starts a transfer, then cancels it (closes his response); the bank goes on and asks to confirm it.
+    // (A modern response has no headers before its first message: the request is sent, never awaited.)
+    const transfer = modern(bob, 1, 'tools/call', { name: 'bank__transfer', arguments: { from: 'bob' } }, {}, asks);
+    const req = http.request(url, { method: 'POST', headers: transfer.headers, agent: false });
+    req.on('error', () => undefined);
+    req.end(transfer.body);
+    await within(5000, 'the transfer at the bank', called('bank', 'transfer'));
+    req.destroy();
+    await within(5000, 'the cancellation at the bank', () =>
+      Promise.resolve(ledger('bank').some((m) => m.method === 'notifications/cancelled') ? true : undefined),
+    );
+    // Alice's unrelated call is the only one in flight at the bank when the question comes.
+    const balance = await rawRequest(url, modern(alice, 1, 'tools/call', { name: 'bank__balance', arguments: { who: 'alice' } }, {}, asks));
+    expect(balance.status, balance.body).to.equal(200);
+    expect(balance.body).not.to.include('Confirm');
+    expect(messages(balance.body).at(-1)).to.deep.include({
+      id: 1,
+      result: { content: [{ type: 'text', text: 'bank: balance of alice is 12' }], resultType: 'complete' },
+    });
+    // The bank was told at once that nobody answers it.
+    const refused = await within(5000, 'the refusal at the bank', () =>
+      Promise.resolve(log.find((l) => /bank confirm answered \{"code":-32000/.test(l))),
+    );
+    expect(refused).to.match(/cannot tell which caller/);
+    expect(g!.unattributed).to.be.at.least(1);
+    // A question that is the one call's own still reaches its caller.
+    const own = await rawRequest(url, modern(alice, 2, 'tools/call', { name: 'vault__ask', arguments: {} }, {}, asks));
+    const result = messages(own.body).at(-1)!.result as Json;
+    expect(result.resultType).to.equal('input_required');
+    expect(JSON.stringify(result.inputRequests)).to.include('vault asks');
+  });
+
+  for (const [what, servers, tool] of [
+    ['one shared legacy child', () => banked('bank'), 'chatty'],
+    ['a gateway', () => ({ bank: banked('bank'), vault: banked('vault') }), 'bank__chatty'],
+  ] as const) {
+    it(`gives a server's log to no caller but the one whose request it is: ${what}`, async () => {
+      const { url, alice, bob } = await start(servers());
+      const logs = { 'io.modelcontextprotocol/logLevel': 'debug' };
+      // Alice asks for logs on a slow call; Bob's call, which asked for none, logs a secret meanwhile.
+      const balanceName = tool === 'chatty' ? 'balance' : 'bank__balance';
+      const pending = rawRequest(url, modern(alice, 1, 'tools/call', { name: balanceName, arguments: { who: 'alice' } }, logs));
+      await within(5000, 'the balance at the bank', called('bank', 'balance'));
+      const bobs = await rawRequest(url, modern(bob, 1, 'tools/call', { name: tool, arguments: { secret: "bob's secret" } }));
+      expect(bobs.status).to.equal(200);
+      const alices = await pending;
+      expect(alices.status).to.equal(200);
+      expect(alices.body).not.to.include("bob's secret");
+      expect(g!.unattributed).to.be.at.least(1);
+      // Alone, Alice gets her own call's log.
+      const mine = await rawRequest(url, modern(alice, 2, 'tools/call', { name: tool, arguments: { secret: "alice's note" } }, logs));
+      const log = messages(mine.body).find((m) => m.method === 'notifications/message');
+      expect(log?.params).to.deep.include({ data: "alice's note" });
+    });
+  }
+
+  it("accepts a progress token only from the server it was given to, and no server can guess another's", async () => {
+    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') });
+    const pending = rawRequest(url, modern(alice, 1, 'tools/call', { name: 'vault__steps', arguments: {} }, { progressToken: 'alice-1' }));
+    await within(5000, 'the steps at the vault', called('vault', 'steps'));
+    const forged = await rawRequest(url, modern(bob, 1, 'tools/call', { name: 'bank__forge', arguments: {} }, { progressToken: 'bob-1' }));
+    expect(forged.status).to.equal(200);
+    const alices = await pending;
+    expect(alices.body, alices.body.slice(0, 600)).not.to.include('evil.example');
+    const progress = messages(alices.body).filter((m) => m.method === 'notifications/progress');
+    expect(progress.map((m) => m.params)).to.deep.equal([1, 2, 3].map((progress) => ({ progressToken: 'alice-1', progress, total: 3 })));
+    expect(forged.body, forged.body.slice(0, 900)).not.to.include('evil.example');
+    // The tokens the servers were given are not a counter.
+    const given = ledger('vault').find((m) => m.method === 'tools/call')!;
+    expect(((given.params as Json)._meta as Json).progressToken).to.match(/^mcp-frame-[0-9a-f-]{36}$/);
+  });
+
+  it("puts the signed-in caller's claims, or none, on every message that reaches a server", async () => {
+    const { url, alice } = await start({ bank: banked('bank'), vault: banked('vault') }, { forwardClaims: ['email'] });
+    const forged = { 'mcp-frame/caller': { email: 'admin@bank.example' } };
+    const headers = { ...MCP_HEADERS, authorization: `Bearer ${alice}` };
+    const init = await rawRequest(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {}, roots: {} }, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+    const session = { ...headers, 'mcp-session-id': init.headers['mcp-session-id'] as string };
+    const post = (body: Json) => rawRequest(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
+    expect((await post({ method: 'notifications/initialized' })).status).to.equal(202);
+    expect((await post({ id: 2, method: 'logging/setLevel', params: { level: 'debug', _meta: forged } })).status).to.equal(200);
+    expect((await post({ method: 'notifications/roots/list_changed', params: { _meta: forged } })).status).to.equal(202);
+    // The bank asks during Alice's call; her answer carries forged claims.
+    const asking = await openStream(url, {
+      method: 'POST',
+      headers: session,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'bank__ask', arguments: {}, _meta: forged } }),
+    });
+    // The stream's first event primes it (an id, no data); the question comes next.
+    await asking.until(2);
+    const question = JSON.parse(asking.events.find((e) => e.data !== '')!.data) as Json;
+    expect(question.method).to.equal('elicitation/create');
+    await post({ id: question.id, result: { action: 'accept', content: {}, _meta: forged } });
+    await asking.until(3);
+    await within(5000, 'the answer at the bank', () => Promise.resolve(ledger('bank').some((m) => m.result !== undefined) ? true : undefined));
+    const reached = ledger('bank').filter((m) => m.method !== 'initialize' && m.method !== 'tools/list');
+    expect(reached.map((m) => m.method ?? 'answer')).to.include.members([
+      'logging/setLevel',
+      'notifications/roots/list_changed',
+      'tools/call',
+      'answer',
+    ]);
+    for (const m of reached) {
+      const meta = ((m.params ?? m.result ?? {}) as Json)._meta as Json | undefined;
+      if (m.method === 'notifications/initialized' || m.method === 'notifications/cancelled') continue;
+      expect(meta?.['mcp-frame/caller'], JSON.stringify(m)).to.deep.equal({ email: 'alice@example.com' });
+    }
+  });
+
+  it('checks Mcp-Param-* headers of a tool the policy hides from some callers', async () => {
+    const policy = Policy.parse(
+      JSON.stringify({
+        rules: [
+          { tools: ['*'], except: ['bank__wire'] },
+          { tools: ['bank__wire'], claims: { groups: 'eng' } },
+        ],
+      }),
+    );
+    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') }, { policy });
+    const wire = (token: string, header: string) =>
+      rawRequest(url, modern(token, 1, 'tools/call', { name: 'bank__wire', arguments: { account: 'A-1' } }, {}, {}, { 'mcp-param-account': header }));
+    const mismatch = await wire(alice, 'B-2');
+    expect(mismatch.status, mismatch.body).to.equal(400);
+    expect((JSON.parse(mismatch.body) as { error: { code: number } }).error.code).to.equal(-32020);
+    const right = await wire(alice, 'A-1');
+    expect(right.status).to.equal(200);
+    expect(right.body).to.include('wired from A-1');
+    // Bob is not allowed the tool at all: it is unknown to him, header or not.
+    expect((await wire(bob, 'A-1')).body).to.match(/Unknown tool/);
+  });
+});
+
+describe('serve: one server or one client cannot stop the rest of a gateway', function () {
+  this.timeout(30_000);
+  let g: ServeHandle | undefined;
+  let log: string[];
+  const open: Connection[] = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((c) => c.close()));
+    await g?.close();
+    g = undefined;
+  });
+
+  const PEER = (name: string, env: Record<string, string> = {}): StdioServerConfig => ({
+    command: process.execPath,
+    args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name],
+    env,
+  });
+
+  it('leaves a server that never answers its list out of it, says so on /healthz, and the other servers are called at once', async () => {
+    log = [];
+    g = await serve(
+      { a: PEER('a'), stuck: PEER('stuck', { PEER_MUTE: 'tools/list' }) },
+      { log: (line) => log.push(line), prefix: 'conflicts', upstreamListMs: 400 },
+    );
+    for (const protocolVersion of ['2025-11-25', '2026-07-28']) {
+      const c = await connect({ type: 'http', url: g.url! }, { protocolVersion });
+      open.push(c);
+      const listing = await listPages((cursor) => c.request('tools/list', cursor === undefined ? {} : { cursor }), 'tools');
+      expect(listing.items.map((t) => (t as { name: string }).name)).to.include('a-only');
+      const before = Date.now();
+      expect(await c.request('tools/call', { name: 'a-only', arguments: { text: protocolVersion } })).to.deep.include({
+        content: [{ type: 'text', text: `a: ${protocolVersion}` }],
+      });
+      // Skipped for a while after it timed out: the call did not wait for it again.
+      expect(Date.now() - before, 'a call while the stuck server is skipped').to.be.below(300);
+    }
+    const health = JSON.parse((await rawRequest(`${new URL(g.url!).origin}/healthz`)).body) as { servers: Record<string, Json> };
+    expect(health.servers.stuck).to.deep.include({ state: 'up' });
+    expect(health.servers.stuck!.problem).to.match(/tools\/list went unanswered for 400 ms/);
+    expect(health.servers.a).to.deep.equal({ state: 'up' });
+    expect(log.some((l) => /server "stuck" failed tools\/list: request tools\/list timed out/.test(l))).to.equal(true);
+  });
+
+  it("holds a session's servers while its client does not read, through the gateway as served directly", async () => {
+    log = [];
+    g = await serve({ a: STEPS, b: STEPS }, { log: (line) => log.push(line) });
+    const session = await rawSession(g.url!);
+    const count = 1000;
+    const rssBefore = process.memoryUsage().rss;
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'a__flood', arguments: { count, size: 64 * 1024 } } });
+    const res = await postUnread(g.url!, session, body);
+    await sleep(1500);
+    const written = Math.max(0, ...log.map((l) => Number(/flood wrote (\d+)/.exec(l)?.[1] ?? 0)));
+    const grown = process.memoryUsage().rss - rssBefore;
+    expect(written, 'messages the server could write while nobody read').to.be.below(count / 2);
+    expect(grown, 'RSS growth while nobody read').to.be.below(48 * 1024 * 1024);
+    const { count: delivered, tail } = await countIn(res, '"method":"notifications/message"');
+    expect(delivered).to.equal(count);
+    expect(tail).to.include(`${count} sent`);
+  });
+});
