@@ -584,10 +584,22 @@ export class Gateway extends EventEmitter implements Channel {
       return { up, name: exposed.slice(up.name.length + this.#separator.length) };
     }
     await this.#index(kind);
+    // An exact match, and only one: a name two servers' tools would both take is called on neither.
+    let found: { up: Upstream; name: string } | undefined;
     for (const up of this.#ups) {
-      for (const name of this.#knownOf(kind, up).names) if (this.#exposed(kind, up, name) === exposed) return { up, name };
+      for (const name of this.#knownOf(kind, up).names) {
+        if (this.#exposed(kind, up, name) !== exposed) continue;
+        if (found !== undefined) {
+          this.#warnOnce(
+            `ambiguous:${exposed}`,
+            `${exposed} names a ${kind === 'tools' ? 'tool' : 'prompt'} of "${found.up.name}" and of "${up.name}": called on neither`,
+          );
+          return undefined;
+        }
+        found = { up, name };
+      }
     }
-    return undefined;
+    return found;
   }
 
   /** One page of the gateway's merged list of `kind`: the next upstream page with something on it. */

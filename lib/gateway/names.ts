@@ -21,6 +21,23 @@ export function globPattern(glob: string): RegExp {
   return new RegExp(`^${source}$`, 's');
 }
 
+/**
+ * Pairs of server names whose prefixed names can be one and the same: `a<sep>x` is `b<sep>y` exactly when one of
+ * `a<sep>` and `b<sep>` begins the other (`google_` begins `google_drive_`: `google_drive_export` would be
+ * google's `drive_export` and google_drive's `export`). A gateway refuses such a configuration at start.
+ */
+export function prefixClashes(names: readonly string[], separator: string): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (let i = 0; i < names.length; i++) {
+    for (let j = i + 1; j < names.length; j++) {
+      const a = `${names[i]}${separator}`;
+      const b = `${names[j]}${separator}`;
+      if (a.startsWith(b) || b.startsWith(a)) out.push([names[i]!, names[j]!]);
+    }
+  }
+  return out;
+}
+
 /** Which exposed names pass `--allow-*` (any of them, when given) and no `--deny-*`. */
 export class NameFilter {
   readonly #allow: RegExp[];

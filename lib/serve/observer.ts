@@ -12,7 +12,10 @@ export type Outcome = 'ok' | 'error' | 'tool_error' | 'gone';
 
 export interface RequestRecord {
   method: string;
-  /** The tool or prompt named (only once the server has answered it as one it has: never a name a client made up). */
+  /**
+   * The tool or prompt named: only one the server listed (and answered), never a name a client made up, which
+   * the MCP SDK answers as a tool error (`isError`) like any other: '' otherwise.
+   */
   tool: string;
   era: 'legacy' | 'modern';
   outcome: Outcome;
@@ -63,6 +66,11 @@ const KNOWN_METHODS = new Set([
 
 const methodLabel = (method: string): string => (KNOWN_METHODS.has(method) ? method : 'other');
 
+/** Names of one child's listed tools and prompts kept as labels at most (a server could list endless ones too). */
+const MAX_LISTED_NAMES = 2000;
+/** The lists whose names may be labels, and the key of their items. */
+const LISTS: Record<string, string> = { 'tools/list': 'tools', 'prompts/list': 'prompts' };
+
 interface Open {
   method: string;
   name: string;
@@ -88,8 +96,13 @@ export function observe(child: Observed, observer: Observer | undefined, era: 'l
   const record = observer?.request?.bind(observer);
   if (record === undefined && !tracing) return;
   const open = new Map<string, Open>();
+  /** The tool and prompt names the child listed (to serve or to a client): the only names that are labels. */
+  const listed = new Set<string>();
+  /** Lists asked of the child and not answered yet: the key of their items, by request id. */
+  const lists = new Map<string, string>();
   const send = child.send.bind(child) as (msg: unknown, caller?: unknown) => Promise<void>;
   (child as unknown as { send: (msg: unknown, caller?: unknown) => Promise<void> }).send = (msg: unknown, caller?: unknown) => {
+    if (isRequest(msg) && LISTS[msg.method] !== undefined) lists.set(idKey(msg.id), LISTS[msg.method]!);
     // serve's own requests (the era probe, the translated initialize) are no client's.
     if (!isRequest(msg) || (typeof msg.id === 'string' && msg.id.startsWith('mcp-frame-'))) return send(msg, caller);
     const params = isObject(msg.params) ? msg.params : undefined;
@@ -114,8 +127,8 @@ export function observe(child: Observed, observer: Observer | undefined, era: 'l
     if (record === undefined) return;
     const r: RequestRecord = {
       method: entry.method,
-      // A name is a label only when the server took it as one of its tools: an unknown name a client sent is not.
-      tool: outcome === 'ok' || outcome === 'tool_error' ? entry.name : '',
+      // A name is a label only when the server listed it and took it: an unknown name a client sent is not.
+      tool: (outcome === 'ok' || outcome === 'tool_error') && listed.has(entry.name) ? entry.name : '',
       era,
       outcome,
       seconds: (performance.now() - entry.start) / 1000,
@@ -124,9 +137,22 @@ export function observe(child: Observed, observer: Observer | undefined, era: 'l
     if (entry.caller !== undefined) r.caller = entry.caller;
     record(r, label);
   };
+  const learn = (result: unknown, key: string): void => {
+    const items = isObject(result) ? result[key] : undefined;
+    if (!Array.isArray(items)) return;
+    for (const item of items) {
+      if (listed.size >= MAX_LISTED_NAMES) return;
+      if (isObject(item) && typeof item.name === 'string' && item.name.length <= 200) listed.add(item.name);
+    }
+  };
   child.on('message', (msg: unknown) => {
     if (!isResponse(msg)) return;
     const key = idKey(msg.id);
+    const list = lists.get(key);
+    if (list !== undefined) {
+      lists.delete(key);
+      learn((msg as { result?: unknown }).result, list);
+    }
     const entry = open.get(key);
     if (entry === undefined) return;
     open.delete(key);

@@ -14,7 +14,7 @@ import type { FrameTrace } from '../client/connection.js';
 import { Gateway } from '../gateway/gateway.js';
 import type { Policy } from '../gateway/policy.js';
 import { loadJose, ResourceServer, type ResourceServerOptions } from './resource-server.js';
-import type { PrefixMode } from '../gateway/names.js';
+import { type PrefixMode, prefixClashes } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
 import { type FrameError, missingPeer, safeLine, frameProblem } from '../errors.js';
 
@@ -422,6 +422,25 @@ function opener(ctx: ServeContext, options: ServeOptions, label: string): Upstre
  * servers named.
  */
 async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig]>, options: ServeOptions): Promise<void> {
+  const separator = options.separator ?? '__';
+  const [clash] =
+    options.prefix === 'never'
+      ? []
+      : prefixClashes(
+          servers.map(([name]) => name),
+          separator,
+        );
+  if (clash !== undefined) {
+    const [a, b] = clash;
+    const example = `${b}${separator}x`.startsWith(`${a}${separator}`) ? [a, b] : [b, a];
+    const rest = `${example[1]}${separator}x`.slice(example[0]!.length + separator.length);
+    throw Object.assign(
+      new Error(
+        `separator ${JSON.stringify(separator)}: servers "${a}" and "${b}" can expose one name (${example[1]}${separator}x is "${example[0]}"'s ${rest} and "${example[1]}"'s x): rename one, or choose another --separator`,
+      ),
+      { code: 'NAME_CLASH' },
+    );
+  }
   const health = new UpstreamHealth(servers.map(([name]) => name));
   ctx.upstreams = health;
   const policy = ctx.policy;
@@ -495,8 +514,12 @@ async function observing(
   }
   if (observers.length > 0) ctx.observer = combined(observers);
   if (registry === undefined || options.metricsPort === undefined) return { registry, url: undefined, close: async () => undefined };
-  // Its own port, on loopback only: a scraper on this machine (or a sidecar) needs no token.
+  // Its own port, on loopback only: a scraper on this machine (or a sidecar) needs no token. The Host rule is
+  // /mcp's: a page that a DNS-rebound name made same-origin with it reads nothing.
+  let guard: Guard | undefined;
   const server = http.createServer((req, res) => {
+    const refusal = guard?.check(req);
+    if (refusal !== undefined) return void res.writeHead(refusal.status, { 'Content-Type': 'text/plain' }).end(`${refusal.reason}\n`);
     if (requestTarget(req.url)?.path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) return void res.writeHead(404).end();
     registry.metrics().then(
       (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(req.method === 'HEAD' ? undefined : text),
@@ -504,6 +527,7 @@ async function observing(
     );
   });
   const port = await listenHttp(server, '127.0.0.1', options.metricsPort);
+  guard = new Guard({ host: '127.0.0.1', port, allowHosts: options.allowHosts ?? [], allowOrigins: [], token: undefined });
   return {
     registry,
     url: `http://127.0.0.1:${port}/metrics`,
@@ -533,17 +557,20 @@ function requestLog(ctx: ServeContext): Observer {
   return {
     request(r, label) {
       const ms = Math.round(r.seconds * 1e4) / 10;
-      ctx.log(`${label} ${r.method}${r.tool === '' ? '' : ` ${r.tool}`}: ${r.outcome}${r.code === undefined ? '' : ` ${r.code}`} in ${ms} ms`, {
-        event: 'request',
-        level: 'debug',
-        method: r.method,
-        ...(r.tool === '' ? {} : { tool: r.tool }),
-        era: r.era,
-        outcome: r.outcome,
-        ...(r.code === undefined ? {} : { code: r.code }),
-        duration_ms: ms,
-        ...(r.caller === undefined ? {} : { caller: r.caller }),
-      });
+      ctx.log(
+        `${label} ${r.method}${r.tool === '' ? '' : ` ${safeLine(r.tool)}`}: ${r.outcome}${r.code === undefined ? '' : ` ${r.code}`} in ${ms} ms`,
+        {
+          event: 'request',
+          level: 'debug',
+          method: r.method,
+          ...(r.tool === '' ? {} : { tool: r.tool }),
+          era: r.era,
+          outcome: r.outcome,
+          ...(r.code === undefined ? {} : { code: r.code }),
+          duration_ms: ms,
+          ...(r.caller === undefined ? {} : { caller: r.caller }),
+        },
+      );
     },
     upstreamRequest(r) {
       const ms = Math.round(r.seconds * 1e4) / 10;

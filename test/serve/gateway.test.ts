@@ -14,6 +14,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
 import { within } from '../helpers/poll.js';
 import { rawRequest } from '../helpers/raw-http.js';
+import { cli } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
 const PEER = (name: string, env: Record<string, string> = {}): ServerConfig => ({
@@ -191,6 +192,32 @@ describe('serve: a gateway in front of several servers', function () {
     expect(await c.request('tools/call', { name: 'a.shared', arguments: { text: 'y' } })).to.deep.equal({
       content: [{ type: 'text', text: 'a: y' }],
     });
+  });
+
+  it('refuses to start when two server names can make one exposed name, naming both and the flag', async () => {
+    for (const [servers, separator, pair] of [
+      [['google', 'google_drive'], '_', ['google', 'google_drive']],
+      [['a', 'a__b'], undefined, ['a', 'a__b']],
+      [['x_', 'x'], '__', ['x_', 'x']],
+    ] as const) {
+      const config = Object.fromEntries(servers.map((name) => [name, PEER(name)]));
+      const err = (await serve(config, { log: () => undefined, ...(separator === undefined ? {} : { separator }) }).catch(
+        (e: Error) => e,
+      )) as Error & {
+        code?: string;
+      };
+      expect(err, servers.join(' ')).to.be.instanceOf(Error);
+      expect(err.code).to.equal('NAME_CLASH');
+      expect(err.message).to.include(`servers "${pair[0]}" and "${pair[1]}" can expose one name`).and.to.include('--separator');
+    }
+    // Names that cannot meet are served.
+    const g = await serve({ google: PEER('google'), drive: PEER('drive') }, { separator: '_', log: () => undefined });
+    await g.close();
+    const file = join(tempDir('clash'), 'mcp.json');
+    writeFileSync(file, JSON.stringify({ mcpServers: { google: PEER('google'), google_drive: PEER('google_drive') } }));
+    const cliRun = await cli(['serve', '--separator', '_', '--config', file, '--all', '--port', '0']);
+    expect(cliRun.code).to.equal(3);
+    expect(cliRun.stderr).to.include('--separator "_": servers "google" and "google_drive" can expose one name');
   });
 
   it('refuses to start with --prefix never when two servers offer one name, naming both', async () => {

@@ -15,6 +15,7 @@ import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
 import { INIT } from '../helpers/served.js';
 
 const PEER = (name: string): ServerConfig => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name] });
+const EVERYTHING = { command: process.execPath, args: [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'] };
 const ONE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, 'solo'] };
 
 /** The value of one sample of a Prometheus text scrape (0 when absent). */
@@ -66,6 +67,8 @@ describe('serve: metrics, traces and logs', function () {
     const before = await scrape(metrics);
     expect(sample(before, 'mcp_frame_requests_total', { method: 'tools/call', tool: 'a__echo' })).to.equal(0);
     const c = await client(g.url!);
+    // Names are labels once the server listed them (a host lists before it calls).
+    await c.request('tools/list');
     for (let i = 0; i < 3; i++) await c.request('tools/call', { name: 'a__echo', arguments: { text: String(i) } });
     await c.request('tools/call', { name: 'made-up-name', arguments: {} }).catch(() => undefined);
     const modern = await client(g.url!, '2026-07-28');
@@ -117,16 +120,43 @@ describe('serve: metrics, traces and logs', function () {
     const own = await start(ONE, { metricsPort: 0, metrics: true, token });
     expect(own.metricsUrl).to.match(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     const c = await client(own.url!, '2025-11-25', { Authorization: `Bearer ${token}` });
+    await c.request('tools/list');
     await c.request('tools/call', { name: 'echo', arguments: { text: 'x' } });
     const counted = await scrape(own.metricsUrl!);
+    // The Host rule of /mcp: a DNS-rebound name is refused, the loopback names are not.
+    const port = new URL(own.metricsUrl!).port;
+    const rebound = await rawRequest(own.metricsUrl!, { headers: { host: `rebind.example:${port}` } });
+    expect(rebound.status).to.equal(403);
+    expect(rebound.body).to.not.include('mcp_frame_');
+    expect((await rawRequest(own.metricsUrl!, { headers: { host: `localhost:${port}` } })).status).to.equal(200);
     expect(sample(counted, 'mcp_frame_requests_total', { method: 'tools/call', tool: 'echo', era: 'legacy', outcome: 'ok' })).to.equal(1);
     expect(sample(counted, 'mcp_frame_children_alive')).to.equal(1);
+  });
+
+  it("takes a tool label only from the server's list: made-up names the MCP SDK answers with isError are no labels, nor log lines", async () => {
+    const g = await start(EVERYTHING, { metrics: true, logLevel: 'debug' });
+    const c = await client(g.url!);
+    const listed = ((await c.request('tools/list')) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+    await c.request('tools/call', { name: 'echo', arguments: { message: 'hi' } });
+    for (let i = 0; i < 200; i++) {
+      const answer = (await c.request('tools/call', { name: `made-up-${i}\nforged log line`, arguments: {} }).catch((e: Error) => e)) as {
+        isError?: boolean;
+      };
+      if (i === 0) expect(answer.isError, 'the SDK answers an unknown tool as a tool error').to.equal(true);
+    }
+    const text = await scrape(g.url!.replace('/mcp', '/metrics'));
+    const labels = new Set([...text.matchAll(/^mcp_frame_requests_total\{[^}]*tool="([^"]*)"/gm)].map((m) => m[1]));
+    expect([...labels].filter((l) => l !== '' && !listed.includes(l!))).to.deep.equal([]);
+    expect(labels.has('echo')).to.equal(true);
+    expect(sample(text, 'mcp_frame_requests_total', { method: 'tools/call', tool: '', outcome: 'tool_error' })).to.equal(200);
+    expect(log.filter((l) => l.includes('\nforged'))).to.deep.equal([]);
   });
 
   it('logs one JSON object a line, a line per request at debug, redacted', async () => {
     const token = 'json-log-token-0123456789abcdef';
     const s = await start({ a: PEER('a'), b: PEER('b') }, { logFormat: 'json', logLevel: 'debug', token });
     const c = await client(s.url!, '2025-11-25', { Authorization: `Bearer ${token}` });
+    await c.request('tools/list');
     await c.request('tools/call', { name: 'a__echo', arguments: { text: `the token is ${token}` } });
     await rawRequest(s.url!, { method: 'POST', headers: MCP_HEADERS, body: INIT });
     await c.close();
