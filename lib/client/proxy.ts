@@ -59,10 +59,15 @@ function tunnel(proxy: URL, host: string, port: number, done: (err: Error | null
       ? ''
       : `Proxy-Authorization: Basic ${Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString('base64')}\r\n`;
   let head = '';
+  let settled = false;
   const fail = (err: Error): void => {
     socket.destroy();
+    if (settled) return;
+    settled = true;
     done(err);
   };
+  // A proxy that hangs up before it answers is the proxy's failure, said at once (not the server's, at a timeout).
+  const hungUp = (): void => fail(new Error(`the proxy ${proxy.host} closed the connection without answering CONNECT to ${authority}`));
   const onData = (chunk: Buffer): void => {
     head += chunk.toString('latin1');
     const end = head.indexOf('\r\n\r\n');
@@ -72,6 +77,8 @@ function tunnel(proxy: URL, host: string, port: number, done: (err: Error | null
     }
     socket.off('data', onData);
     socket.off('error', fail);
+    socket.off('end', hungUp);
+    socket.off('close', hungUp);
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1] ?? 0);
     if (status < 200 || status >= 300) {
       return fail(
@@ -81,10 +88,13 @@ function tunnel(proxy: URL, host: string, port: number, done: (err: Error | null
     // Bytes after the proxy's answer are the server's already: given back to the stream.
     const rest = Buffer.from(head.slice(end + 4), 'latin1');
     if (rest.length > 0) socket.unshift(rest);
+    settled = true;
     done(null, socket);
   };
   socket.on('error', fail);
   socket.on('data', onData);
+  socket.once('end', hungUp);
+  socket.once('close', hungUp);
   socket.once(proxy.protocol === 'https:' ? 'secureConnect' : 'connect', () => {
     socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${credentials}\r\n`);
   });

@@ -191,6 +191,25 @@ describe('connect() with auth: signing in and staying signed in', function () {
     expect((await store.get(key))!.tokens!.refreshToken).not.to.equal(refresh);
   });
 
+  it('signs in again when the token endpoint answers a refresh 400 or 401 with no invalid_grant (a revoked token, as the MCP SDK example says it)', async () => {
+    await start();
+    const store = memoryAuthStore();
+    const c = await signIn({ store });
+    const key = new URL(server.url).href;
+    for (const [i, answer] of [
+      { status: 400, body: { error: 'server_error', error_description: 'Internal Server Error' } },
+      { status: 401, body: {} },
+    ].entries()) {
+      const before = (await store.get(key))!.tokens!.accessToken;
+      server.faults.refreshAnswer = answer;
+      server.revokeAccess();
+      await call(c);
+      server.faults.refreshAnswer = undefined;
+      expect(server.counts.authorize, `a sign-in after HTTP ${answer.status}`).to.equal(2 + i);
+      expect((await store.get(key))!.tokens!.accessToken).to.not.equal(before);
+    }
+  });
+
   it('registers again on invalid_client (the server forgot the client)', async () => {
     await start();
     const c = await signIn();

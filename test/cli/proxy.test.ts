@@ -10,6 +10,7 @@ import { tempDir } from '../helpers/temp.js';
 import { requireTinyproxy, startTinyproxy, type Tinyproxy } from '../helpers/tinyproxy.js';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import net from 'node:net';
 import { ROOT } from '../helpers/fixtures.js';
 
 describe('proxies from the environment', function () {
@@ -29,6 +30,32 @@ describe('proxies from the environment', function () {
     expect(no('api.mcp.example.com:443')?.host).to.equal('proxy.corp:3128');
     expect(no('ample.com')?.host).to.equal('proxy.corp:3128');
     expect(no('127.0.0.1', 'http://127.0.0.1:9/mcp')).to.equal(undefined);
+  });
+
+  it('says at once that a proxy closed the CONNECT without answering, and names the proxy, not the server', async () => {
+    const connects: string[] = [];
+    const hangsUp = net.createServer((socket) => {
+      socket.once('data', (d: Buffer) => {
+        connects.push(d.toString('latin1').split('\r\n')[0]!);
+        socket.destroy();
+      });
+    });
+    await new Promise<void>((resolve) => hangsUp.listen(0, '127.0.0.1', resolve));
+    try {
+      const proxyUrl = `http://127.0.0.1:${(hangsUp.address() as net.AddressInfo).port}`;
+      const started = Date.now();
+      const run = await cli(['tools', '--use-env-proxy', '--timeout', '20000', '--url', 'http://mcp.example.test/mcp'], {
+        env: { ...process.env, HTTP_PROXY: proxyUrl, NO_PROXY: '' },
+      });
+      expect(run.code).to.not.equal(0);
+      expect(Date.now() - started, 'it did not wait out its timeout').to.be.below(10_000);
+      expect(run.stderr).to.include(
+        `the proxy 127.0.0.1:${new URL(proxyUrl).port} closed the connection without answering CONNECT to mcp.example.test:80`,
+      );
+      expect(connects[0]).to.equal('CONNECT mcp.example.test:80 HTTP/1.1');
+    } finally {
+      await new Promise((resolve) => hangsUp.close(resolve));
+    }
   });
 
   describe('through tinyproxy', () => {

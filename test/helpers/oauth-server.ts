@@ -54,6 +54,8 @@ export interface OAuthFaults {
   basicClientIdFromForm?: boolean;
   /** Refresh requests get this status and a body that is no OAuth error (a 503 or 429 of a busy server); nothing is spent. */
   refreshStatus?: number | undefined;
+  /** Refresh requests get this status and JSON body instead (the MCP SDK's example: 400 server_error for a revoked one); nothing is spent. */
+  refreshAnswer?: { status: number; body: Record<string, unknown> } | undefined;
   /** A spent refresh token presented again revokes every token of its client (the family), as rotating providers do. */
   revokeOnReuse?: boolean;
   /** As Entra ID: an authorization request with a `resource` parameter is refused (AADSTS9010010); one without is granted. */
@@ -274,6 +276,7 @@ export class OAuthServer {
     } else if (grant === 'refresh_token') {
       this.counts.refresh++;
       if (this.faults.refreshStatus !== undefined) return json(this.faults.refreshStatus, { message: 'busy, try again later' });
+      if (this.faults.refreshAnswer !== undefined) return json(this.faults.refreshAnswer.status, this.faults.refreshAnswer.body);
       const presented = form.get('refresh_token') ?? '';
       const found = this.#refresh.get(presented);
       if (found === 'spent') {

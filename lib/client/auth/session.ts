@@ -369,9 +369,12 @@ export class AuthSession {
     const answer = await this.#tokenRequest(record.tokenEndpoint, client, body, record.issuer ?? record.tokenEndpoint, key);
     if (answer.status !== 200 || answer.json === undefined) {
       const error = answer.json?.error;
-      // Only these say the refresh token (or the client) is dead (RFC 6749 §5.2). Anything else (a 503, a 429, a
-      // page that is no OAuth error) says the server cannot answer now: the tokens stay, for the next try.
-      if (error !== 'invalid_grant' && error !== 'invalid_client') {
+      // invalid_grant and invalid_client say the refresh token (or the client) is dead (RFC 6749 §5.2), and so does
+      // any 400 or 401 (the MCP SDK's example server answers a revoked refresh token 400 server_error): this token
+      // will not work, so a sign-in follows. Anything else (a 503, a 429, a network failure) says the server cannot
+      // answer now: the tokens stay, for the next try.
+      const dead = error === 'invalid_grant' || error === 'invalid_client' || answer.status === 400 || answer.status === 401;
+      if (!dead) {
         throw this.#fail(
           new ConnectionError(
             'AUTH_UNAVAILABLE',
