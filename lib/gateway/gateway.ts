@@ -777,8 +777,8 @@ export class Gateway extends EventEmitter implements Channel {
 
   /**
    * The call a server's message belongs to: the one the Connection names (`related`, for a modern server's
-   * input requests), else the only request that may still run at that server, when it is not one cancelled.
-   * Never a guess between two: with two running (a cancelled one counts), it is nobody's.
+   * input requests), else the only call waited for at that server, when every request that may still run there
+   * (a cancelled one counts) is its caller's. Never a pick between callers: then it is nobody's.
    */
   #ownerOf(up: Upstream, related?: unknown): Forwarded | undefined {
     if (related !== undefined) {
@@ -787,11 +787,13 @@ export class Gateway extends EventEmitter implements Channel {
     }
     let only: Forwarded | undefined;
     for (const forwarded of this.#running) {
-      if (forwarded.up !== up) continue;
+      if (forwarded.up !== up || forwarded.cancelled) continue;
       if (only !== undefined) return undefined;
       only = forwarded;
     }
-    return only?.cancelled === false ? only : undefined;
+    if (only === undefined) return undefined;
+    for (const forwarded of this.#running) if (forwarded.up === up && forwarded.caller?.subject !== only.caller?.subject) return undefined;
+    return only;
   }
 
   /** Whether the policy (when there is one) lets `caller` see and call a tool or prompt; serve itself sees every one. */

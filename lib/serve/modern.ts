@@ -129,7 +129,7 @@ export class ModernHub {
   readonly #exchanges = new Map<number, Exchange>();
   readonly #tokens = new Map<string, number>();
   /** Requests the child may still run though nobody waits for their answer (see CANCELLED_RUNS_MS), by id. */
-  readonly #unfinished = new Map<number, { timer: NodeJS.Timeout; logs: boolean }>();
+  readonly #unfinished = new Map<number, { timer: NodeJS.Timeout; logs: boolean; caller: Caller | undefined }>();
   #next = 1;
   #droppedCount = 0;
   /** The child's era, found when it starts: modern (requests pass through), or legacy (translated). */
@@ -540,8 +540,9 @@ export class ModernHub {
   }
 
   /**
-   * The one request that may be running at the child among those `counts` (listens never: they run nothing),
-   * when exactly one may be: requests suspended on a question and those whose client left count too.
+   * The one request waited for that may be running at the child among those `counts` (listens never: they run
+   * nothing), when it is the only one, and every request that may be running there (those suspended on a
+   * question and those whose client left count too) is its caller's: never a pick between callers.
    */
   #onlyRunning(counts: (e: { logs: boolean }) => boolean): Exchange | undefined {
     let only: Exchange | undefined;
@@ -550,8 +551,9 @@ export class ModernHub {
       if (only !== undefined) return undefined;
       only = exchange;
     }
-    const hidden = this.#suspended.size + [...this.#unfinished.values()].filter((u) => counts(u)).length;
-    return hidden > 0 ? undefined : only;
+    if (only === undefined) return undefined;
+    const others = [...this.#suspended.values(), ...[...this.#unfinished.values()].filter((u) => counts(u))];
+    return others.every((o) => o.caller?.subject === only.caller?.subject) ? only : undefined;
   }
 
   /**
@@ -652,7 +654,7 @@ export class ModernHub {
     if (unfinished && exchange.method !== 'subscriptions/listen') {
       const timer = setTimeout(() => this.#unfinished.delete(n), CANCELLED_RUNS_MS);
       timer.unref();
-      this.#unfinished.set(n, { timer, logs: exchange.logs });
+      this.#unfinished.set(n, { timer, logs: exchange.logs, caller: exchange.caller });
     }
     return true;
   }
