@@ -2,7 +2,7 @@
 // only the caller whose request it belongs to; what cannot be attributed is dropped and counted, or (a request)
 // refused to the server at once. Real children (test/helpers/servers/bank.ts records what reaches it), a real
 // JWT issuer (oidc-provider's keys), modern (2026-07-28) callers sharing one gateway, and legacy sessions.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,7 +17,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { type Idp, startIdp } from '../helpers/idp.js';
 import { within } from '../helpers/poll.js';
 import { countIn, MCP_HEADERS, modernPost, openStream, postUnread, type RawRequest, rawRequest } from '../helpers/raw-http.js';
-import { rawSession, STEPS } from '../helpers/served.js';
+import { rawSession, STEPS, serveProcess } from '../helpers/served.js';
 import { tempDir } from '../helpers/temp.js';
 
 type Json = Record<string, unknown>;
@@ -128,6 +128,44 @@ describe('serve: several callers on one gateway', function () {
     const result = messages(own.body).at(-1)!.result as Json;
     expect(result.resultType).to.equal('input_required');
     expect(JSON.stringify(result.inputRequests)).to.include('vault asks');
+  });
+
+  it("holds the same in a real `mcp-frame serve --all` process: a cancelled call's question and forged progress reach nobody", async () => {
+    const file = join(dir, 'mcp.json');
+    writeFileSync(file, JSON.stringify({ mcpServers: { bank: banked('bank'), vault: banked('vault') } }));
+    const proc = await serveProcess(['--config', file, '--all', '--port', '0', '--auth-issuer', idp.issuer, '--required-scope', 'mcp']);
+    try {
+      const url = proc.url!;
+      const alice = await idp.mint({ aud: url, sub: 'alice' });
+      const bob = await idp.mint({ aud: url, sub: 'bob' });
+      const transfer = modern(bob, 1, 'tools/call', { name: 'bank__transfer', arguments: { from: 'bob' } }, {}, { elicitation: {} });
+      const req = http.request(url, { method: 'POST', headers: transfer.headers, agent: false });
+      req.on('error', () => undefined);
+      req.end(transfer.body);
+      await within(5000, 'the transfer at the bank', called('bank', 'transfer'));
+      req.destroy();
+      await within(5000, 'the cancellation at the bank', () =>
+        Promise.resolve(ledger('bank').some((m) => m.method === 'notifications/cancelled') ? true : undefined),
+      );
+      const [balance, forged] = await Promise.all([
+        rawRequest(
+          url,
+          modern(alice, 1, 'tools/call', { name: 'bank__balance', arguments: { who: 'alice' } }, { progressToken: 'a' }, { elicitation: {} }),
+        ),
+        sleep(100).then(() => rawRequest(url, modern(bob, 2, 'tools/call', { name: 'vault__forge', arguments: {} }, { progressToken: 'b' }))),
+      ]);
+      expect(balance.body).not.to.include('Confirm');
+      expect(balance.body).not.to.include('evil.example');
+      expect(messages(balance.body).at(-1)).to.deep.include({ id: 1 });
+      expect((messages(balance.body).at(-1)!.result as Json).resultType).to.equal('complete');
+      expect(forged.status).to.equal(200);
+      await within(5000, 'the refusal at the bank', () =>
+        Promise.resolve(/bank confirm answered \{"code":-32000/.test(proc.stderr()) ? true : undefined),
+      );
+    } finally {
+      proc.proc.kill('SIGTERM');
+      await proc.exited;
+    }
   });
 
   for (const [what, servers, tool] of [
