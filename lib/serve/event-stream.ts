@@ -18,6 +18,13 @@ export interface EventStreamOptions {
 interface EventStreamHooks {
   /** Stops reading the session's server until the returned release is called (a slow reader's backpressure). */
   hold?(): () => void;
+  /**
+   * Whether a new stream opens with the priming event (an id, `retry:` and empty `data:`), asked when it starts.
+   * The priming event came with 2025-11-25 (SEP-1699): a client of an earlier revision may parse every event's
+   * data as JSON and fail on it, so sessions of earlier revisions get none (their message events keep their ids,
+   * so they still resume). @defaultValue true
+   */
+  primes?(): boolean;
 }
 
 interface Held {
@@ -192,7 +199,7 @@ export class EventStream {
       this.#primed = true;
       // The priming id names the point before the events this response is about to carry (those queued before
       // the first GET among them), so that a client resuming from it misses none of them.
-      writeEvent(res, this.#priming(Math.max(afterSeq, this.#droppedThrough)));
+      if (this.#hooks.primes?.() !== false) writeEvent(res, this.#priming(Math.max(afterSeq, this.#droppedThrough)));
     }
     for (const event of this.#held) if (event.seq > afterSeq) this.#write(event);
     // The headers go out now, even with no event to send: a client must not wait for one to see its stream.
@@ -254,7 +261,7 @@ export class EventStream {
     // Done with at once: the stream no longer counts as attached (an idle session can be closed, a stream opened).
     this.#res = undefined;
     this.#primed = true;
-    let body = this.#priming(0);
+    let body = this.#hooks.primes?.() === false ? '' : this.#priming(0);
     for (const event of this.#held) body += event.text;
     this.#written = this.#seq;
     res.writeHead(200, { ...headers, 'Content-Length': Buffer.byteLength(body) }).end(body);

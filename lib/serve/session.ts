@@ -33,6 +33,9 @@ function progressTokenOf(msg: { params?: unknown }): string | undefined {
   return typeof token === 'string' || typeof token === 'number' ? idKey(token) : undefined;
 }
 
+/** The first revision whose clients take the priming event (SEP-1699); revisions compare as their dates do. */
+const PRIMING_SINCE = '2025-11-25';
+
 export class StreamableSession {
   readonly id: string;
   readonly label: string;
@@ -57,6 +60,11 @@ export class StreamableSession {
   /** A modern-only child: the client's legacy session is answered here, over a Connection (see LegacyHostSession). */
   #translating: Promise<LegacyHostSession | undefined> | undefined;
   #translation: LegacyHostSession | undefined;
+  /**
+   * The revision the client asked for in its initialize: what it can parse. (A client that asked for 2025-11-25
+   * takes the priming event even where its server agreed to an earlier revision.)
+   */
+  #version: string | undefined;
 
   /** The subject of the caller that opened it (signed in): only that caller may use it. */
   readonly owner: string | undefined;
@@ -168,7 +176,11 @@ export class StreamableSession {
 
   /** A stream whose slow reader stops the child being read until it catches up (the child then waits). */
   #newStream(number: number): EventStream {
-    return new EventStream(number, this.#ctx.stream, { hold: () => this.channel.holdInput() });
+    return new EventStream(number, this.#ctx.stream, {
+      hold: () => this.channel.holdInput(),
+      // The priming event is 2025-11-25's: a client of an earlier revision may fail on its empty data.
+      primes: () => this.#version === undefined || this.#version >= PRIMING_SINCE,
+    });
   }
 
   /** `caller`: who sent it now (its scopes may have grown since the session opened). */
@@ -186,7 +198,10 @@ export class StreamableSession {
       });
       return;
     }
-    if (isRequest(msg) && msg.method === 'initialize') this.#init = { id: msg.id, params: isObject(msg.params) ? msg.params : {} };
+    if (isRequest(msg) && msg.method === 'initialize') {
+      this.#init = { id: msg.id, params: isObject(msg.params) ? msg.params : {} };
+      if (typeof this.#init.params.protocolVersion === 'string') this.#version = this.#init.params.protocolVersion;
+    }
     sendAs(this.channel, msg, caller).catch((err: Error) => {
       if (isRequest(msg)) this.#answer(rpcError(msg.id, SERVER_ERROR, err.message));
     });

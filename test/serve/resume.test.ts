@@ -34,6 +34,54 @@ describe('serve: streams that drop and resume', () => {
     bridge = undefined;
   });
 
+  it('opens no stream with the priming event for a client that asked for a revision before 2025-11-25, and still resumes it by event id', async () => {
+    ({ bridge } = await served(STEPS));
+    const url = bridge.url!;
+    for (const [version, primed] of [
+      ['2025-06-18', false],
+      ['2025-03-26', false],
+      ['2025-11-25', true],
+    ] as const) {
+      const init = await rawRequest(url, {
+        method: 'POST',
+        headers: MCP_HEADERS,
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+      });
+      // An SDK client of those revisions parses every event's data as JSON: no event without data is sent.
+      const dataless = (body: string): boolean => body.split('\n\n').some((e) => /^data:\s*$/m.test(e) || /^retry:/m.test(e));
+      expect(dataless(init.body), `the initialize answer at ${version}`).to.equal(primed);
+      const session = { ...MCP_HEADERS, 'mcp-session-id': init.headers['mcp-session-id'] as string, 'mcp-protocol-version': version };
+      await rawRequest(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+      const steps = await openStream(url, { method: 'POST', headers: session, body: call(2, { n: 3, ms: 30 }, 'tok') });
+      await steps.until(primed ? 2 : 1);
+      steps.drop();
+      const first = steps.events.find((e) => e.data !== '')!;
+      expect(first.id, 'a message event keeps its id').to.match(/^\d+-\d+$/);
+      expect(
+        steps.events.some((e) => e.data === ''),
+        `a POST stream at ${version}`,
+      ).to.equal(primed);
+      // Resumed from the message event's id: the rest of the stream, no priming.
+      const resumed = await openStream(url, { headers: { ...session, accept: 'text/event-stream', 'last-event-id': first.id! } });
+      await resumed.ended;
+      const rest = resumed.events.filter((e) => e.data !== '').map((e) => JSON.parse(e.data) as { params?: { progress?: number }; result?: unknown });
+      expect(rest.at(-1)?.result, `resumed at ${version}`).to.deep.equal({ content: [{ type: 'text', text: '3 steps' }] });
+      expect(rest.some((m) => m.params?.progress === 1)).to.equal(false);
+      const get = await openStream(url, { headers: { ...session, accept: 'text/event-stream' } });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      get.drop();
+      expect(
+        get.events.some((e) => e.data === ''),
+        `the GET stream at ${version}`,
+      ).to.equal(primed);
+    }
+  });
+
   it('connect() through a proxy that cuts the GET and the POST stream mid-response: every message arrives once', async () => {
     proxy = await cutProxy();
     ({ bridge } = await served(STEPS, { allowHosts: [`127.0.0.1:${proxy.port}`] }));
