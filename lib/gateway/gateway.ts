@@ -5,8 +5,9 @@
  *
  * - Names: with more than one upstream, tools and prompts are `<server><separator><name>` (PrefixMode), and
  *   the allow/deny globs apply to those names. A name left out is unknown: listed nowhere, refused as unknown.
- * - Lists: one upstream's page at a time, in config order, under cursors of the gateway's own that carry the
- *   upstream's index and its own cursor; cache hints the most careful any upstream gave.
+ * - Lists: every upstream's pages merged in config order, up to PAGE_ITEMS a page (a modest list is one page),
+ *   under cursors of the gateway's own that carry the upstream's index and its own cursor; cache hints the most
+ *   careful any upstream gave.
  * - Resources keep their URIs: a read goes to the upstream that listed the URI (the first in config order when
  *   two did), or whose template matches it.
  * - Routing back: progress by the gateway's own token, a request an upstream sends (sampling, elicitation,
@@ -122,8 +123,16 @@ const KINDS: Record<Kind, KindInfo> = {
   },
 };
 
-/** Upstream pages one list request may read looking for a page with something on it. */
-const MAX_STEPS = 64;
+/** Upstream pages one list request may read (a page of the gateway's is its upstreams' pages, merged). */
+const MAX_STEPS = 256;
+
+/**
+ * A page of a merged list holds every server's items up to this many, or about PAGE_BYTES of them: hosts that read
+ * one page of tools/list (Gemini CLI, the Inspector CLI, an SDK 1.x listTools() without a loop) see every server.
+ * Past it, the gateway's own cursors go on.
+ */
+const PAGE_ITEMS = 1000;
+const PAGE_BYTES = 4 * 1024 * 1024;
 
 /** MCP's "resource not found" error code. */
 const RESOURCE_NOT_FOUND = -32002;
@@ -602,7 +611,10 @@ export class Gateway extends EventEmitter implements Channel {
     return found;
   }
 
-  /** One page of the gateway's merged list of `kind`: the next upstream page with something on it. */
+  /**
+   * One page of the gateway's merged list of `kind`: the upstreams' pages from the cursor's place on, in config
+   * order, until PAGE_ITEMS or PAGE_BYTES (every server's whole list, when the total is modest).
+   */
   async #list(kind: Kind, params: Json, caller: Caller | undefined): Promise<Json> {
     await this.start();
     let position: ListPosition | undefined = { upstream: 0, cursor: undefined };
@@ -615,26 +627,37 @@ export class Gateway extends EventEmitter implements Channel {
     if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#ups.length > 1) await this.#index(kind);
     const info = KINDS[kind];
     const items: unknown[] = [];
+    // The first page of every server from here on, asked at once: most lists are one page of each.
+    const firsts = new Map<number, Promise<unknown>>();
+    for (let i = position.cursor === undefined ? position.upstream : position.upstream + 1; i < this.#ups.length; i++) {
+      const up = this.#ups[i]!;
+      if (this.#listable(up, kind)) firsts.set(i, this.#listPage(kind, up, undefined));
+    }
+    let bytes = 0;
     for (let steps = 0; position.upstream < this.#ups.length && steps < MAX_STEPS; steps++) {
       const up = this.#ups[position.upstream]!;
       let result: unknown;
       if (this.#listable(up, kind)) {
-        result = await this.#listPage(kind, up, position.cursor);
+        result = await ((position.cursor === undefined ? firsts.get(up.index) : undefined) ?? this.#listPage(kind, up, position.cursor));
         this.#learn(kind, up, result, position.cursor === undefined);
       }
       const page = isObject(result) && Array.isArray(result[info.key]) ? (result[info.key] as unknown[]) : [];
       for (const item of page) {
         if (!isObject(item)) continue;
+        let out: unknown;
         if (kind === 'tools' || kind === 'prompts') {
           const exposed = typeof item.name === 'string' ? this.#exposed(kind, up, item.name) : undefined;
-          if (exposed !== undefined && this.#allowed(caller, kind, exposed)) items.push({ ...item, name: exposed });
-        } else if (kind !== 'resources' || typeof item.uri !== 'string' || this.#uris.get(item.uri) === up.index) items.push(item);
+          if (exposed !== undefined && this.#allowed(caller, kind, exposed)) out = { ...item, name: exposed };
+        } else if (kind !== 'resources' || typeof item.uri !== 'string' || this.#uris.get(item.uri) === up.index) out = item;
+        if (out === undefined) continue;
+        items.push(out);
+        bytes += JSON.stringify(out).length;
       }
       const next: string | undefined = isObject(result) && typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
       position = next === undefined ? { upstream: position.upstream + 1, cursor: undefined } : { upstream: position.upstream, cursor: next };
       // An upstream that offers no such list gets no page of its own (a last, empty page for nothing).
       while (next === undefined && position.upstream < this.#ups.length && !this.#listable(this.#ups[position.upstream]!, kind)) position.upstream++;
-      if (items.length > 0) break;
+      if (items.length >= PAGE_ITEMS || bytes >= PAGE_BYTES) break;
     }
     return {
       [info.key]: items,

@@ -85,9 +85,12 @@ describe('serve: a gateway in front of several servers', function () {
       const instructions = host.getInstructions() ?? '';
       expect(instructions).to.match(/^## everything\n/);
       expect(host.getServerCapabilities()).to.deep.include({ tools: { listChanged: true } });
+      // A host that reads one page (an SDK 1.x listTools() without a loop, Gemini CLI, the Inspector CLI) sees
+      // every server: the first page holds both servers' tools.
+      const one = names(((await host.listTools()) as Json).tools as Json[]);
+      expect(one).to.include.members(['everything__echo', 'files__read_text_file']);
       const tools = await allPages((p) => host.listTools(p) as Promise<Json>, 'tools');
-      // One page per upstream page: everything's, then the filesystem's.
-      expect(tools.pages).to.be.greaterThanOrEqual(2);
+      expect(tools.pages).to.equal(1);
       const listed = names(tools.items);
       expect(listed).to.include.members(['everything__echo', 'files__read_text_file', 'files__list_allowed_directories']);
       expect(listed.every((n) => /^(everything|files)__/.test(n))).to.equal(true);
@@ -155,12 +158,12 @@ describe('serve: a gateway in front of several servers', function () {
     expect(read.contents[0]!.text).to.equal('far read peer://far/files/a.txt');
   });
 
-  it('lists two servers page by page under cursors of its own, and refuses a cursor it did not give', async () => {
+  it('lists every server on one page when the total is modest, under cursors of its own beyond, and refuses a cursor it did not give', async () => {
     const g = await gateway({ a: PEER('a'), b: PEER('b') });
     const c = await client(g.url!);
     const { items, pages } = await allPages((p) => c.request('tools/list', p) as Promise<Json>, 'tools');
-    // Each peer lists 7 tools, two per page: 4 pages each, in config order.
-    expect(pages).to.equal(8);
+    // Each peer lists 7 tools, two per page (4 pages each): one page of the gateway's holds them all, in config order.
+    expect(pages).to.equal(1);
     expect(names(items)).to.deep.equal([
       ...['echo', 'shared', 'die', 'hang', 'progress', 'ask', 'a-only'].map((t) => `a__${t}`),
       ...['echo', 'shared', 'die', 'hang', 'progress', 'ask', 'b-only'].map((t) => `b__${t}`),
@@ -168,6 +171,21 @@ describe('serve: a gateway in front of several servers', function () {
     const bad = (await c.request('tools/list', { cursor: '2' }).catch((err: Error) => err)) as Error & { code: number };
     expect(bad.code).to.equal(-32602);
     expect(bad.message).to.match(/Invalid cursor/);
+  });
+
+  it('goes on under its own cursors past 1,000 tools, every tool once, in config order', async () => {
+    const g = await gateway({ a: PEER('a'), big: PEER('big', { PEER_EXTRA: '1500', PEER_PAGE: '100' }), z: PEER('z') });
+    const c = await client(g.url!);
+    const first = (await c.request('tools/list')) as { tools: Json[]; nextCursor?: string };
+    expect(first.tools.length).to.be.within(1000, 1100);
+    expect(first.nextCursor).to.be.a('string');
+    const { items, pages } = await allPages((p) => c.request('tools/list', p) as Promise<Json>, 'tools');
+    expect(pages).to.equal(2);
+    const listed = names(items);
+    expect(listed).to.have.length(7 + 1507 + 7);
+    expect(new Set(listed).size).to.equal(listed.length);
+    expect(listed[0]).to.equal('a__echo');
+    expect(listed.at(-1)).to.equal('z__z-only');
   });
 
   it('leaves out the tools the filters leave out, and answers a call to one as to an unknown tool', async () => {

@@ -237,8 +237,8 @@ describe('serve: callers signed in (an OAuth 2.1 resource server)', function () 
     };
     const ada = await idp.mint({ aud: served.url!, sub: 'ada', groups: ['eng'] });
     const bob = await idp.mint({ aud: served.url!, sub: 'bob', groups: ['sales'] });
-    // Page by page: ada's first page is a's first two tools, bob's holds only b__echo (a's are all hidden).
-    expect(await names(ada)).to.deep.equal(['a__echo', 'a__shared']);
+    // One page holds every server's tools: ada's all of a's but a__die, and b__echo; bob's only b__echo (a's are all hidden).
+    expect(await names(ada)).to.deep.equal(['a__echo', 'a__shared', 'a__hang', 'a__progress', 'a__ask', 'a__a-only', 'b__echo']);
     expect(await names(bob)).to.deep.equal(['b__echo']);
     // A call outside the caller's claims is an unknown tool; one that more scope would allow is 403, asking for it.
     const init = await call(served.url!, bob, INIT);
@@ -264,9 +264,9 @@ describe('serve: callers signed in (an OAuth 2.1 resource server)', function () 
     );
     expect(allowed.status).to.equal(200);
     expect(allowed.body).to.include('b: y');
-    // Replaced while serving: bob's list changes at once.
+    // Replaced while serving: bob's list changes at once (every tool of both servers, on one page).
     served.setPolicy(Policy.parse(JSON.stringify({ rules: [{ tools: ['*'] }] })));
-    expect((await names(bob)).length).to.equal(2);
+    expect((await names(bob)).length).to.equal(14);
   });
 
   it('lets the project’s client step up: a 403 insufficient_scope makes it sign in again for the scope, and the call goes through', async () => {

@@ -3,7 +3,7 @@
 // notifications with the caller's token, then the result), `ask` (an elicitation to the client, its answer
 // returned), and, unlisted, `whoami` (the `_meta` caller the gateway forwarded); tools listed two per page; one resource `peer://<name>/readme` and a template `peer://<name>/files/{path}`.
 // With PEER_START_MS, it reads nothing for that long first (a slow start); with PEER_STATE, it appends
-// every start to that file (to count restarts); with PEER_MUTE (methods, comma-separated), it never answers those.
+// every start to that file (to count restarts); PEER_EXTRA and PEER_PAGE below; with PEER_MUTE (methods, comma-separated), it never answers those.
 import { appendFileSync } from 'node:fs';
 import { serve, write } from './mini.js';
 
@@ -14,7 +14,10 @@ const TOOLS = ['echo', 'shared', 'die', 'hang', 'progress', 'ask', `${name}-only
   description: `${tool} of ${name}`,
   inputSchema: { type: 'object' },
 }));
-const PAGE = 2;
+// With PEER_EXTRA=n, n more tools `t1` .. `tn` (no calls), listed PEER_PAGE (2) a page.
+for (let i = 1; i <= Number(process.env.PEER_EXTRA ?? 0); i++)
+  TOOLS.push({ name: `t${i}`, description: `t${i} of ${name}`, inputSchema: { type: 'object' } });
+const PAGE = Number(process.env.PEER_PAGE ?? 2);
 let asked = 0;
 const waiting = new Map<string, unknown>();
 
