@@ -4,6 +4,7 @@
  */
 import {
   ConfigError,
+  claudeProjects,
   configServerNames,
   findConfig,
   listNames,
@@ -90,9 +91,20 @@ export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<Ser
   if (name === undefined) throw await noServerNamed('name a server (or give --url, or -- <command>)', opts.usage, opts.config);
   return withConfig(opts.config, opts.json !== true, who, (text, path) => {
     const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
-    if (entry === undefined) throw new CliError(`no server "${name}" in ${path}; it has: ${listNames(configServerNames(text, path))}`, EXIT.config);
+    if (entry === undefined)
+      throw new CliError(
+        `no server "${name}" in ${path}; it has: ${listNames(configServerNames(text, path))}${projectsNote(text, path)}`,
+        EXIT.config,
+      );
     return entry;
   });
+}
+
+/** For Claude Code's user file: the project folders whose local scope has servers, where a name may be. */
+function projectsNote(text: string, path: string): string {
+  const cwd = process.cwd();
+  const others = claudeProjects(text, path).filter((folder) => folder !== cwd);
+  return others.length === 0 ? '' : ` (for this folder, ${cwd}; Claude Code's local scope has servers for: ${listNames(others, 5)})`;
 }
 
 /**
@@ -158,7 +170,10 @@ export async function serverEntries(
     const wanted = all ? known : names;
     const missing = wanted.filter((name) => !known.includes(name));
     if (missing.length > 0)
-      throw new CliError(`no server ${missing.map((n) => `"${n}"`).join(', ')} in ${path}; it has: ${listNames(known)}`, EXIT.config);
+      throw new CliError(
+        `no server ${missing.map((n) => `"${n}"`).join(', ')} in ${path}; it has: ${listNames(known)}${projectsNote(text, path)}`,
+        EXIT.config,
+      );
     if (wanted.length === 0) throw new CliError(`${path} names no server`, EXIT.config);
     // Each entry read alone: a variable one entry needs and the environment lacks names that entry.
     return wanted.map((name): [string, ServerConfig] => [name, serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name)!]);

@@ -66,6 +66,12 @@ export interface LoadConfigOptions {
   inputs?: Record<string, string>;
   /** The editors' `${userHome}`. @defaultValue os.homedir() */
   home?: string;
+  /**
+   * The folder Claude Code's `~/.claude.json` is read for: its local scope (`projects["<folder>"].mcpServers`)
+   * over the folder's `.mcp.json` (project scope) over its top-level `mcpServers` (user scope).
+   * @defaultValue process.cwd()
+   */
+  cwd?: string;
 }
 
 /** A config file that cannot be used: says which file, and where in it. */
@@ -152,8 +158,20 @@ export async function readConfigText(path: string): Promise<string> {
 }
 
 /** The server names a config file's text holds, none of its entries read. */
-export function configServerNames(text: string, path: string): string[] {
-  return Object.keys(serversOf(parseJson(text, path), path).servers);
+export function configServerNames(text: string, path: string, options: LoadConfigOptions = {}): string[] {
+  return Object.keys(serversOf(parseJson(text, path), path, options).servers);
+}
+
+/**
+ * For Claude Code's `~/.claude.json`: the project folders of its local scope that have servers (`projects`
+ * keys), for an error that says where a server not found here is; [] for any other file.
+ */
+export function claudeProjects(text: string, path: string): string[] {
+  const raw = parseJson(text, path);
+  if (!isClaudeUserFile(raw)) return [];
+  return Object.entries(raw.projects).flatMap(([folder, project]) =>
+    isObject(project) && isObject(project.mcpServers) && Object.keys(project.mcpServers).length > 0 ? [folder] : [],
+  );
 }
 
 /**
@@ -173,7 +191,7 @@ export async function findConfig(cwd = process.cwd()): Promise<string | undefine
 
 /** As loadConfig, from the text of a config file; `path` names it in errors and anchors relative paths. */
 export function parseConfig(text: string, path: string, options: LoadConfigOptions = {}): McpConfig {
-  const { servers, key } = serversOf(parseJson(text, path), path);
+  const { servers, key } = serversOf(parseJson(text, path), path, options);
   const context = readingContext(path, key, options);
   const out: Record<string, ServerConfig> = {};
   for (const [name, entry] of Object.entries(servers)) {
@@ -189,7 +207,7 @@ export function checkConfig(text: string, path: string, options: LoadConfigOptio
   let servers: Record<string, Json>;
   let key: ServersKey;
   try {
-    ({ servers, key } = serversOf(parseJson(text, path), path));
+    ({ servers, key } = serversOf(parseJson(text, path), path, options));
   } catch (err) {
     return [err as ConfigError];
   }
@@ -276,8 +294,38 @@ function stripJsonc(text: string): string {
   return out.join('');
 }
 
-/** The servers object, under `mcpServers` (Claude, Cursor) or `servers` (VS Code). */
-function serversOf(raw: Json, path: string): { servers: Record<string, Json>; key: ServersKey } {
+/** Claude Code's `~/.claude.json`: a `projects` object (its local scope, by folder) beside the user scope's `mcpServers`. */
+function isClaudeUserFile(raw: Json): raw is Record<string, unknown> & { projects: Record<string, unknown> } {
+  return isObject(raw) && isObject(raw.projects) && (raw.mcpServers === undefined || isObject(raw.mcpServers));
+}
+
+/**
+ * Claude Code's servers for `cwd`, as it finds them: the local scope (`projects[cwd].mcpServers`), then the
+ * project scope (`cwd/.mcp.json`), then the user scope (the top-level `mcpServers`); the first that names a server wins.
+ */
+function claudeScopes(raw: Record<string, unknown> & { projects: Record<string, unknown> }, cwd: string): Record<string, Json> {
+  const project = raw.projects[cwd];
+  const local = isObject(project) && isObject(project.mcpServers) ? project.mcpServers : {};
+  let shared: Record<string, Json> = {};
+  const projectFile = join(cwd, '.mcp.json');
+  let text: string | undefined;
+  try {
+    text = readFileSync(projectFile, 'utf8');
+  } catch {
+    // No project scope here.
+  }
+  if (text !== undefined) shared = serversOf(parseJson(text, projectFile), projectFile).servers;
+  const out: Record<string, Json> = {};
+  for (const scope of [isObject(raw.mcpServers) ? raw.mcpServers : {}, shared, local]) {
+    for (const [name, entry] of Object.entries(scope))
+      Object.defineProperty(out, name, { value: entry, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/** The servers object, under `mcpServers` (Claude, Cursor) or `servers` (VS Code); Claude Code's scopes merged for its user file. */
+function serversOf(raw: Json, path: string, options: LoadConfigOptions = {}): { servers: Record<string, Json>; key: ServersKey } {
+  if (isClaudeUserFile(raw)) return { servers: claudeScopes(raw, resolve(options.cwd ?? process.cwd())), key: 'mcpServers' };
   if (!isObject(raw)) throw new ConfigError(path, `expected an object with "mcpServers", got ${kind(raw)}`, { jsonPath: '(top level)' });
   const key: ServersKey = raw.mcpServers === undefined && raw.servers !== undefined ? 'servers' : 'mcpServers';
   const servers = raw[key];

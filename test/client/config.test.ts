@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, checkConfig, listNames, loadConfig, parseConfig, serverNamed } from '../../lib/client/config.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { cli } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
 function configError(fn: () => unknown): ConfigError {
@@ -185,6 +186,52 @@ describe('loadConfig', () => {
         filesystem: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/home/u/projects'], env: { LOG_LEVEL: 'info' } },
         github: { type: 'http', url: 'https://api.githubcopilot.com/mcp/', headers: { Authorization: 'Bearer ghp_x' } },
       });
+    });
+
+    it("reads Claude Code's ~/.claude.json with its scopes for the folder: local (projects), then the project's .mcp.json, then user", async () => {
+      const home = tempDir('claude-home');
+      const project = tempDir('claude-project');
+      const other = tempDir('claude-other');
+      const file = join(home, '.claude.json');
+      // As `claude mcp add` writes it: the default (local) scope under the project's absolute path.
+      writeFileSync(
+        file,
+        JSON.stringify({
+          numStartups: 3,
+          mcpServers: { everywhere: { command: 'user-server' }, shared: { command: 'from-user' } },
+          projects: {
+            [project]: {
+              allowedTools: [],
+              mcpServers: { mine: { type: 'http', url: 'https://local.example/mcp' }, shared: { command: 'from-local' } },
+            },
+            [other]: { allowedTools: [] },
+          },
+        }),
+      );
+      writeFileSync(
+        join(project, '.mcp.json'),
+        JSON.stringify({ mcpServers: { team: { command: 'from-project' }, shared: { command: 'from-project' } } }),
+      );
+      const here = await loadConfig(file, { env: {}, cwd: project });
+      expect(here.mcpServers).to.deep.equal({
+        everywhere: { command: 'user-server' },
+        shared: { command: 'from-local' },
+        team: { command: 'from-project' },
+        mine: { type: 'http', url: 'https://local.example/mcp' },
+      });
+      expect((await loadConfig(file, { env: {}, cwd: other })).mcpServers).to.deep.equal({
+        everywhere: { command: 'user-server' },
+        shared: { command: 'from-user' },
+      });
+      // The command line: the local scope for the folder it runs in, and where else a name is when it is not here.
+      const demo = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
+      writeFileSync(file, JSON.stringify({ mcpServers: {}, projects: { [project]: { mcpServers: { demo } } } }));
+      const found = await cli(['tools', 'demo', '--config', file], { cwd: project });
+      expect(found.code, found.stderr).to.equal(0);
+      expect(found.stdout).to.match(/^echo\s/m);
+      const missing = await cli(['tools', 'demo', '--config', file], { cwd: other });
+      expect(missing.code).to.equal(3);
+      expect(missing.stderr).to.include('no server "demo"').and.to.include("Claude Code's local scope has servers for").and.to.include(project);
     });
 
     it('reads Cursor files: url entries without a type, ${env:NAME}', async () => {
