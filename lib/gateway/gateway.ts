@@ -199,6 +199,12 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #indexing = new Map<string, Promise<void>>();
   readonly #limbo = new Set<NodeJS.Timeout>();
   #droppedCount = 0;
+  /**
+   * The client sent notifications/initialized: until then a list change is held (the lifecycle: nothing but the
+   * initialize result and logging before it), and sent once it is.
+   */
+  #clientInitialized = false;
+  readonly #heldChanges = new Set<string>();
   readonly #known = new Map<string, Known>();
   /** A URI's upstream (the first in config order that listed it). */
   readonly #uris = new Map<string, number>();
@@ -420,7 +426,12 @@ export class Gateway extends EventEmitter implements Channel {
       forwarded.abort.abort(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
       return;
     }
-    if (method === 'notifications/initialized') return;
+    if (method === 'notifications/initialized') {
+      this.#clientInitialized = true;
+      for (const changed of this.#heldChanges) this.#emit({ jsonrpc: '2.0', method: changed });
+      this.#heldChanges.clear();
+      return;
+    }
     // roots/list_changed, and anything else a client tells its server: every upstream hears it.
     if (method === 'notifications/roots/list_changed') for (const up of this.#ups) up.notify(method, this.#withCaller(params, caller));
   }
@@ -438,7 +449,12 @@ export class Gateway extends EventEmitter implements Channel {
 
   /** `related`: the client's id of the call the message belongs to, when the gateway knows it (see #ask). */
   #emit(msg: Json, related?: unknown): void {
-    if (!this.#closed) this.emit('message', msg, related);
+    if (this.#closed) return;
+    if (!this.#clientInitialized && typeof msg.method === 'string' && msg.method.endsWith('/list_changed')) {
+      this.#heldChanges.add(msg.method);
+      return;
+    }
+    this.emit('message', msg, related);
   }
 
   // ---- lists and names

@@ -80,6 +80,11 @@ class BridgeRun {
   #gaveUp = false;
   /** The host's initialize, until answered: what a fallback or a translation answers. */
   #hostInit: { id: unknown; params: Record<string, unknown> } | undefined;
+  /**
+   * What the server sent before the host's initialize was answered: held, then written after the answer (the
+   * lifecycle: nothing may reach a host before its initialize result).
+   */
+  #early: unknown[] = [];
   /** A legacy host's session over a modern-only server, once the server said it is one. */
   #translated: Promise<LegacyHostSession | undefined> | undefined;
   #translation: LegacyHostSession | undefined;
@@ -153,11 +158,14 @@ class BridgeRun {
     channel.on('message', (msg: unknown) => {
       if (channel !== this.#current) return;
       const init = this.#hostInit;
-      if (init !== undefined && isObject(msg) && msg.id === init.id) {
+      if (init !== undefined) {
+        if (!isObject(msg) || msg.id !== init.id || 'method' in msg) return void this.#early.push(msg);
         if (modernOnlyRefusal(msg)) return void this.#translate(msg);
         this.#hostInit = undefined;
       }
-      if (this.#toHost.write(this.#shown(msg)) || release !== undefined || channel.holdInput === undefined) return;
+      let room = this.#toHost.write(this.#shown(msg));
+      for (const held of this.#early.splice(0)) room = this.#toHost.write(this.#shown(held));
+      if (room || release !== undefined || channel.holdInput === undefined) return;
       release = channel.holdInput();
       this.#toHost.once('drain', () => {
         release?.();

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { startEverything } from '../helpers/everything-http.js';
@@ -10,6 +10,10 @@ import { hostile, legacyHttp } from '../helpers/hostile-http.js';
 import { FaultServer } from '../helpers/http-server.js';
 import { cli } from '../helpers/run.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
+import { within } from '../helpers/poll.js';
+import { serve } from '../../lib/serve/index.js';
+
+type Json = Record<string, unknown>;
 
 describe('mcp-frame bridge', function () {
   this.timeout(30_000);
@@ -43,6 +47,46 @@ describe('mcp-frame bridge', function () {
     }
     expect(stderr.join('')).to.match(/reconnecting/);
     expect(stderr.join('')).to.not.include('sk-bridge-secret');
+  });
+
+  it('writes nothing to the host before its initialize result, through a gateway whose server says its list changed at once', async () => {
+    const peer = (name: string, env: Record<string, string> = {}) => ({
+      command: process.execPath,
+      args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name],
+      env,
+    });
+    const g = await serve({ a: peer('a', { PEER_CHANGED: '1' }), b: peer('b', { PEER_CHANGED: '1' }) }, { log: () => undefined });
+    const children: ChildProcess[] = [];
+    try {
+      for (let run = 0; run < 4; run++) {
+        const child = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', g.url!], { stdio: ['pipe', 'pipe', 'pipe'] });
+        children.push(child);
+        const lines: Json[] = [];
+        let buffer = '';
+        child.stdout.setEncoding('utf8').on('data', (d: string) => {
+          buffer += d;
+          for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
+            lines.push(JSON.parse(buffer.slice(0, end)) as Json);
+            buffer = buffer.slice(end + 1);
+          }
+        });
+        const init = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'host', version: '1' } };
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: init })}\n`);
+        await within(10_000, 'the initialize result', () => Promise.resolve(lines.length > 0 ? true : undefined));
+        // The list change comes after the host said it is initialized, never before the result.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(lines[0], `run ${run}`).to.deep.include({ id: 1 });
+        expect(lines.filter((l) => l.method !== undefined).length, `run ${run}: before initialized`).to.equal(0);
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+        await within(10_000, 'the tool list', () => Promise.resolve(lines.some((l) => l.id === 2) ? true : undefined));
+        child.stdin.end();
+        await new Promise((resolve) => child.once('exit', resolve));
+      }
+    } finally {
+      for (const child of children) if (child.exitCode === null) child.kill();
+      await g.close();
+    }
   });
 
   it('lists and calls the tools of server-everything over Streamable HTTP, for the SDK stdio client', async () => {

@@ -102,6 +102,10 @@ const start = (): void =>
   serve(name, handle, {
     onOther: other,
     initializeCapabilities: { tools: { listChanged: true }, resources: {}, prompts: {} },
+    // With PEER_CHANGED, it says its tool list changed right after its initialize answer (as some servers do).
+    ...(process.env.PEER_CHANGED === undefined
+      ? {}
+      : { afterInitialize: () => write({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }) }),
   });
 const delay = Number(process.env.PEER_START_MS ?? 0);
 if (delay > 0) setTimeout(start, delay);

@@ -24,7 +24,14 @@ export const initializeResult = (name: string): Json => ({
 export function serve(
   name: string,
   handle: Handler = () => undefined,
-  options: { onEnd?: () => void; onOther?: (msg: Json) => void; ignoreProbe?: boolean; initializeCapabilities?: Json } = {},
+  options: {
+    onEnd?: () => void;
+    onOther?: (msg: Json) => void;
+    ignoreProbe?: boolean;
+    initializeCapabilities?: Json;
+    /** Called once the initialize answer is written (to send something right after it). */
+    afterInitialize?: () => void;
+  } = {},
 ): void {
   const rl = createInterface({ input: process.stdin });
   rl.on('line', (line) => {
@@ -34,7 +41,8 @@ export function serve(
     if (msg.method === 'initialize') {
       const result = initializeResult(name);
       if (options.initializeCapabilities !== undefined) result.capabilities = options.initializeCapabilities;
-      return write({ jsonrpc: '2.0', id: msg.id, result });
+      write({ jsonrpc: '2.0', id: msg.id, result });
+      return options.afterInitialize?.();
     }
     if (msg.method === 'ping') return write({ jsonrpc: '2.0', id: msg.id, result: {} });
     if (msg.method === 'server/discover') {
