@@ -173,6 +173,18 @@ describe('serve: a gateway in front of several servers', function () {
     expect(bad.message).to.match(/Invalid cursor/);
   });
 
+  it("refuses at once a server's request no caller's call is waiting on (server-filesystem's first roots/list), for 2026-07-28 callers", async () => {
+    const dir = tempDir('gateway-roots-');
+    writeFileSync(join(dir, 'note.txt'), 'roots');
+    const g = await gateway({ files: FILESYSTEM(dir), a: PEER('a') });
+    const c = await client(g.url!, { protocolVersion: '2026-07-28' });
+    const started = Date.now();
+    const listed = (await c.request('tools/call', { name: 'files__list_allowed_directories', arguments: {} })) as Json;
+    expect(JSON.stringify(listed.content)).to.include(dir);
+    expect(Date.now() - started, 'the call did not wait for a roots/list nobody answers').to.be.below(5000);
+    await within(5000, 'the refusal in the log', () => Promise.resolve(log.find((l) => /refused roots\/list of server "files"/.test(l))));
+  });
+
   it('goes on under its own cursors past 1,000 tools, every tool once, in config order', async () => {
     const g = await gateway({ a: PEER('a'), big: PEER('big', { PEER_EXTRA: '1500', PEER_PAGE: '100' }), z: PEER('z') });
     const c = await client(g.url!);
