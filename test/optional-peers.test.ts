@@ -2,11 +2,14 @@
 // every entry point loads and frames, and each feature that needs one refuses to start with a line naming the
 // package and how to install it (exit 3), before it listens. The packages are hidden by module resolution hooks
 // (test/helpers/children/without-hooks.ts), as if they were not installed.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { ROOT } from './helpers/fixtures.js';
 import { run } from './helpers/run.js';
+import { tempDir } from './helpers/temp.js';
 
-const PEERS = ['@redis/client', 'jose', 'prom-client', '@opentelemetry/api', '@modelcontextprotocol/sdk'];
+const PEERS = ['@redis/client', 'jose', 'prom-client', '@opentelemetry/api', '@modelcontextprotocol/sdk', 'smol-toml'];
 const WITHOUT = `${ROOT}dist/test/helpers/children/without.js`;
 const env = { ...process.env, MCP_FRAME_TEST_HIDE: PEERS.join(',') };
 
@@ -58,4 +61,16 @@ describe('without the optional peers', function () {
       expect(result.stderr).not.to.include('listening on');
     });
   }
+
+  it('reading a Codex config.toml names smol-toml and how to install it (exit 3)', async () => {
+    const dir = tempDir('no-toml');
+    const file = join(dir, 'config.toml');
+    writeFileSync(file, '[mcp_servers.demo]\ncommand = "node"\n');
+    const result = await run(process.execPath, ['--import', WITHOUT, `${ROOT}dist/lib/cli/main.js`, 'tools', 'demo', '--config', file], {
+      env,
+      cwd: ROOT,
+    });
+    expect(result.code).to.equal(3);
+    expect(result.stderr).to.include('the smol-toml package, which is not installed (npm install smol-toml)');
+  });
 });

@@ -12,7 +12,8 @@ export async function checkConfigCommand(args: string[]): Promise<number> {
   const { values, positionals } = parseOptions(args, { input: { type: 'string', multiple: true } }, USAGE);
   if (positionals.length > 1) throw new CliError(USAGE, EXIT.usage);
   const path = positionals[0] ?? (await findConfig());
-  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one');
+  if (path === undefined)
+    throw new CliError('no config: none of ./.mcp.json, ./.vscode/mcp.json, ./.cursor/mcp.json, ./.codex/config.toml exists; name one');
   const inputs = keyValues(values.input, '--input', USAGE);
   let problems: ConfigError[];
   try {

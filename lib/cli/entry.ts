@@ -130,12 +130,17 @@ async function noServerNamed(lead: string, usage: string | undefined, config: st
  */
 async function withConfig<T>(config: string | undefined, say: boolean, who: string, read: (text: string, path: string) => T): Promise<T> {
   const path = config ?? (await findConfig());
-  if (path === undefined) throw new CliError('no config: neither ./.mcp.json nor ./.vscode/mcp.json exists; name one with --config', EXIT.config);
+  if (path === undefined)
+    throw new CliError(
+      'no config: none of ./.mcp.json, ./.vscode/mcp.json, ./.cursor/mcp.json, ./.codex/config.toml exists; name one with --config',
+      EXIT.config,
+    );
   if (config === undefined && say) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
   try {
     return read(await readConfigText(path), path);
   } catch (err) {
-    throw err instanceof ConfigError ? new CliError(err.message, EXIT.config) : err;
+    if (err instanceof ConfigError || (err as { code?: unknown }).code === 'MISSING_PEER') throw new CliError((err as Error).message, EXIT.config);
+    throw err;
   }
 }
 

@@ -1,3 +1,4 @@
+import { CodexConfigProblem, codexConfigJson } from './codex.js';
 import { isObject } from '../jsonrpc.js';
 import { readFileSync } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
@@ -147,13 +148,25 @@ export async function loadConfig(path = '.mcp.json', options: LoadConfigOptions 
   return parseConfig(await readConfigText(path), path, options);
 }
 
-/** A config file's text; a ConfigError naming it when it cannot be read. */
+/**
+ * A config file's text; a ConfigError naming it when it cannot be read. A `.toml` file is Codex's config, its
+ * `[mcp_servers.<name>]` tables given as the JSON of an `mcpServers` config (see codex.ts; smol-toml, an optional
+ * peer, parses it).
+ */
 export async function readConfigText(path: string): Promise<string> {
+  let text: string;
   try {
-    return await readFile(path, 'utf8');
+    text = await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new ConfigError(path, code === 'ENOENT' ? 'no such file' : `cannot read: ${(err as Error).message}`);
+  }
+  if (!path.endsWith('.toml')) return text;
+  try {
+    return await codexConfigJson(text);
+  } catch (err) {
+    if (!(err instanceof CodexConfigProblem)) throw err;
+    throw new ConfigError(path, err.message, err.jsonPath === undefined ? {} : { jsonPath: err.jsonPath });
   }
 }
 
@@ -175,11 +188,11 @@ export function claudeProjects(text: string, path: string): string[] {
 }
 
 /**
- * Where a host looks for a config when none is named: `./.mcp.json`, then `./.vscode/mcp.json`. The first
- * that exists, or undefined.
+ * Where a host looks for a config when none is named: `./.mcp.json`, then `./.vscode/mcp.json`, then Cursor's
+ * `./.cursor/mcp.json`, then Codex's `./.codex/config.toml`. The first that exists, or undefined.
  */
 export async function findConfig(cwd = process.cwd()): Promise<string | undefined> {
-  for (const candidate of ['.mcp.json', join('.vscode', 'mcp.json')]) {
+  for (const candidate of ['.mcp.json', join('.vscode', 'mcp.json'), join('.cursor', 'mcp.json'), join('.codex', 'config.toml')]) {
     const exists = await access(resolve(cwd, candidate)).then(
       () => true,
       () => false,

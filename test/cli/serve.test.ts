@@ -131,18 +131,23 @@ describe('mcp-frame serve', () => {
     const peer = (name: string) => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name] });
     writeFileSync(config, JSON.stringify({ mcpServers: { a: peer('a'), b: peer('b'), gone: { command: 'mcp-frame-no-such-command' } } }));
     const { proc, stderr, exited, url } = await serveProcess(['--all', '--config', config, '--deny-tools', '*__die']);
-    expect(stderr()).to.include(
-      'warning: server "gone" cannot start ("mcp-frame-no-such-command": command not found on PATH); its tools are left out',
-    );
-    const c = await connect({ type: 'http', url: url! }, { protocolVersion: '2025-11-25' });
-    const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
-    expect(tools.map((t) => t.name)).to.deep.equal(['a__echo', 'a__shared']);
-    expect((c.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.equal('mcp-frame');
-    expect(await c.request('tools/call', { name: 'b__b-only', arguments: { text: 'cli ✓' } })).to.deep.equal({
-      content: [{ type: 'text', text: 'b: cli ✓' }],
-    });
-    await c.close();
-    proc.kill('SIGINT');
+    try {
+      expect(stderr()).to.include(
+        'warning: server "gone" cannot start ("mcp-frame-no-such-command": command not found on PATH); its tools are left out',
+      );
+      const c = await connect({ type: 'http', url: url! }, { protocolVersion: '2025-11-25' });
+      // One page holds both servers' tools, but those --deny-tools leaves out.
+      const { tools } = (await c.request('tools/list')) as { tools: Array<{ name: string }> };
+      const each = (server: string) => ['echo', 'shared', 'hang', 'progress', 'ask', `${server}-only`].map((t) => `${server}__${t}`);
+      expect(tools.map((t) => t.name)).to.deep.equal([...each('a'), ...each('b')]);
+      expect((c.initializeResult as { serverInfo: { name: string } }).serverInfo.name).to.equal('mcp-frame');
+      expect(await c.request('tools/call', { name: 'b__b-only', arguments: { text: 'cli ✓' } })).to.deep.equal({
+        content: [{ type: 'text', text: 'b: cli ✓' }],
+      });
+      await c.close();
+    } finally {
+      proc.kill('SIGINT');
+    }
     expect(await exited).to.equal(0);
     const named = await serveProcess(['a', 'b', '--config', config, '--name', 'team', '--prefix', 'conflicts']);
     const d = await connect({ type: 'http', url: named.url! }, { protocolVersion: '2025-11-25' });

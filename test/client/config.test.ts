@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, checkConfig, listNames, loadConfig, parseConfig, serverNamed } from '../../lib/client/config.js';
 import { ROOT } from '../helpers/fixtures.js';
@@ -232,6 +232,59 @@ describe('loadConfig', () => {
       const missing = await cli(['tools', 'demo', '--config', file], { cwd: other });
       expect(missing.code).to.equal(3);
       expect(missing.stderr).to.include('no server "demo"').and.to.include("Claude Code's local scope has servers for").and.to.include(project);
+    });
+
+    it("reads Codex's config.toml: stdio and Streamable HTTP tables, headers from variables, a server switched off left out", async () => {
+      const dir = tempDir('codex');
+      const file = join(dir, 'config.toml');
+      writeFileSync(
+        file,
+        [
+          'model = "gpt-5"',
+          '',
+          '[mcp_servers.files]',
+          'command = "npx"',
+          'args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]',
+          'env = { LOG_LEVEL = "info" }',
+          'env_vars = ["HOME"]',
+          'startup_timeout_sec = 20',
+          '',
+          '[mcp_servers.docs]',
+          'url = "https://docs.example/mcp"',
+          'bearer_token_env_var = "DOCS_TOKEN"',
+          'http_headers = { "X-Team" = "platform" }',
+          'env_http_headers = { "X-Key" = "DOCS_KEY" }',
+          '',
+          '[mcp_servers.off]',
+          'command = "never"',
+          'enabled = false',
+        ].join('\n'),
+      );
+      const config = await loadConfig(file, { env: { HOME: '/home/u', DOCS_TOKEN: 'tok-1', DOCS_KEY: 'key-1' } });
+      expect(config.mcpServers).to.deep.equal({
+        files: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/srv'], env: { LOG_LEVEL: 'info', HOME: '/home/u' } },
+        docs: { type: 'http', url: 'https://docs.example/mcp', headers: { 'X-Team': 'platform', 'X-Key': 'key-1', Authorization: 'Bearer tok-1' } },
+      });
+      writeFileSync(file, '[mcp_servers.broken]\ncommand = "x"\nargs = [1,\n');
+      const broken = await loadConfig(file).then(
+        () => expect.fail('resolved'),
+        (e: ConfigError) => e,
+      );
+      expect(broken).to.be.instanceOf(ConfigError);
+      expect(broken.message).to.match(/not valid TOML at line \d+, column \d+/);
+      writeFileSync(file, '[mcp_servers.remote]\nurl = "https://r.example/mcp"\nbearer_token_env_var = "not a name"\n');
+      const named = await loadConfig(file).catch((e: ConfigError) => e);
+      expect((named as ConfigError).jsonPath).to.equal('mcp_servers.remote.bearer_token_env_var');
+      // The command line finds a project's .codex/config.toml, as Codex does.
+      mkdirSync(join(dir, 'project', '.codex'), { recursive: true });
+      writeFileSync(
+        join(dir, 'project', '.codex', 'config.toml'),
+        `[mcp_servers.demo]\ncommand = ${JSON.stringify(process.execPath)}\nargs = [${JSON.stringify(`${ROOT}dist/examples/server.js`)}]\n`,
+      );
+      const found = await cli(['tools', 'demo'], { cwd: join(dir, 'project') });
+      expect(found.code, found.stderr).to.equal(0);
+      expect(found.stdout).to.match(/^echo\s/m);
+      expect(found.stderr).to.include('.codex/config.toml');
     });
 
     it('reads Cursor files: url entries without a type, ${env:NAME}', async () => {
