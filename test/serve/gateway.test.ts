@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -183,6 +184,44 @@ describe('serve: a gateway in front of several servers', function () {
     expect(JSON.stringify(listed.content)).to.include(dir);
     expect(Date.now() - started, 'the call did not wait for a roots/list nobody answers').to.be.below(5000);
     await within(5000, 'the refusal in the log', () => Promise.resolve(log.find((l) => /refused roots\/list of server "files"/.test(l))));
+  });
+
+  it('sends a session nothing before its initialize result: through mcp-remote, the host meets the result first', async () => {
+    // Codex through mcp-remote showed its tools in one run of four: mcp-remote passes on what the gateway sends, and
+    // the gateway sent a server's list change (sent right after that server's own initialize) before the result.
+    const g = await gateway({ a: PEER('a', { PEER_CHANGED: '1' }), b: PEER('b', { PEER_CHANGED: '1' }) });
+    for (let run = 0; run < 3; run++) {
+      const home = tempDir('mcp-remote-home');
+      const child = spawn(process.execPath, [`${ROOT}node_modules/mcp-remote/dist/proxy.js`, g.url!, '--transport', 'http-only'], {
+        env: { ...process.env, HOME: home, MCP_REMOTE_CONFIG_DIR: home },
+        stdio: ['pipe', 'pipe', 'ignore'],
+      });
+      try {
+        const lines: Json[] = [];
+        let buffer = '';
+        child.stdout.setEncoding('utf8').on('data', (d: string) => {
+          buffer += d;
+          for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
+            lines.push(JSON.parse(buffer.slice(0, end)) as Json);
+            buffer = buffer.slice(end + 1);
+          }
+        });
+        const init = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'codex-like', version: '1' } };
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: init })}\n`);
+        await within(15_000, 'the initialize result', () => Promise.resolve(lines.some((l) => l.id === 1) ? true : undefined));
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(
+          lines.map((l) => l.method ?? `answer ${String(l.id)}`),
+          `run ${run}`,
+        ).to.deep.equal(['answer 1']);
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
+        child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' })}\n`);
+        await within(15_000, 'the tool list', () => Promise.resolve(lines.some((l) => l.id === 2) ? true : undefined));
+        expect(names((lines.find((l) => l.id === 2)!.result as Json).tools as Json[])).to.include.members(['a__echo', 'b__echo']);
+      } finally {
+        child.kill();
+      }
+    }
   });
 
   it('goes on under its own cursors past 1,000 tools, every tool once, in config order', async () => {
