@@ -1,4 +1,4 @@
-// The MCP hosts people use, for real: Claude Code and Gemini CLI (pinned in peers/) against serve over Streamable
+// The MCP hosts people use, for real: Claude Code, Gemini CLI and mcpc (pinned in peers/) against serve over Streamable
 // HTTP and SSE, the gateway, a serve that wants a token, and the bridge, each host headless with a HOME of its own
 // and a stand-in model API on 127.0.0.1 that records which tools the host offered the model and asks for one call;
 // and each host's own config file read by mcp-frame. Skipped, saying so, where peers/ is not installed.
@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import type { StdioServerConfig } from '../lib/client/config.js';
 import { type ServeHandle, serve } from '../lib/serve/index.js';
 import { ROOT } from './helpers/fixtures.js';
-import { claude, gemini, type HostRun, hostsMissing } from './helpers/hosts.js';
+import { claude, gemini, type HostRun, hostsMissing, mcpc } from './helpers/hosts.js';
 import { type ModelApi, startModelApi } from './helpers/model-api.js';
 import { cli } from './helpers/run.js';
 import { tempDir } from './helpers/temp.js';
@@ -164,6 +164,40 @@ describe('real MCP hosts against serve, the gateway and the bridge', function ()
       const tools = await cli(['tools', 'mf', '--config', file], { cwd: home });
       expect(tools.code, tools.stderr).to.equal(0);
       expect(tools.stdout).to.match(/^echo\s/m);
+    });
+  });
+
+  describe('mcpc', () => {
+    /** A session of mcpc's to `url` (a server named `name`), used by `body`, closed (its background bridge with it) whatever happens. */
+    async function session(url: string, name: string, body: () => Promise<void>): Promise<void> {
+      const connected = await mcpc(['connect', url, '@t', '--json'], home);
+      try {
+        expect(connected.code, connected.stderr).to.equal(0);
+        expect((JSON.parse(connected.stdout) as { serverInfo: { name: string } }).serverInfo.name).to.equal(name);
+        await body();
+      } finally {
+        await mcpc(['close', '@t'], home);
+      }
+    }
+
+    it('lists and calls the tools of a stdio server through serve', async () => {
+      const s = await start(DEMO);
+      await session(s.url!, 'mcp-frame-demo', async () => {
+        const list = await mcpc(['@t', 'tools-list', '--json'], home);
+        expect((JSON.parse(list.stdout) as Array<{ name: string }>).map((t) => t.name)).to.include.members(['echo', 'add']);
+        const call = await mcpc(['@t', 'tools-call', 'echo', 'text:=through mcpc ✓', '--json'], home);
+        expect(JSON.parse(call.stdout)).to.deep.include({ content: [{ type: 'text', text: 'through mcpc ✓' }] });
+      });
+    });
+
+    it("through the gateway: both servers' tools, a call routed", async () => {
+      const s = await start({ a: DEMO, b: DEMO });
+      await session(s.url!, 'mcp-frame', async () => {
+        const list = await mcpc(['@t', 'tools-list', '--json'], home);
+        expect((JSON.parse(list.stdout) as Array<{ name: string }>).map((t) => t.name)).to.include.members(['a__echo', 'b__echo']);
+        const call = await mcpc(['@t', 'tools-call', 'b__echo', 'text:=routed', '--json'], home);
+        expect(JSON.parse(call.stdout)).to.deep.include({ content: [{ type: 'text', text: 'routed' }] });
+      });
     });
   });
 });

@@ -1,4 +1,4 @@
-// The real MCP hosts pinned in peers/ (Claude Code, Gemini CLI), each run with a HOME of its own in a temporary
+// The real MCP hosts pinned in peers/ (Claude Code, Gemini CLI, and mcpc, a command-line client), each run with a HOME of its own in a temporary
 // folder and a stand-in model API (model-api.ts), as a user would run them headless: `claude -p`, `gemini -p`,
 // and their `mcp list`. Where peers/ is not installed (npm ci --prefix peers; .ci/run does it), `hostsPresent`
 // says which are missing, for the tests to say they are skipped.
@@ -12,8 +12,14 @@ import type { ModelApi } from './model-api.js';
 export const CLAUDE = join(ROOT, `peers/node_modules/@anthropic-ai/claude-code-${process.platform}-${process.arch}/claude`);
 export const GEMINI = join(ROOT, 'peers/node_modules/@google/gemini-cli/bundle/gemini.js');
 
+export const MCPC = join(ROOT, 'peers/node_modules/@apify/mcpc/bin/mcpc');
+
 export function hostsMissing(): string[] {
-  return [...(existsSync(CLAUDE) ? [] : [`Claude Code (${CLAUDE})`]), ...(existsSync(GEMINI) ? [] : [`Gemini CLI (${GEMINI})`])];
+  return [
+    ...(existsSync(CLAUDE) ? [] : [`Claude Code (${CLAUDE})`]),
+    ...(existsSync(GEMINI) ? [] : [`Gemini CLI (${GEMINI})`]),
+    ...(existsSync(MCPC) ? [] : [`mcpc (${MCPC})`]),
+  ];
 }
 
 export interface HostRun {
@@ -66,4 +72,9 @@ export function claude(args: string[], home: string, api: ModelApi): Promise<Hos
 export function gemini(args: string[], home: string, api: ModelApi): Promise<HostRun> {
   const env = hostEnv(home, { GEMINI_API_KEY: 'stand-in', GOOGLE_GEMINI_BASE_URL: api.url, GEMINI_CLI_TRUST_WORKSPACE: 'true', NO_COLOR: '1' });
   return run(process.execPath, [GEMINI, ...args], env, home);
+}
+
+/** `mcpc <args>` with HOME `home` (its sessions, and their background bridge, live under it). */
+export function mcpc(args: string[], home: string): Promise<HostRun> {
+  return run(process.execPath, [MCPC, ...args], hostEnv(home, {}), home);
 }
