@@ -96,9 +96,9 @@ export const SERVE_ITSELF: Caller = Object.freeze({ subject: 'mcp-frame serve', 
 /**
  * How long a call the client cancelled still counts as running at its server: a server MAY go on with a request
  * it was told to cancel, so for this long a question or a log of that server could still be the cancelled
- * call's, and is attributed to no other.
+ * call's, and is attributed to no other caller. (serve's modern hub counts its own cancelled requests the same.)
  */
-const CANCELLED_RUNS_MS = 60_000;
+export const CANCELLED_RUNS_MS = 60_000;
 
 /** After a list request of the gateway's timed out, the server is skipped for that list this long. */
 const LIST_RETRY_MS = 30_000;
@@ -188,7 +188,7 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #running = new Set<Forwarded>();
   /** The gateway's progress tokens (random: a server cannot guess another's), to the server given each and the client's token. */
   readonly #tokens = new Map<string, { up: Upstream; token: unknown }>();
-  /** The gateway's own requests to the client, by id: the caller whose call asked, whose answer goes back. */
+  /** The gateway's own requests to the client (a server's, passed on), by id. */
   readonly #asks = new Map<string, { resolve(result: unknown): void; reject(error: Error): void }>();
   readonly #shared: boolean;
   readonly #listTimeoutMs: number;

@@ -43,7 +43,9 @@ import { listPages } from '../protocol/paging.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
-import { SERVE_ITSELF } from '../gateway/gateway.js';
+// CANCELLED_RUNS_MS: how long a request whose client left still counts as running at the shared child (a server
+// MAY go on with a cancelled request; until it answers, or this passes, what names no request could be its).
+import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
 import type { Caller } from '../gateway/policy.js';
 import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
@@ -91,13 +93,6 @@ interface Exchange {
   /** The token the child was given in place of the client's progress token (random: no server guesses another's). */
   upToken?: string;
 }
-
-/**
- * How long a request whose client left (or whose question could not be asked) still counts as running at the
- * shared child: a server MAY go on with a cancelled request, and until it answers (or this passes) a question or
- * a log that names no request could be that one's, so none is attributed by elimination.
- */
-const CANCELLED_RUNS_MS = 60_000;
 
 /** An exchange with no progress token and no logs asked: a retry's, or a listen's. */
 function quietExchange(msg: JsonRpcRequest, res: ServerResponse, capabilities: Record<string, unknown>): Exchange {
