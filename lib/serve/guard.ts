@@ -27,6 +27,12 @@ function hostPort(host: string, port: number): string {
   return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`.toLowerCase();
 }
 
+/** The --allow-host value that would admit `host` (its name alone: that admits it with or without the port), printable. */
+function allowHostHint(host: string): string {
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d+$/, '');
+  return /^[\w.[\]:-]{1,100}$/.test(name) ? name : '<name>';
+}
+
 function digest(text: string): Buffer {
   return createHash('sha256').update(text).digest();
 }
@@ -42,10 +48,13 @@ export class Guard {
     if (WILDCARD.has(options.host)) {
       for (const list of Object.values(networkInterfaces())) for (const info of list ?? []) names.add(info.address);
     }
-    for (const name of [...names, ...options.allowHosts]) {
-      const withPort = /:\d+$/.test(name) && !/^[^[]*:.*:/.test(name) ? name.toLowerCase() : hostPort(name, options.port);
-      this.#hosts.add(withPort);
-      if (!WILDCARD.has(name)) this.#origins.add(`http://${withPort}`);
+    const portless = options.port === 80 || options.port === 443;
+    for (const name of names) this.#admit(name, options.port, portless);
+    // A name given without a port is what clients of a balancer, a Service or an ingress send: with no port (the
+    // scheme's default), :80, :443, or serve's own port.
+    for (const name of options.allowHosts) {
+      if (/:\d+$/.test(name) && !/^[^[]*:.*:/.test(name)) this.#admit(name, undefined, false);
+      else this.#admit(name, options.port, true);
     }
     for (const origin of options.allowOrigins) {
       const parsed = new URL(origin).origin;
@@ -56,6 +65,23 @@ export class Guard {
       this.#origins.add(parsed);
     }
     this.#token = options.token === undefined ? undefined : digest(options.token);
+  }
+
+  /**
+   * Admits `name` as a Host: with `port` (undefined: the name carries its own), and with `bare` also without a port
+   * and with the default ports, each with its origins.
+   */
+  #admit(name: string, port: number | undefined, bare: boolean): void {
+    const hosts = [port === undefined ? name.toLowerCase() : hostPort(name, port)];
+    if (bare && !WILDCARD.has(name)) {
+      const plain = (name.includes(':') && !name.startsWith('[') ? `[${name}]` : name).toLowerCase();
+      hosts.push(plain, `${plain}:80`, `${plain}:443`);
+      this.#origins.add(`https://${plain}`);
+    }
+    for (const host of hosts) {
+      this.#hosts.add(host);
+      if (!WILDCARD.has(name)) this.#origins.add(`http://${host}`);
+    }
   }
 
   /** The Host values admitted (`host:port`), for the log at start. */
@@ -69,7 +95,7 @@ export class Guard {
     if (!this.#hosts.has(host)) {
       return {
         status: 403,
-        reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on (admit the name clients use with --allow-host)`,
+        reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on (admit it with --allow-host ${allowHostHint(host)})`,
       };
     }
     const origin = req.headers.origin;

@@ -37,6 +37,22 @@ describe('serve: who gets in, and what the bridge refuses', () => {
     expect(foreign.body).to.include('--allow-host');
   });
 
+  it('admits an --allow-host name as a balancer, a Service or an ingress sends it: with no port, :80, :443 or its own; and names the flag for a refused one', async () => {
+    ({ bridge, log } = await served(undefined, { allowHosts: ['mcp', 'mcp.default.svc.cluster.local', 'fixed.example:8080'] }));
+    const status = async (host: string): Promise<number> =>
+      (await rawRequest(bridge.url!, { method: 'POST', headers: { ...MCP_HEADERS, host }, body: INIT })).status;
+    for (const host of ['mcp', 'mcp:80', 'mcp:443', `mcp:${bridge.port}`, 'MCP.default.svc.cluster.local', 'fixed.example:8080'])
+      expect(await status(host), host).to.equal(200);
+    for (const host of ['mcp:8081', 'fixed.example', 'fixed.example:80', 'other', 'mcpx']) expect(await status(host), host).to.equal(403);
+    const refused = await rawRequest(bridge.url!, { method: 'POST', headers: { ...MCP_HEADERS, host: 'gateway.example.com:443' }, body: INIT });
+    expect(refused.body).to.include('admit it with --allow-host gateway.example.com');
+    // A page of the admitted name is no foreign origin (https behind an ingress, http through a Service).
+    for (const origin of ['https://mcp', 'http://mcp', `http://mcp:${bridge.port}`]) {
+      const res = await rawRequest(bridge.url!, { method: 'POST', headers: { ...MCP_HEADERS, host: 'mcp', origin }, body: INIT });
+      expect(res.status, origin).to.equal(200);
+    }
+  });
+
   it('warns at start about a short token, and does not hunt a token of a few characters through its log lines', async () => {
     ({ bridge, log } = await served(undefined, { token: 't' }));
     expect(log.some((l) => l.includes('warning: the token is 1 characters'))).to.equal(true);
