@@ -301,6 +301,22 @@ describe('the package', () => {
     expect(typings).to.not.match(/\binitialize\(options/);
   });
 
+  it('declares every JSON-RPC error code once, in lib/protocol/codes.ts: no code literal in the code elsewhere', () => {
+    const files = (readdirSync(`${ROOT}lib`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts') && f !== 'protocol/codes.ts');
+    const literals: string[] = [];
+    for (const file of files) {
+      readFileSync(`${ROOT}lib/${file}`, 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          const code = line.replace(/\/\/.*$/, '');
+          if (/^\s*(\*|\/\*)/.test(code)) return;
+          if (/(?<![\w.])-32[0-7]\d\d\b/.test(code)) literals.push(`${file}:${i + 1}: ${line.trim()}`);
+        });
+    }
+    expect(files.length).to.be.greaterThan(20);
+    expect(literals).to.deep.equal([]);
+  });
+
   it('has imports that point down the layers only, and no import circle', () => {
     // Lower number, lower layer. A file may import its own layer and the ones below.
     const layerOf = (path: string): number => {

@@ -8,6 +8,7 @@ import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_MESSAGE_BYTES } from '../framings/index.
 import { problemOf } from '../framings/json.js';
 import { NdjsonDecoder, frame } from '../framings/ndjson.js';
 import { jsonErrorPosition } from '../json-position.js';
+import { CODES } from '../protocol/codes.js';
 
 /** Which side of a session sent a message. */
 export type Side = 'client' | 'server';
@@ -28,7 +29,7 @@ export class CassetteError extends Error {
 }
 
 /** JSON-RPC error code a replay answers with when the cassette holds no request like the live one. */
-export const REPLAY_NOT_RECORDED = -32001;
+export const REPLAY_NOT_RECORDED = CODES.replayNotRecorded;
 
 /** Where recorded events go: a file (CassetteWriter) or memory (Cassette). */
 export interface EventRecorder {
@@ -311,7 +312,7 @@ export class Replayer {
       const error =
         known || this.#strict
           ? { code: REPLAY_NOT_RECORDED, message: `not in the cassette: ${msg.method}: ${reason}`, data: { method: msg.method, params: msg.params } }
-          : { code: -32601, message: `Method not found: ${msg.method} (not in the cassette)` };
+          : { code: CODES.methodNotFound, message: `Method not found: ${msg.method} (not in the cassette)` };
       return [{ msg: { jsonrpc: '2.0', id: msg.id, error }, after: 0 }];
     }
     return found.replies.map((reply, i) => ({ msg: adapt(reply, found.request, msg), after: found.after[i] ?? 0 }));

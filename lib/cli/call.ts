@@ -14,6 +14,7 @@ import { LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { headersOf, isServerUrl, serverEntry } from './entry.js';
 import { CliError, envValues, EXIT, keyValues, nearest, parseOptions, positiveInteger, readInput, writeStdout } from './io.js';
+import { CODES } from '../protocol/codes.js';
 
 export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
        mcp-frame call <server> <tool> [--arg key=value | --arg key=@file]... [options]
@@ -281,7 +282,7 @@ async function callShowingProgress(c: Connection, params: unknown): Promise<unkn
 async function listResources(c: Connection, json: boolean): Promise<string> {
   const resources = await listAll(c, 'resources/list', 'resources');
   const templates = await listAll(c, 'resources/templates/list', 'resourceTemplates').catch((err: unknown) => {
-    if (err instanceof RpcError && err.code === -32601) return [];
+    if (err instanceof RpcError && err.code === CODES.methodNotFound) return [];
     throw err;
   });
   if (json) return `${printableJson([...resources, ...templates])}\n`;
@@ -332,7 +333,7 @@ async function act(c: Connection, opts: CallArgs, action: CallAction): Promise<n
     return EXIT.ok;
   } catch (err) {
     // `call demo echo` for a tool named echo: call it when it needs no arguments, else say how to give them.
-    if (err instanceof RpcError && err.code === -32601 && !opts.method.includes('/') && opts.params === undefined) {
+    if (err instanceof RpcError && err.code === CODES.methodNotFound && !opts.method.includes('/') && opts.params === undefined) {
       const tools = await listAll(c, 'tools/list', 'tools').catch(() => []);
       const tool = tools.find((t) => t.name === opts.method);
       if (tool !== undefined) {
@@ -403,7 +404,7 @@ function failure(err: unknown, opts: CallArgs, name: string, action: CallAction)
     const request = requestOf(opts, action);
     const what = `server "${name}" answered ${request} with error ${err.code}: ${safeLine(err.message)}`;
     // A list method the server does not have: it offers none of those.
-    if (err.code === -32601 && request.endsWith('/list'))
+    if (err.code === CODES.methodNotFound && request.endsWith('/list'))
       return new CliError(`server "${name}" offers no ${request.split('/')[0]} (${what})`, EXIT.rpcError);
     return new CliError(what, EXIT.rpcError);
   }

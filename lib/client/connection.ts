@@ -32,6 +32,7 @@ import {
   META_SUBSCRIPTION_ID,
 } from '../protocol/modern.js';
 import type { StdioOptions } from './stdio.js';
+import { CODES } from '../protocol/codes.js';
 
 export { LATEST_LEGACY_PROTOCOL_VERSION, LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS };
 export type { ListenFilter };
@@ -814,7 +815,7 @@ export class Connection extends EventEmitter {
     if (isObject(msg.error)) {
       const { code, message, data } = msg.error;
       const text = typeof message === 'string' ? (this.#channel.scrub?.(message) ?? message) : 'error without a message';
-      pending.reject(new RpcError(typeof code === 'number' ? code : -32603, text, data));
+      pending.reject(new RpcError(typeof code === 'number' ? code : CODES.internalError, text, data));
     } else {
       pending.resolve(msg.result);
     }
@@ -852,13 +853,17 @@ export class Connection extends EventEmitter {
     const handler = this.#requestHandlers.get(method) ?? (method === 'ping' ? () => ({}) : undefined);
     let reply: Json;
     if (handler === undefined) {
-      reply = { jsonrpc: '2.0', id, error: { code: -32601, message: `Method not found: ${method}` } };
+      reply = { jsonrpc: '2.0', id, error: { code: CODES.methodNotFound, message: `Method not found: ${method}` } };
     } else {
       try {
         reply = { jsonrpc: '2.0', id, result: await this.#handled(handler, request) };
       } catch (err) {
         const code = (err as { code?: unknown }).code;
-        reply = { jsonrpc: '2.0', id, error: { code: Number.isInteger(code) ? code : -32603, message: (err as Error).message ?? String(err) } };
+        reply = {
+          jsonrpc: '2.0',
+          id,
+          error: { code: Number.isInteger(code) ? code : CODES.internalError, message: (err as Error).message ?? String(err) },
+        };
       }
     }
     await this.#send(reply).catch(() => undefined);

@@ -13,6 +13,7 @@ import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../pro
 import { INPUT_CAPABILITIES, META_SUBSCRIPTION_ID, pickModernVersion } from '../protocol/modern.js';
 import { ConnectionError } from './errors.js';
 import { isObject } from '../jsonrpc.js';
+import { CODES } from '../protocol/codes.js';
 
 type Json = Record<string, unknown>;
 type Id = string | number;
@@ -22,7 +23,7 @@ type Id = string | number;
  * error (-32022) whose supported list names no legacy revision this client speaks.
  */
 export function modernOnlyRefusal(msg: unknown): boolean {
-  if (!isObject(msg) || !isObject(msg.error) || msg.error.code !== -32022) return false;
+  if (!isObject(msg) || !isObject(msg.error) || msg.error.code !== CODES.unsupportedProtocolVersion) return false;
   const data = msg.error.data;
   const supported = isObject(data) && Array.isArray(data.supported) ? data.supported : [];
   return supported.length > 0 && !supported.some((v) => LEGACY_PROTOCOL_VERSIONS.includes(String(v)));
@@ -159,13 +160,13 @@ export class LegacyHostSession {
   /** resources/subscribe and unsubscribe: the URI joins (or leaves) the listen's resourceSubscriptions. */
   async #subscribe(method: string, params: unknown): Promise<Json> {
     const uri = isObject(params) ? params.uri : undefined;
-    if (typeof uri !== 'string') throw new RpcError(-32602, `${method} needs a uri`);
+    if (typeof uri !== 'string') throw new RpcError(CODES.invalidParams, `${method} needs a uri`);
     if (method === 'resources/subscribe') this.#uris.add(uri);
     else this.#uris.delete(uri);
     await this.listenAdvertised();
     if (method === 'resources/subscribe' && !(this.#agreed.resourceSubscriptions ?? []).includes(uri)) {
       this.#uris.delete(uri);
-      throw new RpcError(-32603, `the server did not agree to send updates of ${uri}`);
+      throw new RpcError(CODES.internalError, `the server did not agree to send updates of ${uri}`);
     }
     return {};
   }
@@ -220,7 +221,7 @@ export class LegacyHostSession {
         (err: Error) => {
           // A cancelled request gets no answer: the host gave up on it.
           if (abort.signal.aborted) return;
-          const code = err instanceof RpcError ? err.code : -32000;
+          const code = err instanceof RpcError ? err.code : CODES.serverError;
           const data = err instanceof RpcError ? err.data : err instanceof ConnectionError ? { code: err.code } : undefined;
           this.#toHost({ jsonrpc: '2.0', id, error: { code, message: err.message, ...(data === undefined ? {} : { data }) } });
         },

@@ -31,6 +31,7 @@ import { VERSION } from '../version.js';
 import type { Caller, Policy } from './policy.js';
 import { decodeCursor, encodeCursor, type ListPosition, NameFilter, type PrefixMode, templatePattern } from './names.js';
 import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
+import { CODES } from '../protocol/codes.js';
 
 export interface GatewayOptions {
   /** The upstreams, in config order (the order of merged lists, and which wins a URI two list). */
@@ -133,9 +134,6 @@ const MAX_STEPS = 256;
  */
 const PAGE_ITEMS = 1000;
 const PAGE_BYTES = 4 * 1024 * 1024;
-
-/** MCP's "resource not found" error code. */
-const RESOURCE_NOT_FOUND = -32002;
 
 interface Forwarded {
   /** The client's id of the request. */
@@ -349,7 +347,7 @@ export class Gateway extends EventEmitter implements Channel {
       const error =
         err instanceof RpcError
           ? { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }
-          : { code: err instanceof ConnectionError ? UPSTREAM_ERROR : -32603, message: (err as Error).message };
+          : { code: err instanceof ConnectionError ? UPSTREAM_ERROR : CODES.internalError, message: (err as Error).message };
       this.#emit({ jsonrpc: '2.0', id, error });
     } finally {
       this.#forwarded.delete(key);
@@ -383,7 +381,7 @@ export class Gateway extends EventEmitter implements Channel {
       case 'logging/setLevel':
         return this.#setLevel(params, call.caller);
       default:
-        return Promise.reject(new RpcError(-32601, `Method not found: ${method}`));
+        return Promise.reject(new RpcError(CODES.methodNotFound, `Method not found: ${method}`));
     }
   }
 
@@ -443,7 +441,7 @@ export class Gateway extends EventEmitter implements Channel {
     this.#asks.delete(msg.id as string);
     if (isObject(msg.error)) {
       const { code, message, data } = msg.error;
-      ask.reject(new RpcError(typeof code === 'number' ? code : -32603, typeof message === 'string' ? message : 'error', data));
+      ask.reject(new RpcError(typeof code === 'number' ? code : CODES.internalError, typeof message === 'string' ? message : 'error', data));
     } else ask.resolve(isObject(msg.result) ? this.#withCaller(msg.result, caller) : msg.result);
   }
 
@@ -637,7 +635,7 @@ export class Gateway extends EventEmitter implements Channel {
     if (typeof params.cursor === 'string') {
       position = decodeCursor(kind, params.cursor);
       if (position === undefined)
-        throw new RpcError(-32602, `Invalid cursor: ${JSON.stringify(params.cursor.slice(0, 40))} is not one this gateway gave`);
+        throw new RpcError(CODES.invalidParams, `Invalid cursor: ${JSON.stringify(params.cursor.slice(0, 40))} is not one this gateway gave`);
     }
     // Names that depend on the other upstreams' lists need those lists whole.
     if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#ups.length > 1) await this.#index(kind);
@@ -703,7 +701,8 @@ export class Gateway extends EventEmitter implements Channel {
     await this.start();
     const exposed = typeof params.name === 'string' ? params.name : undefined;
     const found = exposed === undefined || !this.#allowed(call.caller, kind, exposed) ? undefined : await this.#resolve(kind, exposed);
-    if (found === undefined) throw new RpcError(-32602, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
+    if (found === undefined)
+      throw new RpcError(CODES.invalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
     return this.#forward(call, found.up, method, { ...params, name: found.name });
   }
 
@@ -711,14 +710,14 @@ export class Gateway extends EventEmitter implements Channel {
   async #byUri(call: Call, method: string, params: Json): Promise<unknown> {
     await this.start();
     const uri = typeof params.uri === 'string' ? params.uri : undefined;
-    if (uri === undefined) throw new RpcError(-32602, `${method} needs a uri`);
+    if (uri === undefined) throw new RpcError(CODES.invalidParams, `${method} needs a uri`);
     let up = this.#uriOwner(uri);
     if (up === undefined) {
       await Promise.all([this.#index('resources'), this.#index('templates')]);
       up = this.#uriOwner(uri);
     }
     if (up === undefined)
-      throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
+      throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
     return this.#forward(call, up, method, params);
   }
 
@@ -733,7 +732,7 @@ export class Gateway extends EventEmitter implements Channel {
     const ref = isObject(params.ref) ? params.ref : {};
     if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
       const found = this.#allowed(call.caller, 'prompts', ref.name) ? await this.#resolve('prompts', ref.name) : undefined;
-      if (found === undefined) throw new RpcError(-32602, `Unknown prompt: ${ref.name.slice(0, 120)}`);
+      if (found === undefined) throw new RpcError(CODES.invalidParams, `Unknown prompt: ${ref.name.slice(0, 120)}`);
       return this.#forward(call, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
     }
     if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
@@ -742,10 +741,10 @@ export class Gateway extends EventEmitter implements Channel {
       const up = this.#ups.find((u) => u.state === 'up' && (this.#templates.get(u.index) ?? []).some((re) => re.test(template)));
       const owner = up ?? this.#uriOwner(template);
       if (owner === undefined)
-        throw new RpcError(RESOURCE_NOT_FOUND, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
+        throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
       return this.#forward(call, owner, 'completion/complete', params);
     }
-    throw new RpcError(-32602, 'completion/complete needs a ref of type ref/prompt or ref/resource');
+    throw new RpcError(CODES.invalidParams, 'completion/complete needs a ref of type ref/prompt or ref/resource');
   }
 
   async #setLevel(params: Json, caller: Caller | undefined): Promise<Json> {

@@ -7,9 +7,10 @@ import { EventEmitter } from 'node:events';
 import type { ServerConfig } from '../client/config.js';
 import { type Connection, type RequestOptions, RpcError } from '../client/connection.js';
 import { isObject } from '../jsonrpc.js';
+import { CODES } from '../protocol/codes.js';
 
 /** The JSON-RPC error code of a request the upstream it needs cannot take (down, starting, at its limit). */
-export const UPSTREAM_ERROR = -32000;
+export const UPSTREAM_ERROR = CODES.serverError;
 
 /** `idle`: never asked to start; `starting`; `up`; `down` (failed or died: restarting later, unless closed). */
 export type UpstreamState = 'idle' | 'starting' | 'up' | 'down';

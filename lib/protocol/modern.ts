@@ -4,6 +4,7 @@
  * headers. What the session and the HTTP channel need of it lives here.
  */
 import { isObject } from '../jsonrpc.js';
+import { CODES } from './codes.js';
 
 /** The modern revisions this client speaks, newest first. */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
@@ -31,9 +32,9 @@ export const INPUT_CAPABILITIES: Readonly<Record<string, string>> = {
 
 /** JSON-RPC error codes only a modern server sends: each one says the server is modern. */
 export const MODERN_ERRORS = {
-  headerMismatch: -32020,
-  missingRequiredClientCapability: -32021,
-  unsupportedProtocolVersion: -32022,
+  headerMismatch: CODES.headerMismatch,
+  missingRequiredClientCapability: CODES.missingRequiredClientCapability,
+  unsupportedProtocolVersion: CODES.unsupportedProtocolVersion,
 } as const;
 
 export function isModernError(code: unknown): boolean {

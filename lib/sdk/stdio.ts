@@ -6,6 +6,7 @@ import { StdioChannel, type StdioOptions } from '../client/stdio.js';
 import type { StdioServerConfig } from '../client/config.js';
 import type { ConnectionError } from '../client/errors.js';
 import { FrameError } from '../errors.js';
+import { CODES } from '../protocol/codes.js';
 
 /** A JSON-RPC message, as the SDK types it (structurally: any object). */
 type Message = Record<string, unknown>;
@@ -102,7 +103,7 @@ export class StdioTransport {
   #exitedOnItsOwn(channel: StdioChannel): void {
     const error = channel.endError('the server ended');
     this.onerror?.(error);
-    for (const id of this.#pending) this.onmessage?.({ jsonrpc: '2.0', id, error: { code: -32000, message: error.message } });
+    for (const id of this.#pending) this.onmessage?.({ jsonrpc: '2.0', id, error: { code: CODES.serverError, message: error.message } });
     this.#pending.clear();
   }
 

@@ -27,6 +27,7 @@ import { NameFilter } from '../gateway/names.js';
 import { idKey, isObject } from '../jsonrpc.js';
 import { META_PROTOCOL_VERSION, pickModernVersion } from '../protocol/modern.js';
 import { FrameDecoder, FrameEncoder } from '../streams.js';
+import { CODES } from '../protocol/codes.js';
 
 export interface BridgeOptions {
   /** The host's messages, as bytes (newline-delimited JSON). @defaultValue process.stdin */
@@ -149,7 +150,7 @@ class BridgeRun {
   /** A request the remote side can no longer answer gets an error response, so that the host does not hang. */
   #fail(id: unknown, error: Error): void {
     this.#say(error.message);
-    this.#toHost.write({ jsonrpc: '2.0', id, error: { code: -32000, message: safeLine(error.message) } });
+    this.#toHost.write({ jsonrpc: '2.0', id, error: { code: CODES.serverError, message: safeLine(error.message) } });
   }
 
   /** The listeners of a pass-through channel: messages to the host, with backpressure; reports on the log. */
@@ -232,7 +233,7 @@ class BridgeRun {
     if (msg.method === 'tools/list') this.#listing.add(idKey(msg.id));
     if (msg.method !== 'tools/call' || !isObject(msg.params) || typeof msg.params.name !== 'string') return false;
     if (this.#tools.passes(msg.params.name)) return false;
-    this.#toHost.write({ jsonrpc: '2.0', id: msg.id, error: { code: -32602, message: `Unknown tool: ${safeLine(msg.params.name)}` } });
+    this.#toHost.write({ jsonrpc: '2.0', id: msg.id, error: { code: CODES.invalidParams, message: `Unknown tool: ${safeLine(msg.params.name)}` } });
     return true;
   }
 

@@ -14,6 +14,7 @@ import type { UpstreamHealth } from '../gateway/upstream.js';
 import type { EventStreamOptions } from './event-stream.js';
 import { type MetricsRegistry, type Observer, observe } from './observer.js';
 import type { ResourceServer } from './resource-server.js';
+import { CODES } from '../protocol/codes.js';
 
 /** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
 export type ServedChild = StdioChannel | Gateway;
@@ -151,7 +152,7 @@ export function rpcError(
 }
 
 /** The JSON-RPC error code for a failure of the server behind serve. */
-export const SERVER_ERROR = -32000;
+export const SERVER_ERROR = CODES.serverError;
 
 /**
  * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name

@@ -31,6 +31,7 @@ import {
   type TunnelResponse,
   tunnelRequest,
 } from './store.js';
+import { CODES } from '../protocol/codes.js';
 
 const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
 
@@ -133,7 +134,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   // Replacing bad bytes with U+FFFD would change the message (two keys could become one): refused, as the
   // decoders refuse them.
   const text = decodeUtf8(body, 0, body.length);
-  if (text === undefined) throw new Refused({ status: 400, reason: 'the body is not valid UTF-8', code: -32700 });
+  if (text === undefined) throw new Refused({ status: 400, reason: 'the body is not valid UTF-8', code: CODES.parseError });
   return text;
 }
 
@@ -166,7 +167,7 @@ function drainOrClose(req: IncomingMessage): void {
 function parseMessages(body: string): unknown[] {
   const parsed = tryParse(body);
   const problem = problemOf(parsed, body, DEFAULT_MAX_DEPTH);
-  if (problem !== undefined) throw new Refused({ status: 400, reason: `the body ${problem.reason}`, code: -32700 });
+  if (problem !== undefined) throw new Refused({ status: 400, reason: `the body ${problem.reason}`, code: CODES.parseError });
   const messages = Array.isArray(parsed) ? parsed : [parsed];
   if (messages.length === 0) refuse(400, 'the body is an empty batch');
   for (const msg of messages) {
@@ -203,7 +204,8 @@ function modernRequest(messages: unknown[], req: IncomingMessage): JsonRpcReques
   const [msg] = messages;
   if (messages.length !== 1 || !isRequest(msg) || !isEnvelopeRequest(msg, req.headers['mcp-protocol-version'])) return undefined;
   const problem = envelopeProblem(msg);
-  if (problem !== undefined) throw new Refused({ status: 400, reason: `invalid request envelope: ${problem}`, code: -32602, id: msg.id });
+  if (problem !== undefined)
+    throw new Refused({ status: 400, reason: `invalid request envelope: ${problem}`, code: CODES.invalidParams, id: msg.id });
   const mismatch = headerMismatch(msg as unknown as Record<string, unknown>, req.headers);
   if (mismatch !== undefined)
     throw new Refused({ status: 400, reason: `header mismatch: ${mismatch}`, code: MODERN_ERRORS.headerMismatch, id: msg.id });

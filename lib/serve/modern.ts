@@ -49,6 +49,7 @@ import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
 import type { Caller } from '../gateway/policy.js';
 import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
+import { CODES } from '../protocol/codes.js';
 
 /**
  * Bytes a modern request's response may hold unread before the request is cancelled. The child is shared by
@@ -112,9 +113,9 @@ const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
  */
 function statusOf(msg: Record<string, unknown>): number {
   const error = isObject(msg.error) ? msg.error : undefined;
-  if (error?.code === -32601) return 404;
+  if (error?.code === CODES.methodNotFound) return 404;
   if (isModernError(error?.code)) return 400;
-  if (error?.code === -32602 && isObject(error.data) && error.data.envelope !== undefined) return 400;
+  if (error?.code === CODES.invalidParams && isObject(error.data) && error.data.envelope !== undefined) return 400;
   return 200;
 }
 
@@ -173,7 +174,7 @@ export class ModernHub {
     if (legacy !== undefined && REMOVED.has(msg.method)) {
       res
         .writeHead(404, { 'Content-Type': 'application/json' })
-        .end(JSON.stringify(rpcError(msg.id, -32601, `Method not found: ${msg.method} is not part of the 2026-07-28 revision`)));
+        .end(JSON.stringify(rpcError(msg.id, CODES.methodNotFound, `Method not found: ${msg.method} is not part of the 2026-07-28 revision`)));
       return;
     }
     const params = isObject(msg.params) ? { ...msg.params } : undefined;
@@ -215,7 +216,7 @@ export class ModernHub {
   #send(child: ServedChild, n: number, exchange: Exchange, msg: JsonRpcRequest, params: Record<string, unknown> | undefined): void {
     if (msg.method === 'server/discover') {
       exchange.timer = setTimeout(
-        () => this.#answer(n, rpcError(n, -32601, 'the server behind serve does not answer server/discover')),
+        () => this.#answer(n, rpcError(n, CODES.methodNotFound, 'the server behind serve does not answer server/discover')),
         DISCOVER_TIMEOUT_MS,
       );
     }
@@ -242,7 +243,7 @@ export class ModernHub {
     if (suspended.caller?.subject !== caller?.subject) {
       res
         .writeHead(400, { 'Content-Type': 'application/json' })
-        .end(JSON.stringify(rpcError(msg.id, -32602, 'Invalid requestState: it is not one given to this caller')));
+        .end(JSON.stringify(rpcError(msg.id, CODES.invalidParams, 'Invalid requestState: it is not one given to this caller')));
       return;
     }
     this.#suspended.delete(state);
@@ -574,7 +575,7 @@ export class ModernHub {
       // A legacy server asks for roots at a moment of its own (after initialized, on a list change), seldom for
       // the call in flight: it is answered as a legacy client without roots answers, and the call goes on (one
       // that did need them fails at its server, which says why).
-      return void child.send(rpcError(ask.id, -32601, 'the client did not declare roots')).catch(() => undefined);
+      return void child.send(rpcError(ask.id, CODES.methodNotFound, 'the client did not declare roots')).catch(() => undefined);
     }
     if (needed !== undefined && exchange.capabilities[needed] === undefined) {
       // The calling client cannot answer it: the revision's -32021 for the client, the call cancelled.
@@ -703,7 +704,7 @@ function eraOf(probe: Record<string, unknown> | undefined): 'modern' | 'legacy' 
   if (probe === undefined) return 'legacy';
   if (isObject(probe.result)) return Array.isArray(probe.result.supportedVersions) ? 'modern' : undefined;
   const error = isObject(probe.error) ? probe.error : {};
-  if (error.code === -32601) return 'legacy';
+  if (error.code === CODES.methodNotFound) return 'legacy';
   if (error.code === MODERN_ERRORS.unsupportedProtocolVersion) {
     const supported = isObject(error.data) && Array.isArray(error.data.supported) ? error.data.supported : [];
     return supported.some((v) => typeof v === 'string' && MODERN_PROTOCOL_VERSIONS.includes(v)) ? undefined : 'legacy';
