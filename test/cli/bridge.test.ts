@@ -8,12 +8,10 @@ import { startEverything } from '../helpers/everything-http.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { hostile, legacyHttp } from '../helpers/hostile-http.js';
 import { FaultServer } from '../helpers/http-server.js';
-import { cli } from '../helpers/run.js';
+import { cli, jsonLines } from '../helpers/run.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
 import { within } from '../helpers/poll.js';
 import { serve } from '../../lib/serve/index.js';
-
-type Json = Record<string, unknown>;
 
 describe('mcp-frame bridge', function () {
   this.timeout(30_000);
@@ -61,15 +59,7 @@ describe('mcp-frame bridge', function () {
       for (let run = 0; run < 4; run++) {
         const child = spawn(process.execPath, [`${ROOT}dist/lib/cli/main.js`, 'bridge', '--url', g.url!], { stdio: ['pipe', 'pipe', 'pipe'] });
         children.push(child);
-        const lines: Json[] = [];
-        let buffer = '';
-        child.stdout.setEncoding('utf8').on('data', (d: string) => {
-          buffer += d;
-          for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
-            lines.push(JSON.parse(buffer.slice(0, end)) as Json);
-            buffer = buffer.slice(end + 1);
-          }
-        });
+        const lines = jsonLines(child.stdout);
         const init = { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'host', version: '1' } };
         child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: init })}\n`);
         await within(10_000, 'the initialize result', () => Promise.resolve(lines.length > 0 ? true : undefined));

@@ -26,3 +26,17 @@ export function run(command: string, args: string[], options: { stdin?: string; 
 export function cli(args: string[], options: { stdin?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   return run(process.execPath, [`${ROOT}dist/lib/cli/main.js`, ...args], options);
 }
+
+/** The JSON messages a child writes on `stdout`, one a line, parsed as they arrive (the array grows). */
+export function jsonLines(stdout: NodeJS.ReadableStream): Array<Record<string, unknown>> {
+  const lines: Array<Record<string, unknown>> = [];
+  let buffer = '';
+  stdout.setEncoding('utf8').on('data', (d: string) => {
+    buffer += d;
+    for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
+      lines.push(JSON.parse(buffer.slice(0, end)) as Record<string, unknown>);
+      buffer = buffer.slice(end + 1);
+    }
+  });
+  return lines;
+}

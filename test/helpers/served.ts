@@ -4,7 +4,8 @@ import { expect } from 'chai';
 import type { StdioServerConfig } from '../../lib/client/config.js';
 import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/index.js';
 import { ROOT } from './fixtures.js';
-import { MCP_HEADERS, rawRequest } from './raw-http.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { countIn, MCP_HEADERS, postUnread, rawRequest } from './raw-http.js';
 
 export const STEPS = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/steps.js`] };
 
@@ -61,4 +62,25 @@ export async function serveProcess(args: string[], env: NodeJS.ProcessEnv = proc
     void exited.then(() => reject(new Error(`mcp-frame serve exited: ${stderr}`)));
   });
   return { proc, stderr: () => stderr, exited, url: /listening on (http:\/\/\S+\/mcp)/.exec(stderr)?.[1] };
+}
+
+/**
+ * A session calls STEPS's `flood` (as `tool`: 1,000 log messages of 64 KiB) and reads nothing for 1.5 s: the server
+ * must have been held (fewer than half written, by its stderr lines in `log`), serve's RSS not grown by 48 MiB
+ * (what the pipe, the socket buffers and the decoder's few messages hold is far less); then every message arrives.
+ */
+export async function floodUnread(url: string, tool: string, log: string[]): Promise<void> {
+  const session = await rawSession(url);
+  const count = 1000;
+  const rssBefore = process.memoryUsage().rss;
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: tool, arguments: { count, size: 64 * 1024 } } });
+  const res = await postUnread(url, session, body);
+  await sleep(1500);
+  const written = Math.max(0, ...log.map((l) => Number(/flood wrote (\d+)/.exec(l)?.[1] ?? 0)));
+  const grown = process.memoryUsage().rss - rssBefore;
+  expect(written, 'messages the server could write while nobody read').to.be.below(count / 2);
+  expect(grown, 'RSS growth while nobody read').to.be.below(48 * 1024 * 1024);
+  const { count: delivered, tail } = await countIn(res, '"method":"notifications/message"');
+  expect(delivered).to.equal(count);
+  expect(tail).to.include(`${count} sent`);
 }

@@ -4,8 +4,8 @@
 // JWT issuer (oidc-provider's keys), modern (2026-07-28) callers sharing one gateway, and legacy sessions.
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
 import type { Connection } from '../../lib/client/connection.js';
@@ -16,8 +16,8 @@ import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/inde
 import { ROOT } from '../helpers/fixtures.js';
 import { type Idp, startIdp } from '../helpers/idp.js';
 import { within } from '../helpers/poll.js';
-import { countIn, MCP_HEADERS, modernPost, openStream, postUnread, type RawRequest, rawRequest } from '../helpers/raw-http.js';
-import { rawSession, STEPS, serveProcess } from '../helpers/served.js';
+import { MCP_HEADERS, modernPost, openStream, type RawRequest, rawRequest } from '../helpers/raw-http.js';
+import { floodUnread, STEPS, serveProcess } from '../helpers/served.js';
 import { tempDir } from '../helpers/temp.js';
 
 type Json = Record<string, unknown>;
@@ -92,15 +92,13 @@ describe('serve: several callers on one gateway', function () {
     }
   };
   const banked = (name: string): StdioServerConfig => BANK(name, { BANK_LEDGER: join(dir, `${name}.jsonl`) });
-  const called = (name: string, tool: string) => () =>
-    Promise.resolve(ledger(name).some((m) => m.method === 'tools/call' && (m.params as Json).name === tool) ? true : undefined);
-
-  it("never gives a server's question to another caller: a cancelled call's question is refused to the server", async () => {
-    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') });
-    const asks = { elicitation: {} };
-    // Bob starts a transfer, then cancels it (closes his response); the bank goes on and asks to confirm it.
-    // (A modern response has no headers before its first message: the request is sent, never awaited.)
-    const transfer = modern(bob, 1, 'tools/call', { name: 'bank__transfer', arguments: { from: 'bob' } }, {}, asks);
+  /**
+   * Bob starts a transfer at the bank, then cancels it (closes his response) once it arrived; the bank goes on
+   * and asks, 400 ms after the cancellation, to confirm it. (A modern response has no headers before its first
+   * message: the request is sent, never awaited.)
+   */
+  async function cancelledTransfer(url: string, bob: string): Promise<void> {
+    const transfer = modern(bob, 1, 'tools/call', { name: 'bank__transfer', arguments: { from: 'bob' } }, {}, { elicitation: {} });
     const req = http.request(url, { method: 'POST', headers: transfer.headers, agent: false });
     req.on('error', () => undefined);
     req.end(transfer.body);
@@ -109,6 +107,14 @@ describe('serve: several callers on one gateway', function () {
     await within(5000, 'the cancellation at the bank', () =>
       Promise.resolve(ledger('bank').some((m) => m.method === 'notifications/cancelled') ? true : undefined),
     );
+  }
+  const called = (name: string, tool: string) => () =>
+    Promise.resolve(ledger(name).some((m) => m.method === 'tools/call' && (m.params as Json).name === tool) ? true : undefined);
+
+  it("never gives a server's question to another caller: a cancelled call's question is refused to the server", async () => {
+    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') });
+    const asks = { elicitation: {} };
+    await cancelledTransfer(url, bob);
     // Alice's unrelated call is the only one in flight at the bank when the question comes.
     const balance = await rawRequest(url, modern(alice, 1, 'tools/call', { name: 'bank__balance', arguments: { who: 'alice' } }, {}, asks));
     expect(balance.status, balance.body).to.equal(200);
@@ -138,15 +144,7 @@ describe('serve: several callers on one gateway', function () {
       const url = proc.url!;
       const alice = await idp.mint({ aud: url, sub: 'alice' });
       const bob = await idp.mint({ aud: url, sub: 'bob' });
-      const transfer = modern(bob, 1, 'tools/call', { name: 'bank__transfer', arguments: { from: 'bob' } }, {}, { elicitation: {} });
-      const req = http.request(url, { method: 'POST', headers: transfer.headers, agent: false });
-      req.on('error', () => undefined);
-      req.end(transfer.body);
-      await within(5000, 'the transfer at the bank', called('bank', 'transfer'));
-      req.destroy();
-      await within(5000, 'the cancellation at the bank', () =>
-        Promise.resolve(ledger('bank').some((m) => m.method === 'notifications/cancelled') ? true : undefined),
-      );
+      await cancelledTransfer(url, bob);
       const [balance, forged] = await Promise.all([
         rawRequest(
           url,
@@ -322,18 +320,6 @@ describe('serve: one server or one client cannot stop the rest of a gateway', fu
   it("holds a session's servers while its client does not read, through the gateway as served directly", async () => {
     log = [];
     g = await serve({ a: STEPS, b: STEPS }, { log: (line) => log.push(line) });
-    const session = await rawSession(g.url!);
-    const count = 1000;
-    const rssBefore = process.memoryUsage().rss;
-    const body = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'a__flood', arguments: { count, size: 64 * 1024 } } });
-    const res = await postUnread(g.url!, session, body);
-    await sleep(1500);
-    const written = Math.max(0, ...log.map((l) => Number(/flood wrote (\d+)/.exec(l)?.[1] ?? 0)));
-    const grown = process.memoryUsage().rss - rssBefore;
-    expect(written, 'messages the server could write while nobody read').to.be.below(count / 2);
-    expect(grown, 'RSS growth while nobody read').to.be.below(48 * 1024 * 1024);
-    const { count: delivered, tail } = await countIn(res, '"method":"notifications/message"');
-    expect(delivered).to.equal(count);
-    expect(tail).to.include(`${count} sent`);
+    await floodUnread(g.url!, 'a__flood', log);
   });
 });

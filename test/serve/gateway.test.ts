@@ -15,7 +15,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
 import { within } from '../helpers/poll.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import { cli } from '../helpers/run.js';
+import { cli, jsonLines } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
 const PEER = (name: string, env: Record<string, string> = {}): ServerConfig => ({
@@ -197,15 +197,7 @@ describe('serve: a gateway in front of several servers', function () {
         stdio: ['pipe', 'pipe', 'ignore'],
       });
       try {
-        const lines: Json[] = [];
-        let buffer = '';
-        child.stdout.setEncoding('utf8').on('data', (d: string) => {
-          buffer += d;
-          for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n')) {
-            lines.push(JSON.parse(buffer.slice(0, end)) as Json);
-            buffer = buffer.slice(end + 1);
-          }
-        });
+        const lines = jsonLines(child.stdout);
         const init = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'codex-like', version: '1' } };
         child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: init })}\n`);
         await within(15_000, 'the initialize result', () => Promise.resolve(lines.some((l) => l.id === 1) ? true : undefined));
