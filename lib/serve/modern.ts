@@ -43,8 +43,6 @@ import { listPages } from '../protocol/paging.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
-// CANCELLED_RUNS_MS: how long a request whose client left still counts as running at the shared child (a server
-// MAY go on with a cancelled request; until it answers, or this passes, what names no request could be its).
 import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
 import type { Caller } from '../gateway/policy.js';
 import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
@@ -531,31 +529,35 @@ export class ModernHub {
       return [exchange, message({ ...params, _meta: { ...meta, [META_SUBSCRIPTION_ID]: exchange.id } })];
     }
     if (method !== 'notifications/message') return undefined;
-    const only = related !== undefined ? this.#exchanges.get(related as number) : this.#onlyRunning((e) => this.#legacy !== undefined || e.logs);
+    const n = related !== undefined ? (related as number) : this.#onlyRunning((e) => this.#legacy !== undefined || e.logs);
+    const only = n === undefined ? undefined : this.#exchanges.get(n);
     return only?.logs === true ? [only, message(params)] : undefined;
   }
 
   /**
-   * The one request waited for that may be running at the child among those `counts` (listens never: they run
-   * nothing), when it is the only one, and every request that may be running there (those suspended on a
+   * The id of the one request waited for that may be running at the child among those `counts` (listens never:
+   * they run nothing), when it is the only one, and every request that may be running there (those suspended on a
    * question and those whose client left count too) is its caller's: never a pick between callers.
    */
-  #onlyRunning(counts: (e: { logs: boolean }) => boolean): Exchange | undefined {
-    let only: Exchange | undefined;
-    for (const exchange of this.#exchanges.values()) {
+  #onlyRunning(counts: (e: { logs: boolean }) => boolean): number | undefined {
+    let only: [number, Exchange] | undefined;
+    for (const entry of this.#exchanges) {
+      const exchange = entry[1];
       if (exchange.method === 'subscriptions/listen' || exchange.timer !== undefined || !counts(exchange)) continue;
       if (only !== undefined) return undefined;
-      only = exchange;
+      only = entry;
     }
     if (only === undefined) return undefined;
+    const subject = only[1].caller?.subject;
     const others = [...this.#suspended.values(), ...[...this.#unfinished.values()].filter((u) => counts(u))];
-    return others.every((o) => o.caller?.subject === only.caller?.subject) ? only : undefined;
+    return others.every((o) => o.caller?.subject === subject) ? only[0] : undefined;
   }
 
   /**
-   * A legacy child asks the client something (elicitation, sampling, roots) during a call. When a gateway says
-   * which call it is for (`related`), or exactly one call is in flight, it is the one asking: its client gets an input_required result, and its retry answers.
-   * Otherwise nobody can tell whose question it is, and the child is told so.
+   * A legacy child asks the client something (elicitation, sampling, roots) during a call: the call a gateway
+   * names (`related`), or with one child the one #onlyRunning finds, is the one asking: its client gets an
+   * input_required result, and its retry answers. Otherwise nobody can tell whose question it is, and the child
+   * is told so at once.
    */
   #question(ask: JsonRpcRequest, related?: unknown): void {
     const child = this.#child;
@@ -564,8 +566,8 @@ export class ModernHub {
     // A gateway says whose a question is (it knows each server's calls); with one child, it is the only request
     // that may be running there (a listen runs nothing), or nobody's: never a guess between callers.
     const byGateway = this.#ctx.gateway !== undefined;
-    const exchange = byGateway ? (typeof related === 'number' ? this.#exchanges.get(related) : undefined) : this.#onlyRunning(() => true);
-    const n = exchange === undefined ? undefined : [...this.#exchanges].find(([, e]) => e === exchange)?.[0];
+    const n = byGateway ? (typeof related === 'number' ? related : undefined) : this.#onlyRunning(() => true);
+    const exchange = n === undefined ? undefined : this.#exchanges.get(n);
     if (exchange === undefined || n === undefined) {
       this.#dropped(ask, byGateway ? 'the gateway named no request in flight' : 'it belongs to no one request in flight');
       return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
