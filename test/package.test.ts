@@ -402,6 +402,14 @@ describe('the package', () => {
     expect([...reachedFrom(`${ROOT}dist/lib/client/auth/session.js`)].some((m) => m.endsWith('/client/auth/dpop.js'))).to.equal(true);
   });
 
+  it("loads only what the bin needs to start: each command's module is a dynamic import", () => {
+    const modules = [...reachedFrom(`${ROOT}dist/lib/cli/main.js`)];
+    expect(modules.length).to.be.at.least(3);
+    expect(modules.length, modules.join(' ')).to.be.at.most(30);
+    expect(modules.filter((m) => /\/(serve|gateway|client)\//.test(m))).to.deep.equal([]);
+    expect(readFileSync(`${ROOT}dist/lib/cli/main.js`, 'utf8')).to.include("import('./serve.js')");
+  });
+
   it('loads the Redis client only for serve --store: no static import reaches it from any entry point or the bin', () => {
     const reached = reachedFrom;
     const store = reached(`${ROOT}dist/lib/serve/redis-store.js`);

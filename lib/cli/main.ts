@@ -1,16 +1,6 @@
 #!/usr/bin/env node
 import { FrameError } from '../errors.js';
 import { VERSION } from '../version.js';
-import { authCommand, USAGE as AUTH_USAGE } from './auth.js';
-import { bridgeCommand, USAGE as BRIDGE_USAGE } from './bridge.js';
-import { callCommand, USAGE as CALL_USAGE } from './call.js';
-import { checkCommand, USAGE as CHECK_USAGE } from './check.js';
-import { checkConfigCommand, USAGE as CHECK_CONFIG_USAGE } from './check-config.js';
-import { convertCommand, USAGE as CONVERT_USAGE } from './convert.js';
-import { frameCommand, USAGE as FRAME_USAGE } from './frame.js';
-import { recordCommand, USAGE as RECORD_USAGE } from './record.js';
-import { replayCommand, USAGE as REPLAY_USAGE } from './replay.js';
-import { serveCommand, USAGE as SERVE_USAGE } from './serve.js';
 import { CliError, EXIT } from './io.js';
 
 const USAGE = `usage: mcp-frame <command> [args]
@@ -47,39 +37,88 @@ commands (everyday ones first):
   --use-env-proxy            (any command) remote servers and sign-in through HTTPS_PROXY / HTTP_PROXY, but
                              NO_PROXY's hosts, as NODE_USE_ENV_PROXY=1 does`;
 
-/** Each command resolves with its exit code, or anything else for 0; failures throw CliError. */
-const COMMANDS: Record<string, (args: string[]) => Promise<unknown>> = {
-  frame: frameCommand,
-  call: (args) => callCommand(args, 'call'),
-  tools: (args) => callCommand(args, 'tools'),
-  resources: (args) => callCommand(args, 'resources'),
-  prompts: (args) => callCommand(args, 'prompts'),
-  convert: convertCommand,
-  record: recordCommand,
-  replay: replayCommand,
-  check: checkCommand,
-  bridge: bridgeCommand,
-  serve: serveCommand,
-  'check-config': checkConfigCommand,
-  auth: authCommand,
+/** A command: what it runs (resolving with its exit code, or anything else for 0; failures throw CliError) and its usage. */
+interface Command {
+  run: (args: string[]) => Promise<unknown>;
+  usage: string;
+}
+
+/**
+ * Each command's module, loaded when that command runs (or its help is asked for): `mcp-frame --version` or
+ * `convert` does not load the gateway, the HTTP client or the sign-in flow.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  frame: async () => {
+    const { frameCommand, USAGE } = await import('./frame.js');
+    return { run: frameCommand, usage: USAGE };
+  },
+  call: () => callAs('call'),
+  tools: () => callAs('tools'),
+  resources: () => callAs('resources'),
+  prompts: () => callAs('prompts'),
+  convert: async () => {
+    const { convertCommand, USAGE } = await import('./convert.js');
+    return { run: convertCommand, usage: USAGE };
+  },
+  record: async () => {
+    const { recordCommand, USAGE } = await import('./record.js');
+    return { run: recordCommand, usage: USAGE };
+  },
+  replay: async () => {
+    const { replayCommand, USAGE } = await import('./replay.js');
+    return { run: replayCommand, usage: USAGE };
+  },
+  check: async () => {
+    const { checkCommand, USAGE } = await import('./check.js');
+    return { run: checkCommand, usage: USAGE };
+  },
+  bridge: async () => {
+    const { bridgeCommand, USAGE } = await import('./bridge.js');
+    return { run: bridgeCommand, usage: USAGE };
+  },
+  serve: async () => {
+    const { serveCommand, USAGE } = await import('./serve.js');
+    return { run: serveCommand, usage: USAGE };
+  },
+  'check-config': async () => {
+    const { checkConfigCommand, USAGE } = await import('./check-config.js');
+    return { run: checkConfigCommand, usage: USAGE };
+  },
+  auth: async () => {
+    const { authCommand, USAGE } = await import('./auth.js');
+    return { run: authCommand, usage: USAGE };
+  },
 };
 
-/** Each command's own usage, for `<command> --help` and `help <command>`. */
-const USAGES: Record<string, string> = {
-  frame: FRAME_USAGE,
-  call: CALL_USAGE,
-  tools: CALL_USAGE,
-  resources: CALL_USAGE,
-  prompts: CALL_USAGE,
-  convert: CONVERT_USAGE,
-  record: RECORD_USAGE,
-  replay: REPLAY_USAGE,
-  check: CHECK_USAGE,
-  bridge: BRIDGE_USAGE,
-  serve: SERVE_USAGE,
-  'check-config': CHECK_CONFIG_USAGE,
-  auth: AUTH_USAGE,
-};
+async function callAs(action: 'call' | 'tools' | 'resources' | 'prompts'): Promise<Command> {
+  const { callCommand, USAGE } = await import('./call.js');
+  return { run: (args) => callCommand(args, action), usage: USAGE };
+}
+
+/** The distance between two words in single-character edits (insert, delete, replace, swap of neighbours). */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) rows[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = best;
+    }
+  }
+  return rows[a.length]![b.length]!;
+}
+
+/** `mcp-frame: unknown command "srve"`, with the command meant when one is near (at most two edits). */
+function unknownCommand(command: string): string {
+  const near = Object.keys(COMMANDS)
+    .map((name) => ({ name, distance: editDistance(command.toLowerCase(), name) }))
+    .filter((c) => c.distance <= Math.min(2, Math.max(1, c.name.length - 2)))
+    .sort((x, y) => x.distance - y.distance)[0];
+  const hint = near === undefined ? '' : ` (did you mean '${near.name}'?)`;
+  return `mcp-frame: unknown command ${JSON.stringify(command)}${hint}\n${USAGE}\n`;
+}
 
 /** `--help` or `-h` among a command's own arguments (before any `--`, after which they are the server's). */
 function asksHelp(args: string[]): boolean {
@@ -103,16 +142,12 @@ export async function main(given: string[]): Promise<number> {
   const argv = takeProxyFlag(given);
   const [command, ...args] = argv;
   if (command === 'help' && args[0] !== undefined) {
-    const usage = USAGES[args[0]];
-    if (usage === undefined) {
-      process.stderr.write(`mcp-frame: unknown command ${JSON.stringify(args[0])}\n${USAGE}\n`);
+    const load = Object.hasOwn(COMMANDS, args[0]) ? COMMANDS[args[0]] : undefined;
+    if (load === undefined) {
+      process.stderr.write(unknownCommand(args[0]));
       return EXIT.usage;
     }
-    process.stdout.write(`${usage}\n`);
-    return 0;
-  }
-  if (command !== undefined && USAGES[command] !== undefined && asksHelp(args)) {
-    process.stdout.write(`${USAGES[command]}\n`);
+    process.stdout.write(`${(await load()).usage}\n`);
     return 0;
   }
   if (command === '--version' || command === '-v' || command === 'version') {
@@ -123,10 +158,15 @@ export async function main(given: string[]): Promise<number> {
     process[command === undefined ? 'stderr' : 'stdout'].write(`${USAGE}\n`);
     return command === undefined ? 2 : 0;
   }
-  const run = COMMANDS[command];
-  if (run === undefined) {
-    process.stderr.write(`mcp-frame: unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+  const load = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (load === undefined) {
+    process.stderr.write(unknownCommand(command));
     return EXIT.usage;
+  }
+  const { run, usage } = await load();
+  if (asksHelp(args)) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
   }
   try {
     const code = await run(args);

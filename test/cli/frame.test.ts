@@ -87,6 +87,27 @@ describe('mcp-frame frame (a fixture in, its frames out)', () => {
     expect(commands.indexOf('frame')).to.be.greaterThan(commands.indexOf('convert'));
   });
 
+  it('names the command a mistyped one was near, and only a near one', async () => {
+    const typo = await cli(['srve', '--port', '0']);
+    expect(typo.code).to.equal(2);
+    expect(typo.stderr).to.match(/^mcp-frame: unknown command "srve" \(did you mean 'serve'\?\)\n/);
+    expect((await cli(['tool', 'x'])).stderr).to.include("(did you mean 'tools'?)");
+    expect((await cli(['help', 'cal'])).stderr).to.include("(did you mean 'call'?)");
+    const far = await cli(['launch']);
+    expect(far.code).to.equal(2);
+    expect(far.stderr).to.match(/^mcp-frame: unknown command "launch"\n/);
+    // Names on Object's prototype are not commands.
+    expect((await cli(['constructor'])).code).to.equal(2);
+  });
+
+  it("loads a command's module only when it runs: help of one command is that command's usage", async () => {
+    const serve = await cli(['help', 'serve']);
+    expect(serve.code).to.equal(0);
+    expect(serve.stdout).to.match(/^usage: mcp-frame serve /);
+    const tools = await cli(['tools', '--help']);
+    expect(tools.stdout).to.match(/^usage: mcp-frame call /);
+  });
+
   it('frameFixture and fixtureMessages agree with the fixtures in-process', () => {
     for (const c of frameCases()) expect(frameFixture(fixtureMessages(c.input, c.name))).to.deep.equal(c.expected);
     expect(() => fixtureMessages({ messages: 'no' }, 'x')).to.throw(CliError);
