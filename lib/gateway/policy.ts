@@ -1,5 +1,5 @@
 /*
- * Who may call which tool: a signed-in caller (its subject, scopes and claims), and a policy of rules that allow
+ * Who may call which tool: a policy of rules that allow
  * tools and prompts, by the names the gateway exposes, to callers with some scopes or some claims.
  *
  * A name is allowed when one rule that names it (a glob of `tools` or `prompts`, not one of its `except`) is
@@ -11,16 +11,8 @@
  */
 import { jsonErrorPosition } from '../json-position.js';
 import { isObject } from '../jsonrpc.js';
+import type { Caller } from '../protocol/caller.js';
 import { globPattern } from './names.js';
-
-/** A caller as the resource server found it in its access token. */
-export interface Caller {
-  /** `iss` and `sub`, the key sessions are bound by. */
-  readonly subject: string;
-  readonly scopes: readonly string[];
-  /** The token's claims (sub, groups, email, ...). */
-  readonly claims: Readonly<Record<string, unknown>>;
-}
 
 /** One rule of a policy file. */
 export interface PolicyRule {

@@ -18,7 +18,7 @@ import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
 import { isPeerKey, PEER_HEADER, PEER_REFUSED_HEADER } from './peer.js';
 import { type Refusal, StreamableSession } from './session.js';
-import type { Caller } from '../gateway/policy.js';
+import type { Caller } from '../protocol/caller.js';
 import type { MetricsRegistry, Observer } from './observer.js';
 import type { Authentication, ResourceServer } from './resource-server.js';
 import {

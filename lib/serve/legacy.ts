@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http';
 
 import { idKey, isRequest, isResponse } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
-import type { Caller } from '../gateway/policy.js';
+import type { Caller } from '../protocol/caller.js';
 import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 export class LegacySession {

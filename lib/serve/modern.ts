@@ -44,7 +44,7 @@ import { listPages } from '../protocol/paging.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
-import type { Caller } from '../gateway/policy.js';
+import type { Caller } from '../protocol/caller.js';
 import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 import { CODES } from '../protocol/codes.js';

@@ -10,7 +10,7 @@
  * is only for --store; its remote key set is cached, fetched again for an unknown `kid`, at most once per 30 s.
  */
 import { createHash } from 'node:crypto';
-import type { Caller } from '../gateway/policy.js';
+import type { Caller } from '../protocol/caller.js';
 import { isObject } from '../jsonrpc.js';
 import { missingPeer } from '../errors.js';
 

@@ -9,7 +9,7 @@ import type { ServerResponse } from 'node:http';
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
 import { idKey, isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
 import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
-import type { Caller } from '../gateway/policy.js';
+import type { Caller } from '../protocol/caller.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
