@@ -402,6 +402,19 @@ describe('the package', () => {
     expect([...reachedFrom(`${ROOT}dist/lib/client/auth/session.js`)].some((m) => m.endsWith('/client/auth/dpop.js'))).to.equal(true);
   });
 
+  it('has a unit suite for every module of the floor and the gateway: test/protocol/ and test/gateway/ import each one', () => {
+    const missing: string[] = [];
+    for (const room of ['protocol', 'gateway']) {
+      const suites = (readdirSync(`${ROOT}test/${room}`) as string[]).filter((f) => f.endsWith('.test.ts'));
+      const imports = suites.map((f) => readFileSync(`${ROOT}test/${room}/${f}`, 'utf8')).join('\n');
+      const modules = (readdirSync(`${ROOT}lib/${room}`) as string[]).filter((f) => f.endsWith('.ts'));
+      expect(modules.length).to.be.at.least(4);
+      for (const module of modules)
+        if (!imports.includes(`from '../../lib/${room}/${module.replace(/\.ts$/, '.js')}'`)) missing.push(`lib/${room}/${module}`);
+    }
+    expect(missing).to.deep.equal([]);
+  });
+
   it("loads only what the bin needs to start: each command's module is a dynamic import", () => {
     const modules = [...reachedFrom(`${ROOT}dist/lib/cli/main.js`)];
     expect(modules.length).to.be.at.least(3);

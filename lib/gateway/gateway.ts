@@ -29,7 +29,7 @@ import { startRequestSpan } from '../protocol/trace.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
 import type { Policy } from './policy.js';
-import type { Caller } from '../protocol/caller.js';
+import { type Caller, sameCaller } from '../protocol/caller.js';
 import { decodeCursor, encodeCursor, type ListPosition, NameFilter, type PrefixMode, templatePattern } from './names.js';
 import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
 import { CODES } from '../protocol/codes.js';
@@ -831,7 +831,7 @@ export class Gateway extends EventEmitter implements Channel {
       only = forwarded;
     }
     if (only === undefined) return undefined;
-    for (const forwarded of this.#running) if (forwarded.up === up && forwarded.caller?.subject !== only.caller?.subject) return undefined;
+    for (const forwarded of this.#running) if (forwarded.up === up && !sameCaller(forwarded.caller, only.caller)) return undefined;
     return only;
   }
 

@@ -12,3 +12,11 @@ export interface Caller {
   /** The token's claims (sub, groups, email, ...). */
   readonly claims: Readonly<Record<string, unknown>>;
 }
+
+/**
+ * Whether two requests come from the same caller: the same subject, or both without one (no sign-in: every client
+ * is one anonymous caller). What one caller's request causes may reach only that caller.
+ */
+export function sameCaller(a: Caller | undefined, b: Caller | undefined): boolean {
+  return a?.subject === b?.subject;
+}

@@ -44,7 +44,7 @@ import { listPages } from '../protocol/paging.js';
 import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
-import type { Caller } from '../protocol/caller.js';
+import { type Caller, sameCaller } from '../protocol/caller.js';
 import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 import { CODES } from '../protocol/codes.js';
@@ -238,7 +238,7 @@ export class ModernHub {
   #resume(child: ServedChild, msg: JsonRpcRequest, params: Record<string, unknown>, res: ServerResponse, caller: Caller | undefined): void {
     const state = params.requestState as string;
     const suspended = this.#suspended.get(state)!;
-    if (suspended.caller?.subject !== caller?.subject) {
+    if (!sameCaller(suspended.caller, caller)) {
       res
         .writeHead(400, { 'Content-Type': 'application/json' })
         .end(JSON.stringify(rpcError(msg.id, CODES.invalidParams, 'Invalid requestState: it is not one given to this caller')));
@@ -548,9 +548,8 @@ export class ModernHub {
       only = entry;
     }
     if (only === undefined) return undefined;
-    const subject = only[1].caller?.subject;
     const others = [...this.#suspended.values(), ...[...this.#unfinished.values()].filter((u) => counts(u))];
-    return others.every((o) => o.caller?.subject === subject) ? only[0] : undefined;
+    return others.every((o) => sameCaller(o.caller, only[1].caller)) ? only[0] : undefined;
   }
 
   /**

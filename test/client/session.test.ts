@@ -5,17 +5,9 @@ import { type Connection, connectOver, type FrameTrace, RpcError } from '../../l
 import type { ConnectionError } from '../../lib/client/errors.js';
 import { StdioChannel } from '../../lib/client/stdio.js';
 import { FrameError, preview } from '../../lib/errors.js';
-import { serveDemo } from '../../examples/demo.js';
 import { ROOT } from '../helpers/fixtures.js';
+import { demoChannel } from '../helpers/memory-server.js';
 import { rejection } from '../helpers/rejection.js';
-
-/** The example server in process, over two in-memory byte streams. */
-function inMemoryDemo(): Channel {
-  const toServer = new PassThrough();
-  const toClient = new PassThrough();
-  void serveDemo(toServer, toClient);
-  return new StreamChannel(toClient, toServer, { name: 'demo' });
-}
 
 async function childProcessDemo(): Promise<Channel> {
   const channel = new StdioChannel({ command: process.execPath, args: [`${ROOT}dist/examples/server.js`] }, { name: 'demo' });
@@ -26,7 +18,7 @@ async function childProcessDemo(): Promise<Channel> {
 // The same session over two channels: the session code cannot tell which carries it.
 for (const [kind, open] of [
   ['a child process', childProcessDemo],
-  ['in-memory streams', async () => inMemoryDemo()],
+  ['in-memory streams', async () => demoChannel()],
 ] as const) {
   describe(`a Connection over ${kind}`, () => {
     let c: Connection;
