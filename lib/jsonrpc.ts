@@ -108,3 +108,13 @@ export function frameProblem(frame: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** A JSON-RPC error response (a null id when the request's is not known). */
+export function rpcError(
+  id: unknown,
+  code: number,
+  message: string,
+  data?: unknown,
+): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string; data?: unknown } } {
+  return { jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } };
+}

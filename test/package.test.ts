@@ -182,7 +182,10 @@ const ENTRY_POINTS = {
       'Gateway',
       'GatewayObserver',
       'GatewayOptions',
+      'LogFields',
       'LogLevel',
+      'Logger',
+      'LoggerOptions',
       'MetricsRegistry',
       'Policy',
       'PolicyError',
@@ -198,6 +201,7 @@ const ENTRY_POINTS = {
       'UpstreamOpener',
       'UpstreamState',
       'bridge',
+      'createLogger',
       'serve',
     ],
     // Four of the six are types, which have no runtime form.

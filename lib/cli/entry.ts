@@ -39,7 +39,15 @@ interface EntryOptions {
   json?: boolean;
   /** The command's usage, for the error that no server was named. */
   usage?: string;
+  /** Says which config was found (none given). @defaultValue a line on stderr */
+  found?: (path: string) => void;
 }
+
+/** The line that says which config a command found: `mcp-frame call: using .mcp.json`. */
+const foundLine =
+  (who: string) =>
+  (path: string): void =>
+    void process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
 
 /**
  * `--header 'Name: value'` and `--header-env Name=VAR` (the value from the environment, so that it is in no argv),
@@ -89,7 +97,7 @@ export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<Ser
   }
   const name = opts.server;
   if (name === undefined) throw await noServerNamed('name a server (or give --url, or -- <command>)', opts.usage, opts.config);
-  return withConfig(opts.config, opts.json !== true, who, (text, path) => {
+  return withConfig(opts.config, opts.json === true ? undefined : (opts.found ?? foundLine(who)), (text, path) => {
     const entry = serverNamed(parseConfig(text, path, { server: name, inputs: opts.inputs }), name);
     if (entry === undefined)
       throw new CliError(
@@ -128,14 +136,18 @@ async function noServerNamed(lead: string, usage: string | undefined, config: st
  * Reads the config named with --config, or the one a host would find (said on stderr when `say`), and hands its
  * text to `read`; a ConfigError from either is a CliError with the config's exit code.
  */
-async function withConfig<T>(config: string | undefined, say: boolean, who: string, read: (text: string, path: string) => T): Promise<T> {
+async function withConfig<T>(
+  config: string | undefined,
+  say: ((path: string) => void) | undefined,
+  read: (text: string, path: string) => T,
+): Promise<T> {
   const path = config ?? (await findConfig());
   if (path === undefined)
     throw new CliError(
       'no config: none of ./.mcp.json, ./.vscode/mcp.json, ./.cursor/mcp.json, ./.codex/config.toml exists; name one with --config',
       EXIT.config,
     );
-  if (config === undefined && say) process.stderr.write(`mcp-frame ${who}: using ${path}\n`);
+  if (config === undefined) say?.(path);
   try {
     return read(await readConfigText(path), path);
   } catch (err) {
@@ -167,10 +179,10 @@ export async function namedEntry(
 export async function serverEntries(
   names: string[],
   all: boolean,
-  opts: { config: string | undefined; inputs: Record<string, string> },
+  opts: { config: string | undefined; inputs: Record<string, string>; found?: (path: string) => void },
   who: string,
 ): Promise<Array<[string, ServerConfig]>> {
-  return withConfig(opts.config, true, who, (text, path) => {
+  return withConfig(opts.config, opts.found ?? foundLine(who), (text, path) => {
     const known = configServerNames(text, path);
     const wanted = all ? known : names;
     const missing = wanted.filter((name) => !known.includes(name));

@@ -19,11 +19,14 @@ export class CliError extends Error {
    * the process's exit hook ends the servers' process groups.
    */
   readonly exitNow: boolean;
+  /** The message is out already (a JSON log line of the command's own): it is not written again. */
+  readonly logged: boolean;
 
-  constructor(message: string, exitCode = 1, options: { exitNow?: boolean } = {}) {
+  constructor(message: string, exitCode = 1, options: { exitNow?: boolean; logged?: boolean } = {}) {
     super(message);
     this.exitCode = exitCode;
     this.exitNow = options.exitNow === true;
+    this.logged = options.logged === true;
   }
 }
 

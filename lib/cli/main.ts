@@ -177,7 +177,7 @@ export async function main(given: string[]): Promise<number> {
       const line = args.includes('--json')
         ? `${JSON.stringify({ error: { command, message: err.message, exitCode: err.exitCode } })}\n`
         : `mcp-frame ${command}: ${err.message}\n`;
-      await new Promise((resolve) => process.stderr.write(line, resolve));
+      if (!err.logged) await new Promise((resolve) => process.stderr.write(line, resolve));
       if (err.exitNow) process.exit(err.exitCode);
       return err.exitCode;
     }

@@ -2,6 +2,7 @@ import { constants } from 'node:os';
 import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../client/config.js';
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
+import { createLogger, type Logger } from '../log.js';
 import { commandProblem } from '../serve/context.js';
 import { parseClusterUrl, parseSentinelUrl } from '../serve/sentinel-url.js';
 import { advertiseProblem, pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
@@ -246,15 +247,12 @@ const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;
 
 /** --log-format, --log-level, --metrics and --metrics-port, checked. */
 function logOptions(values: Values): ServeOptions {
-  // Text lines carry the time, as a service's log does (a JSON line has its own `time`).
-  const options: ServeOptions = { logTime: true };
+  const options: ServeOptions = {};
   const format = values['log-format'] as string | undefined;
   if (format !== undefined) {
     if (format !== 'text' && format !== 'json')
       throw new CliError(`--log-format takes text or json, got ${JSON.stringify(format.slice(0, 20))}`, EXIT.usage);
     options.logFormat = format;
-    // A JSON line is the whole line: no prefix before it.
-    if (format === 'json') options.log = (line) => void process.stderr.write(`${line}\n`);
   }
   const level = values['log-level'] as string | undefined;
   if (level !== undefined) {
@@ -365,14 +363,15 @@ function gatewayOptions(values: Values): ServeOptions {
  * What to serve: `-- <command>` or one named stdio server as they always were; several named servers, `--all`,
  * or one remote server: a gateway in front of them. A gateway's remote servers sign in from the token store.
  */
-async function serveTarget(values: Values, positionals: string[], command: string[] | undefined): Promise<ServeTarget> {
+async function serveTarget(values: Values, positionals: string[], command: string[] | undefined, log: Logger): Promise<ServeTarget> {
   const config = values.config as string | undefined;
   const inputs = keyValues(values.input as string[] | undefined, '--input', USAGE);
+  const found = (path: string): void => log.info('config.found', `using ${path}`, { config: path });
   if (values.all === true && (command !== undefined || positionals.length > 0))
     throw new CliError(`--all serves every server of the config: name none with it\n${USAGE}`, EXIT.usage);
   if (values.all !== true && positionals.length <= 1) {
     const entry = await serverEntry(
-      { command, server: positionals[0], config, env: envValues(values.env as string[] | undefined, USAGE), inputs },
+      { command, server: positionals[0], config, env: envValues(values.env as string[] | undefined, USAGE), inputs, found },
       'serve',
     );
     // Every session starts the command: one that cannot start would make every request a 502. Say so now.
@@ -385,7 +384,7 @@ async function serveTarget(values: Values, positionals: string[], command: strin
       throw new CliError(`server "${positionals[0]}" is a socket server: serve offers stdio and remote servers`, EXIT.config);
     return { [positionals[0]!]: entry };
   }
-  const entries = await serverEntries(positionals, values.all === true, { config, inputs }, 'serve');
+  const entries = await serverEntries(positionals, values.all === true, { config, inputs, found }, 'serve');
   const target: Record<string, ServerConfig> = {};
   for (const [name, entry] of entries) {
     if (!isStdioServer(entry) && entry.type === 'socket')
@@ -393,8 +392,10 @@ async function serveTarget(values: Values, positionals: string[], command: strin
     // One that cannot start takes only its own tools away: said now, served without it.
     const missing = isStdioServer(entry) ? await commandProblem(entry as StdioServerConfig) : undefined;
     if (missing !== undefined)
-      process.stderr.write(
-        `mcp-frame serve: warning: server "${name}" cannot start (${JSON.stringify((entry as StdioServerConfig).command)}: ${missing}); its tools are left out\n`,
+      log.warn(
+        'upstream.cannot_start',
+        `warning: server "${name}" cannot start (${JSON.stringify((entry as StdioServerConfig).command)}: ${missing}); its tools are left out`,
+        { upstream: name, why: missing },
       );
     target[name] = entry;
   }
@@ -416,9 +417,44 @@ export async function serveCommand(argv: string[]): Promise<number> {
   if (command === undefined && positionals.length === 0 && values.all !== true) throw new CliError(USAGE, EXIT.usage);
   if (values.env !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);
   const options = { ...serveOptions(values), ...authOptions(values) };
+  const log = serveLogger(options);
+  options.logger = log;
+  try {
+    return await serveUntilStopped(values, positionals, command, options, log);
+  } catch (err) {
+    // In a JSON log, the reason serve did not start is a JSON line too (and written once).
+    if (!(err instanceof CliError) || options.logFormat !== 'json') throw err;
+    log.error('serve.failed', err.message, { exitCode: err.exitCode });
+    throw new CliError(err.message, err.exitCode, { exitNow: err.exitNow, logged: true });
+  }
+}
+
+/**
+ * serve's lines on stderr: text lines after `mcp-frame serve: ` and the time (as a service's log has them), or one
+ * JSON object a line (`--log-format json`, which has its own `time`); the token never in either.
+ */
+function serveLogger(options: ServeOptions): Logger {
+  const json = options.logFormat === 'json';
+  return createLogger({
+    write: (line) => void process.stderr.write(json ? `${line}\n` : `mcp-frame serve: ${line}\n`),
+    format: json ? 'json' : 'text',
+    level: options.logLevel ?? 'info',
+    time: true,
+    secrets: options.token === undefined ? [] : [options.token],
+    debugName: 'serve',
+  });
+}
+
+async function serveUntilStopped(
+  values: Values,
+  positionals: string[],
+  command: string[] | undefined,
+  options: ServeOptions,
+  log: Logger,
+): Promise<number> {
   const policyPath = values.policy as string | undefined;
   if (policyPath !== undefined) options.policy = await readPolicy(policyPath);
-  const target = await serveTarget(values, positionals, command);
+  const target = await serveTarget(values, positionals, command, log);
   const auth = authFlags(values, USAGE);
   // A remote server behind the gateway that asks for sign-in: the operator signs in here (stdin is not a host's).
   options.upstreamAuth = (name, entry) => cliAuth(entry, name, auth, 'serve', true);
@@ -429,15 +465,18 @@ export async function serveCommand(argv: string[]): Promise<number> {
   });
 
   const where = [bridge.url, bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`].filter(Boolean).join(' and ');
-  process.stderr.write(`mcp-frame serve: listening on ${safeLine(where)}\n`);
+  log.info('serve.listening', `listening on ${safeLine(where)}`, {
+    ...(bridge.url === undefined ? {} : { url: bridge.url }),
+    ...(bridge.socketPath === undefined ? {} : { socket: bridge.socketPath }),
+  });
   // With a policy, SIGHUP reloads it (a file that is not one is refused, the old policy kept); else it stops.
   const reload = (): void => {
     readPolicy(policyPath!).then(
       (policy) => {
         bridge.setPolicy(policy);
-        process.stderr.write(`mcp-frame serve: SIGHUP: reloaded the policy from ${safeLine(policyPath!)}\n`);
+        log.info('serve.reloaded', `SIGHUP: reloaded the policy from ${safeLine(policyPath!)}`, { policy: policyPath });
       },
-      (err: Error) => process.stderr.write(`mcp-frame serve: SIGHUP: kept the policy in force: ${safeLine(err.message)}\n`),
+      (err: Error) => log.error('serve.reload_failed', `SIGHUP: kept the policy in force: ${safeLine(err.message)}`, { policy: policyPath }),
     );
   };
   const stops = STOP_SIGNALS.filter((s) => policyPath === undefined || s !== 'SIGHUP');
@@ -447,11 +486,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     for (const signal of stops) process.once(signal, resolve);
   });
   process.off('SIGHUP', reload);
-  process.stderr.write(`mcp-frame serve: ${signal}: shutting down (again to stop at once)\n`);
+  log.info('serve.stopping', `${signal}: shutting down (again to stop at once)`, { signal });
   // Signals are still handled while closing: the default action of a second Ctrl-C would end serve and leave
   // every server running (each is in a process group of its own). A repeat kills their groups, then exits.
   const again = (repeat: NodeJS.Signals): void => {
-    process.stderr.write(`mcp-frame serve: ${repeat} again: killing every server now\n`);
+    log.warn('serve.killing', `${repeat} again: killing every server now`, { signal: repeat });
     killServerGroups('SIGKILL');
     process.exit(128 + (constants.signals[repeat] ?? 0));
   };
@@ -459,6 +498,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const sessions = bridge.sessions;
   await bridge.close();
   for (const s of STOP_SIGNALS) process.off(s, again);
-  process.stderr.write(`mcp-frame serve: ${signal}: closed ${sessions} session${sessions === 1 ? '' : 's'}, and stopped\n`);
+  log.info('serve.stopped', `${signal}: closed ${sessions} session${sessions === 1 ? '' : 's'}, and stopped`, { signal, sessions });
   return EXIT.ok;
 }

@@ -16,6 +16,7 @@
  * - Failures stay where they start: an upstream that is down takes its tools away and fails only its own calls,
  *   with an error that names it; it is restarted with backoff (see Upstream).
  */
+import { createLogger, type Logger, lineLogger } from '../log.js';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Channel } from '../client/channel.js';
@@ -56,7 +57,10 @@ export interface GatewayOptions {
   /** Requests in flight at once to one upstream. @defaultValue 1024 */
   maxPendingPerUpstream?: number;
   health?: UpstreamHealth;
+  /** Where its lines go, as text (every level). */
   log?: (line: string) => void;
+  /** Where its lines go, with levels, events and fields (in place of `log`). */
+  logger?: Logger;
   /** Who may call what: tools and prompts it does not allow a caller are not there for that caller. Read on every use (it may be reloaded). */
   policy?: () => Policy | undefined;
   /** Told of every request sent on to a server, and of every restart. */
@@ -84,6 +88,9 @@ export interface GatewayObserver {
   upstreamRequest?(record: { upstream: string; method: string; outcome: 'ok' | 'error' | 'tool_error' | 'gone'; seconds: number }): void;
   upstreamRestart?(upstream: string): void;
 }
+
+/** A logger that writes nothing: a gateway given no log. */
+const SILENT: Logger = createLogger({ write: () => undefined, level: 'error' });
 
 /** Where forwarded requests carry the caller's claims (with forwardClaims). */
 export const CALLER_META = 'mcp-frame/caller';
@@ -173,7 +180,7 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #prefix: PrefixMode;
   readonly #filters: Record<'tools' | 'prompts', NameFilter>;
   readonly #startTimeoutMs: number;
-  readonly #log: (line: string) => void;
+  readonly #log: Logger;
   readonly #policy: () => Policy | undefined;
   readonly #caller: Caller | undefined;
   readonly #forwardClaims: readonly string[];
@@ -226,7 +233,7 @@ export class Gateway extends EventEmitter implements Channel {
       prompts: new NameFilter(options.allowPrompts, options.denyPrompts),
     };
     this.#startTimeoutMs = options.startTimeoutMs ?? 10_000;
-    this.#log = options.log ?? (() => undefined);
+    this.#log = options.logger ?? (options.log === undefined ? SILENT : lineLogger(options.log));
     this.#policy = options.policy ?? (() => undefined);
     this.#caller = options.caller;
     this.#forwardClaims = options.forwardClaims ?? [];
@@ -317,7 +324,11 @@ export class Gateway extends EventEmitter implements Channel {
       await Promise.race([all, late]);
       clearTimeout(timer);
       for (const up of this.#ups)
-        if (up.state !== 'up') this.#log(`server "${up.name}" is not up yet (${up.why ?? 'starting'}): its tools join when it is`);
+        if (up.state !== 'up')
+          this.#log.warn('upstream.not_up', `server "${up.name}" is not up yet (${up.why ?? 'starting'}): its tools join when it is`, {
+            upstream: up.name,
+            why: up.why ?? 'starting',
+          });
       this.#ready = true;
       return this.#result();
     })();
@@ -502,7 +513,8 @@ export class Gateway extends EventEmitter implements Channel {
       first = false;
       return result;
     }, KINDS[kind].key);
-    if (listing.stopped !== undefined) this.#log(`the ${kind} list of server "${up.name}": ${listing.stopped}`);
+    if (listing.stopped !== undefined)
+      this.#log.warn('upstream.list_stopped', `the ${kind} list of server "${up.name}": ${listing.stopped}`, { upstream: up.name, kind });
     else if (!failed) this.#knownOf(kind, up).complete = true;
   }
 
@@ -521,7 +533,7 @@ export class Gateway extends EventEmitter implements Channel {
         this.#stalled.set(`${kind}:${up.index}`, Date.now() + LIST_RETRY_MS);
         up.note(`${method} went unanswered for ${this.#listTimeoutMs} ms: left out of lists, asked again in ${LIST_RETRY_MS / 1000} s`);
       }
-      this.#log(`server "${up.name}" failed ${method}: ${(err as Error).message}`);
+      this.#log.warn('upstream.failed', `server "${up.name}" failed ${method}: ${(err as Error).message}`, { upstream: up.name, method });
       return undefined;
     }
   }
@@ -574,7 +586,7 @@ export class Gateway extends EventEmitter implements Channel {
   #warnOnce(key: string, line: string): void {
     if (this.#warned.has(key)) return;
     this.#warned.add(key);
-    this.#log(line);
+    this.#log.warn('gateway.warning', line);
   }
 
   /** The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, or a clash under `never`). */
@@ -893,7 +905,7 @@ export class Gateway extends EventEmitter implements Channel {
   /** Refuses a server's request that no caller can be given: counted, logged, and an error to the server. */
   #refuse(up: Upstream, method: string, why: string): Promise<never> {
     this.#droppedCount++;
-    this.#log(`refused ${method} of server "${up.name}": ${why}`);
+    this.#log.warn('upstream.refused', `refused ${method} of server "${up.name}": ${why}`, { upstream: up.name, method });
     return Promise.reject(new RpcError(UPSTREAM_ERROR, `the gateway cannot tell which caller ${method} is for: ${why}`));
   }
 

@@ -3,6 +3,7 @@
  * backoff when it dies. The gateway never waits on an upstream that is not up: a request to it fails at once
  * with an error that names it.
  */
+import type { Logger } from '../log.js';
 import { EventEmitter } from 'node:events';
 import type { ServerConfig } from '../client/config.js';
 import { type Connection, type RequestOptions, RpcError } from '../client/connection.js';
@@ -76,7 +77,7 @@ export interface UpstreamOptions {
   /** Requests in flight at once; past it, a request fails at once (one slow upstream cannot hold the gateway). */
   maxPending: number;
   health: UpstreamHealth | undefined;
-  log(line: string): void;
+  log: Logger;
 }
 
 /**
@@ -159,8 +160,10 @@ export class Upstream extends EventEmitter {
       this.#upSince = Date.now();
       connection.on('exit', () => this.#lost(connection, 'the server is gone'));
       this.#set('up');
-      this.#options.log(
+      this.#options.log.info(
+        'upstream.started',
         `server "${this.name}" started${connection.pid === undefined ? '' : ` (pid ${connection.pid})`}, speaking ${connection.protocolVersion ?? 'an unknown revision'}`,
+        { upstream: this.name, ...(connection.pid === undefined ? {} : { pid: connection.pid }), protocolVersion: connection.protocolVersion },
       );
       this.emit('up');
     } catch (err) {
@@ -181,7 +184,7 @@ export class Upstream extends EventEmitter {
     this.#why = why;
     this.#set('down', why);
     if (this.#closed) return;
-    this.#options.log(`server "${this.name}" is down: ${why}`);
+    this.#options.log.warn('upstream.down', `server "${this.name}" is down: ${why}`, { upstream: this.name, why });
     this.emit('down', why);
     const delay = Math.min(RESTART_FIRST_MS * 2 ** this.#restarts++, RESTART_MAX_MS);
     this.#timer = setTimeout(() => {

@@ -14,8 +14,6 @@ const TRACE_KEYS = ['traceparent', 'tracestate', 'baggage'] as const;
 
 let loaded: Promise<Api | undefined> | undefined;
 let api: Api | undefined;
-/** The tracer, got once (the API's proxy finds the provider a host registers later). */
-let tracer: import('@opentelemetry/api').Tracer | undefined;
 
 /** Loads @opentelemetry/api once; undefined when it is not installed. */
 export function loadTraceApi(): Promise<Api | undefined> {
@@ -100,12 +98,14 @@ export function startRequestSpan(
   }
   if (prompt !== undefined) attrs['gen_ai.prompt.name'] = prompt;
   for (const [key, value] of Object.entries(attributes)) if (value !== undefined) attrs[key] = value;
-  tracer ??= api.trace.getTracer('mcp-frame');
-  const span: Span = tracer.startSpan(
-    target === undefined ? method : `${method} ${target}`,
-    { kind: kind === 'server' ? api.SpanKind.SERVER : api.SpanKind.CLIENT, attributes: attrs },
-    parent,
-  );
+  // Got for each span, never kept: a proxy tracer keeps the provider it first found, and a host may register another.
+  const span: Span = api.trace
+    .getTracer('mcp-frame')
+    .startSpan(
+      target === undefined ? method : `${method} ${target}`,
+      { kind: kind === 'server' ? api.SpanKind.SERVER : api.SpanKind.CLIENT, attributes: attrs },
+      parent,
+    );
   // The span's context replaces the caller's for the next hop; with no propagator registered (no SDK), nothing is
   // injected and the caller's own trace headers go on as they came.
   const carrier: Json = {};

@@ -12,10 +12,10 @@ import { Gateway } from '../gateway/gateway.js';
 import type { Policy } from '../gateway/policy.js';
 import type { Caller } from '../protocol/caller.js';
 import type { UpstreamHealth } from '../gateway/upstream.js';
+import type { Logger } from '../log.js';
 import type { EventStreamOptions } from './event-stream.js';
 import { type MetricsRegistry, type Observer, observe } from './observer.js';
 import type { ResourceServer } from './resource-server.js';
-import { CODES } from '../protocol/codes.js';
 
 /** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
 export type ServedChild = StdioChannel | Gateway;
@@ -52,7 +52,7 @@ export interface ServeContext {
   maxPendingPerSession: number;
   stream: EventStreamOptions;
   trace: boolean;
-  log(line: string, fields?: LogFields): void;
+  log: Logger;
   /** What serve reports to (metrics, the request log); undefined: nothing is counted. */
   observer?: Observer | undefined;
   /** With metrics: the registry /metrics answers from. */
@@ -77,15 +77,8 @@ export function pidNote(child: ServedChild): string {
   return child.pid === undefined ? '' : ` (server pid ${child.pid})`;
 }
 
-/** Structured members of a log line (the JSON log's; the text log has the line alone). */
-export interface LogFields {
-  event?: string;
-  level?: 'debug' | 'info' | 'warn' | 'error';
-  [key: string]: unknown;
-}
-
 /** Starts the session's child process (its stderr and bad frames logged under `label`), or its gateway (for `caller`). */
-export function startChild(ctx: ServeContext, label: string, caller?: Caller): ServedChild {
+export function startChild(ctx: ServeContext, label: string, caller?: Caller, log: Logger = ctx.log.child({ label }, label)): ServedChild {
   const era = label === MODERN_LABEL ? 'modern' : 'legacy';
   if (ctx.gateway !== undefined) {
     const gateway = ctx.gateway(label, caller);
@@ -95,14 +88,14 @@ export function startChild(ctx: ServeContext, label: string, caller?: Caller): S
   const channel = new StdioChannel(ctx.entry!, { name: ctx.name, inheritEnv: ctx.inheritEnv, shutdownGraceMs: ctx.shutdownGraceMs });
   observe(channel, ctx.observer, era, label, ctx.tracing === true);
   watchChild(channel, channel.started, ctx.observer);
-  channel.on('stderr', (line: string) => ctx.log(`${label} server stderr: ${safeLine(line)}`));
+  channel.on('stderr', (line: string) => log.info('server.stderr', `server stderr: ${safeLine(line)}`, { line: safeLine(line) }));
   channel.on('invalid', (err: FrameError) => {
     ctx.observer?.badFrame?.('server');
-    ctx.log(`${label} skipped a bad frame from the server: ${frameProblem(err)}`);
+    log.warn('server.bad_frame', `skipped a bad frame from the server: ${frameProblem(err)}`, { code: err.code });
   });
   if (ctx.trace) {
     channel.on('wire', (direction: string, text: string) => {
-      ctx.log(`${label} ${direction === 'send' ? '->' : '<-'} ${printableJson(redactMessage(tryParse(text)))}`);
+      log.info('server.frame', `${direction === 'send' ? '->' : '<-'} ${printableJson(redactMessage(tryParse(text)))}`, { direction });
     });
   }
   return channel;
@@ -141,19 +134,6 @@ export function watchChild(
     running = false;
   });
 }
-
-/** A JSON-RPC error response. */
-export function rpcError(
-  id: unknown,
-  code: number,
-  message: string,
-  data?: unknown,
-): { jsonrpc: '2.0'; id: unknown; error: { code: number; message: string; data?: unknown } } {
-  return { jsonrpc: '2.0', id: id ?? null, error: { code, message, ...(data === undefined ? {} : { data }) } };
-}
-
-/** The JSON-RPC error code for a failure of the server behind serve. */
-export const SERVER_ERROR = CODES.serverError;
 
 /**
  * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name

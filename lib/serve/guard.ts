@@ -6,7 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { isLoopback } from '../protocol/loopback.js';
-import type { Refusal } from './session.js';
+import { Refusal } from '../protocol/refusal.js';
 
 interface GuardOptions {
   /** The address the server listens on. */
@@ -90,21 +90,21 @@ export class Guard {
   }
 
   /** Why `req` is refused, or undefined when it may go on. */
-  check(req: IncomingMessage): (Refusal & { headers?: Record<string, string> }) | undefined {
+  check(req: IncomingMessage): Refusal | undefined {
     const host = (req.headers.host ?? '').toLowerCase();
     if (!this.#hosts.has(host)) {
-      return {
-        status: 403,
-        reason: `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on (admit it with --allow-host ${allowHostHint(host)})`,
-      };
+      return new Refusal(
+        403,
+        `Host ${JSON.stringify(host.slice(0, 60))} is not the address this server listens on (admit it with --allow-host ${allowHostHint(host)})`,
+      );
     }
     const origin = req.headers.origin;
     if (origin !== undefined && !this.originAllowed(origin)) {
-      return { status: 403, reason: `Origin ${JSON.stringify(origin.slice(0, 60))} is not allowed (add it with --allow-origin)` };
+      return new Refusal(403, `Origin ${JSON.stringify(origin.slice(0, 60))} is not allowed (add it with --allow-origin)`);
     }
     if (this.#token !== undefined && !this.#tokenMatches(req.headers.authorization)) {
       const reason = req.headers.authorization === undefined ? 'no Authorization header' : 'wrong bearer token';
-      return { status: 401, reason, headers: { 'WWW-Authenticate': 'Bearer' } };
+      return new Refusal(401, reason, { headers: { 'WWW-Authenticate': 'Bearer' } });
     }
     return undefined;
   }

@@ -12,13 +12,15 @@ import { requestTarget } from '../protocol/target.js';
 import { decodeUtf8 } from '../framings/bytes.js';
 import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
-import { commandProblem, rpcError, SERVER_ERROR, type ServeContext, type ServedChild, pidNote } from './context.js';
+import { commandProblem, type ServeContext, type ServedChild, pidNote } from './context.js';
 import type { Guard } from './guard.js';
 import { LegacySession } from './legacy.js';
 import type { ModernHub } from './modern.js';
 import { isPeerKey, PEER_HEADER, PEER_REFUSED_HEADER } from './peer.js';
-import { type Refusal, StreamableSession } from './session.js';
+import { StreamableSession } from './session.js';
+import { Refusal } from '../protocol/refusal.js';
 import type { Caller } from '../protocol/caller.js';
+import type { Logger } from '../log.js';
 import type { MetricsRegistry, Observer } from './observer.js';
 import type { Authentication, ResourceServer } from './resource-server.js';
 import {
@@ -83,14 +85,14 @@ export interface SessionTable {
   count(): number;
   maxSessions: number;
   /** Registers a session's end (logged once). */
-  ended(kind: 'streamable' | 'legacy', id: string, label: string, why: string): void;
+  ended(kind: 'streamable' | 'legacy', id: string, log: Logger, why: string): void;
   /** Where replicas share sessions (serve --store), if they do. */
   store: ReplicaStore | undefined;
   /**
    * A new session's id, once there is room for it (across the replicas, with a store) and its server's turn to
    * start has come, or why not, and when to try again.
    */
-  admit(): Promise<Admitted | { refused: string; retryAfterS?: number }>;
+  admit(): Promise<Admitted | Refusal>;
 }
 
 /** A session admitted: its id, and its server's turn to start, held until the server answers (or fails). */
@@ -101,17 +103,8 @@ interface Admitted {
   abandon(): void;
 }
 
-/** A refusal as sent: its headers, and the JSON-RPC error code of its body. */
-type Reply = Refusal & { headers?: Record<string, string>; code?: number; id?: unknown; data?: unknown };
-
-class Refused extends Error {
-  constructor(readonly reply: Reply) {
-    super(reply.reason);
-  }
-}
-
 const refuse = (status: number, reason: string, headers?: Record<string, string>): never => {
-  throw new Refused({ status, reason, ...(headers === undefined ? {} : { headers }) });
+  throw new Refusal(status, reason, headers === undefined ? {} : { headers });
 };
 
 function accepts(req: IncomingMessage, ...types: string[]): boolean {
@@ -128,13 +121,13 @@ function requireJsonBody(req: IncomingMessage): void {
 /** The body, read no further than `limit` bytes: past it, 413 and the rest is not read. */
 async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length']);
-  if (declared > limit) throw new Refused({ status: 413, reason: `the body is ${declared} bytes, over the limit of ${limit}` });
+  if (declared > limit) throw new Refusal(413, `the body is ${declared} bytes, over the limit of ${limit}`);
   const { body, over } = await readCapped(req, limit);
-  if (over) throw new Refused({ status: 413, reason: `the body is over the limit of ${limit} bytes` });
+  if (over) throw new Refusal(413, `the body is over the limit of ${limit} bytes`);
   // Replacing bad bytes with U+FFFD would change the message (two keys could become one): refused, as the
   // decoders refuse them.
   const text = decodeUtf8(body, 0, body.length);
-  if (text === undefined) throw new Refused({ status: 400, reason: 'the body is not valid UTF-8', code: CODES.parseError });
+  if (text === undefined) throw new Refusal(400, 'the body is not valid UTF-8', { code: CODES.parseError });
   return text;
 }
 
@@ -167,7 +160,7 @@ function drainOrClose(req: IncomingMessage): void {
 function parseMessages(body: string): unknown[] {
   const parsed = tryParse(body);
   const problem = problemOf(parsed, body, DEFAULT_MAX_DEPTH);
-  if (problem !== undefined) throw new Refused({ status: 400, reason: `the body ${problem.reason}`, code: CODES.parseError });
+  if (problem !== undefined) throw new Refusal(400, `the body ${problem.reason}`, { code: CODES.parseError });
   const messages = Array.isArray(parsed) ? parsed : [parsed];
   if (messages.length === 0) refuse(400, 'the body is an empty batch');
   for (const msg of messages) {
@@ -181,9 +174,7 @@ const VERSIONS = [...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS];
 
 /** The revision's UnsupportedProtocolVersionError: 400, -32022, with what is supported and what was asked. */
 function unsupported(requested: string, supported: readonly string[], where: string): never {
-  throw new Refused({
-    status: 400,
-    reason: `unsupported protocol version ${JSON.stringify(requested.slice(0, 40))} in ${where} (supported: ${supported.join(', ')})`,
+  throw new Refusal(400, `unsupported protocol version ${JSON.stringify(requested.slice(0, 40))} in ${where} (supported: ${supported.join(', ')})`, {
     code: MODERN_ERRORS.unsupportedProtocolVersion,
     data: { supported, requested: requested.slice(0, 100) },
   });
@@ -204,11 +195,9 @@ function modernRequest(messages: unknown[], req: IncomingMessage): JsonRpcReques
   const [msg] = messages;
   if (messages.length !== 1 || !isRequest(msg) || !isEnvelopeRequest(msg, req.headers['mcp-protocol-version'])) return undefined;
   const problem = envelopeProblem(msg);
-  if (problem !== undefined)
-    throw new Refused({ status: 400, reason: `invalid request envelope: ${problem}`, code: CODES.invalidParams, id: msg.id });
+  if (problem !== undefined) throw new Refusal(400, `invalid request envelope: ${problem}`, { code: CODES.invalidParams, id: msg.id });
   const mismatch = headerMismatch(msg as unknown as Record<string, unknown>, req.headers);
-  if (mismatch !== undefined)
-    throw new Refused({ status: 400, reason: `header mismatch: ${mismatch}`, code: MODERN_ERRORS.headerMismatch, id: msg.id });
+  if (mismatch !== undefined) throw new Refusal(400, `header mismatch: ${mismatch}`, { code: MODERN_ERRORS.headerMismatch, id: msg.id });
   const version = metaVersion(msg)!;
   if (!MODERN_PROTOCOL_VERSIONS.includes(version)) unsupported(version, MODERN_PROTOCOL_VERSIONS, '_meta');
   return msg;
@@ -285,7 +274,7 @@ export class HttpFront {
     const peer = req.headers[PEER_HEADER];
     if (peer !== undefined && !isPeerKey(peer, this.#sessions.store?.peerKey)) {
       const reason = 'the peer key is not this service’s (a replica forwards with the key the store gives)';
-      return this.#refuse(req, res, { status: 403, reason, headers: { [PEER_REFUSED_HEADER]: '1' } });
+      return this.#refuse(req, res, new Refusal(403, reason, { headers: { [PEER_REFUSED_HEADER]: '1' } }));
     }
     this.#dispatch(req, res, peer !== undefined);
   }
@@ -297,14 +286,14 @@ export class HttpFront {
 
   #dispatch(req: IncomingMessage, res: ServerResponse, forwarded: boolean): void {
     this.#route(req, res, forwarded).catch((err: unknown) => {
-      const reply: Reply =
-        err instanceof Refused
-          ? err.reply
+      const reply =
+        err instanceof Refusal
+          ? err
           : err instanceof StoreUnavailable
-            ? { status: 503, reason: err.message }
+            ? new Refusal(503, err.message)
             : err instanceof MayHaveRun
-              ? { status: 502, reason: err.message }
-              : { status: 500, reason: safeLine((err as Error).message) };
+              ? new Refusal(502, err.message)
+              : new Refusal(500, safeLine((err as Error).message));
       try {
         this.#refuse(req, res, reply);
       } catch {
@@ -329,7 +318,7 @@ export class HttpFront {
       }
       const refusal = this.#guard.check(req);
       if (refusal?.status === 401) this.#ctx.observer?.authRefused?.(req.headers.authorization === undefined ? 'missing' : 'invalid');
-      if (refusal !== undefined) throw new Refused(refusal);
+      if (refusal !== undefined) throw refusal;
     }
     const rs = this.#ctx.resourceServer;
     if (rs?.metadataPaths.includes(path)) return this.#metadata(req, res, rs);
@@ -372,7 +361,7 @@ export class HttpFront {
     this.#ctx.observer?.authRefused?.(
       verdict.status === 403 ? 'insufficient_scope' : req.headers.authorization === undefined ? 'missing' : 'invalid',
     );
-    throw new Refused({ status: verdict.status, reason: verdict.reason, headers: { 'WWW-Authenticate': verdict.challenge } });
+    throw new Refusal(verdict.status, verdict.reason, { headers: { 'WWW-Authenticate': verdict.challenge } });
   }
 
   /**
@@ -392,12 +381,7 @@ export class HttpFront {
       if (decision.allowed || decision.scopes === undefined) continue;
       const up = rs.stepUp(caller, decision.scopes);
       this.#ctx.observer?.authRefused?.('insufficient_scope');
-      throw new Refused({
-        status: 403,
-        reason: `${up.reason} (${safeLine(name.slice(0, 80))})`,
-        headers: { 'WWW-Authenticate': up.challenge },
-        id: msg.id,
-      });
+      throw new Refusal(403, `${up.reason} (${safeLine(name.slice(0, 80))})`, { headers: { 'WWW-Authenticate': up.challenge }, id: msg.id });
     }
   }
 
@@ -430,8 +414,7 @@ export class HttpFront {
     } catch (err) {
       // Once the body parsed, an error answer carries the id of the request it answers.
       const [only] = messages;
-      if (err instanceof Refused && err.reply.id === undefined && messages.length === 1 && isRequest(only))
-        throw new Refused({ ...err.reply, id: only.id });
+      if (err instanceof Refusal && err.id === undefined && messages.length === 1 && isRequest(only)) throw err.of(only.id);
       throw err;
     }
   }
@@ -457,7 +440,7 @@ export class HttpFront {
     const session = initialize === undefined ? await this.#session(req, res, forwarded, caller, body) : await this.#open(req, messages, caller);
     if (session === undefined) return;
     const refusal = session.refusePost(messages);
-    if (refusal !== undefined) throw new Refused(refusal);
+    if (refusal !== undefined) throw refusal;
     session.post(messages, res, caller);
   }
 
@@ -468,7 +451,7 @@ export class HttpFront {
     if (session === undefined) return;
     const lastEventId = req.headers['last-event-id'];
     const refusal = session.get(res, typeof lastEventId === 'string' ? lastEventId : undefined);
-    if (refusal !== undefined) throw new Refused(refusal);
+    if (refusal !== undefined) throw refusal;
   }
 
   async #delete(req: IncomingMessage, res: ServerResponse, forwarded: boolean, caller: Caller | undefined): Promise<void> {
@@ -533,7 +516,7 @@ export class HttpFront {
     if (req.headers['mcp-session-id'] !== undefined) refuse(400, 'initialize must not name a session');
     if (messages.length > 1) refuse(400, 'initialize must be sent alone');
     const { id, starting } = await this.#admit();
-    const session = new StreamableSession(this.#ctx, id, (s, why) => this.#sessions.ended('streamable', s.id, s.label, why), caller);
+    const session = new StreamableSession(this.#ctx, id, (s, why) => this.#sessions.ended('streamable', s.id, s.log, why), caller);
     starting(session.channel);
     await this.#started(this.#sessions.streamable, session, '');
     return session;
@@ -552,13 +535,16 @@ export class HttpFront {
     }
     this.#ctx.startFailure = undefined;
     this.#ctx.observer?.sessionOpened?.(how === '' ? 'streamable' : 'legacy');
-    this.#ctx.log(`${session.label} started${how}${pidNote(session.channel)}`);
+    session.log.info('session.started', `started${how}${pidNote(session.channel)}`, {
+      transport: how === '' ? 'streamable' : 'sse',
+      ...(session.channel.pid === undefined ? {} : { pid: session.channel.pid }),
+    });
   }
 
   /** A new session's id and its turn to start, once there is room for it; 503 otherwise. */
   async #admit(): Promise<Admitted> {
     const room = await this.#sessions.admit();
-    if ('refused' in room) refuse(503, room.refused, room.retryAfterS === undefined ? undefined : { 'Retry-After': String(room.retryAfterS) });
+    if (room instanceof Refusal) throw room;
     return room as Admitted;
   }
 
@@ -566,7 +552,7 @@ export class HttpFront {
     if (req.method !== 'GET') refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /sse`, { Allow: 'GET' });
     if (!accepts(req, 'text/event-stream')) refuse(406, 'Accept must list text/event-stream');
     const { id, starting } = await this.#admit();
-    const session = new LegacySession(this.#ctx, id, (s, why) => this.#sessions.ended('legacy', s.id, s.label, why), caller);
+    const session = new LegacySession(this.#ctx, id, (s, why) => this.#sessions.ended('legacy', s.id, s.log, why), caller);
     starting(session.channel);
     await this.#started(this.#sessions.legacy, session, ' over the legacy SSE transport');
     session.attach(res);
@@ -610,15 +596,19 @@ export class HttpFront {
       .end(req.method === 'HEAD' ? undefined : body);
   }
 
-  #refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+  #refuse(req: IncomingMessage, res: ServerResponse, reply: Refusal): void {
     // The path alone: a query may carry a session id (the legacy endpoint's) or a token.
     const path = requestTarget(req.url)?.path ?? '(not a path)';
-    this.#ctx.log(`${reply.status} ${safeLine(req.method ?? '')} ${safeLine(path.slice(0, 80))}: ${safeLine(reply.reason)}`);
+    const line = `${reply.status} ${safeLine(req.method ?? '')} ${safeLine(path.slice(0, 80))}: ${safeLine(reply.reason)}`;
+    const fields = { status: reply.status, method: safeLine(req.method ?? ''), path: safeLine(path.slice(0, 80)) };
+    // A refusal is the client's doing (4xx), news for the operator only when it is serve's (5xx).
+    if (reply.status >= 500) this.#ctx.log.error('refused', line, fields);
+    else this.#ctx.log.info('refused', line, fields);
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    const body = JSON.stringify(rpcError(reply.id ?? null, reply.code ?? SERVER_ERROR, reply.reason, reply.data));
+    const body = JSON.stringify(reply.body());
     res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers }).end(body);
     // A body left unread (413) is drained within bounds, so that the client reads the answer.
     if (reply.status === 413) drainOrClose(req);

@@ -4,8 +4,9 @@
  * server offered to a stdio-only host (bridge).
  */
 export { type BridgeOptions, type BridgeResult, bridge } from './bridge.js';
-export { type LogLevel, type ServeAuthOptions, type ServeHandle, type ServeOptions, type ServeTarget, serve } from './serve.js';
+export { type ServeAuthOptions, type ServeHandle, type ServeOptions, type ServeTarget, serve } from './serve.js';
 export type { ServePaths } from './context.js';
+export { createLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from '../log.js';
 export { CALLER_META, Gateway, type GatewayObserver, type GatewayOptions } from '../gateway/gateway.js';
 export type { Caller } from '../protocol/caller.js';
 export { type Decision, Policy, PolicyError, type PolicyRule } from '../gateway/policy.js';

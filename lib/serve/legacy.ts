@@ -3,11 +3,13 @@
  * server sends; the client POSTs to the endpoint the first event names. The stream is the session: when it
  * closes, the child is closed.
  */
+import { CODES } from '../protocol/codes.js';
 import type { ServerResponse } from 'node:http';
 
-import { idKey, isRequest, isResponse } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
+import { idKey, isRequest, isResponse, rpcError } from '../jsonrpc.js';
+import { type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
 import type { Caller } from '../protocol/caller.js';
+import type { Logger } from '../log.js';
 import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
 
 export class LegacySession {
@@ -15,6 +17,8 @@ export class LegacySession {
   readonly label: string;
   readonly channel: ServedChild;
   readonly #ctx: ServeContext;
+  /** Its lines, bound to it. */
+  readonly log: Logger;
   #res: ServerResponse | undefined;
   #ended: string | undefined;
   /** Requests sent to the child and not answered yet, by id as sent: a child that dies owes each an error. */
@@ -28,7 +32,8 @@ export class LegacySession {
     this.id = id;
     this.owner = caller?.subject;
     this.label = `session ${shortId(this.id)}`;
-    this.channel = startChild(ctx, this.label, caller);
+    this.log = ctx.log.child({ session: shortId(this.id), transport: 'sse' }, this.label);
+    this.channel = startChild(ctx, this.label, caller, this.log);
     this.channel.on('message', (msg: unknown) => {
       if (isResponse(msg)) this.#pending.delete(idKey(msg.id));
       this.#write(msg);
@@ -36,7 +41,7 @@ export class LegacySession {
     this.channel.on('close', () => {
       this.#ended ??= this.channel.endError('the server is gone').message;
       // As on /mcp: what was in flight is answered at once, not left to the client's own timeout.
-      for (const id of this.#pending.values()) this.#write(rpcError(id, SERVER_ERROR, this.#ended));
+      for (const id of this.#pending.values()) this.#write(rpcError(id, CODES.serverError, this.#ended));
       this.#pending.clear();
       this.#res?.end();
       onEnd(this, this.#ended);
@@ -61,7 +66,7 @@ export class LegacySession {
     for (const msg of messages) {
       if (isRequest(msg)) this.#pending.set(idKey(msg.id), msg.id);
       sendAs(this.channel, msg, caller).catch((err: Error) => {
-        if (isRequest(msg) && this.#pending.delete(idKey(msg.id))) this.#write(rpcError(msg.id, SERVER_ERROR, err.message));
+        if (isRequest(msg) && this.#pending.delete(idKey(msg.id))) this.#write(rpcError(msg.id, CODES.serverError, err.message));
       });
     }
   }

@@ -41,11 +41,11 @@ import {
 } from '../protocol/modern.js';
 import { listPages } from '../protocol/paging.js';
 
-import { isObject, isRequest, isResponse, type JsonRpcRequest } from '../jsonrpc.js';
+import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../jsonrpc.js';
 import { VERSION } from '../version.js';
 import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
 import { type Caller, sameCaller } from '../protocol/caller.js';
-import { MODERN_LABEL, rpcError, sendAs, SERVER_ERROR, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
+import { MODERN_LABEL, sendAs, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
 import { CODES } from '../protocol/codes.js';
 
@@ -228,7 +228,7 @@ export class ModernHub {
     });
     const forwarded = { ...msg, id: n, ...(params === undefined ? {} : { params }) };
     if (params === undefined) delete (forwarded as { params?: unknown }).params;
-    sendAs(child, forwarded, exchange.caller).catch((err: Error) => this.#answer(n, rpcError(n, SERVER_ERROR, err.message)));
+    sendAs(child, forwarded, exchange.caller).catch((err: Error) => this.#answer(n, rpcError(n, CODES.serverError, err.message)));
   }
 
   /**
@@ -260,9 +260,9 @@ export class ModernHub {
     const answer = responses[suspended.key];
     const reply =
       answer === undefined
-        ? rpcError(suspended.askId, SERVER_ERROR, 'the client sent no answer for it')
+        ? rpcError(suspended.askId, CODES.serverError, 'the client sent no answer for it')
         : { jsonrpc: '2.0', id: suspended.askId, result: answer };
-    sendAs(child, reply, caller).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, SERVER_ERROR, err.message)));
+    sendAs(child, reply, caller).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, CODES.serverError, err.message)));
   }
 
   async close(): Promise<void> {
@@ -330,7 +330,7 @@ export class ModernHub {
     await child.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     this.#legacy = init.result;
     this.#era = 'legacy';
-    this.#ctx.log('the server for modern requests speaks only the initialize era: translating');
+    this.#ctx.log.info('server.translating', 'the server for modern requests speaks only the initialize era: translating', { label: MODERN_LABEL });
     return child;
   }
 
@@ -407,7 +407,8 @@ export class ModernHub {
       }, 'tools');
       this.#learnTools({ tools: listing.items });
       this.#toolsListed = listing.stopped === undefined;
-      if (listing.stopped !== undefined) this.#ctx.log(`the tool list of the server for modern requests: ${listing.stopped}`);
+      if (listing.stopped !== undefined)
+        this.#ctx.log.warn('server.list_stopped', `the tool list of the server for modern requests: ${listing.stopped}`, { label: MODERN_LABEL });
     }
     const params = isObject(msg.params) ? msg.params : {};
     const declared = typeof params.name === 'string' ? this.#toolHeaders.get(params.name) : undefined;
@@ -454,8 +455,9 @@ export class ModernHub {
     child.on('close', () => {
       if (this.#child === child) this.#child = undefined;
       const why = child.endError('the server is gone').message;
-      for (const n of [...this.#exchanges.keys()]) this.#answer(n, rpcError(n, SERVER_ERROR, why));
-      if (this.#ctx.shuttingDown !== true) this.#ctx.log(`the server for modern requests ended: ${why}`);
+      for (const n of [...this.#exchanges.keys()]) this.#answer(n, rpcError(n, CODES.serverError, why));
+      if (this.#ctx.shuttingDown !== true)
+        this.#ctx.log.warn('server.ended', `the server for modern requests ended: ${why}`, { label: MODERN_LABEL, why });
     });
     try {
       await child.started;
@@ -463,7 +465,10 @@ export class ModernHub {
       this.#child = undefined;
       throw err;
     }
-    this.#ctx.log(`the server for modern requests started${pidNote(child)}`);
+    this.#ctx.log.info('server.started', `the server for modern requests started${pidNote(child)}`, {
+      label: MODERN_LABEL,
+      ...(child.pid === undefined ? {} : { pid: child.pid }),
+    });
     return child;
   }
 
@@ -486,7 +491,9 @@ export class ModernHub {
     const res = this.#stream(exchange);
     writeEvent(res, `event: message\ndata: ${JSON.stringify(out)}\n\n`);
     if (res.writableLength > Math.max(UNREAD_BYTES, this.#ctx.maxMessageBytes)) {
-      this.#ctx.log(`cancelled a modern request: its client left ${res.writableLength} bytes of its response unread`);
+      this.#ctx.log.warn('request.unread', `cancelled a modern request: its client left ${res.writableLength} bytes of its response unread`, {
+        bytes: res.writableLength,
+      });
       res.destroy();
     }
   }
@@ -569,7 +576,7 @@ export class ModernHub {
     const exchange = n === undefined ? undefined : this.#exchanges.get(n);
     if (exchange === undefined || n === undefined) {
       this.#dropped(ask, byGateway ? 'the gateway named no request in flight' : 'it belongs to no one request in flight');
-      return void child.send(rpcError(ask.id, SERVER_ERROR, 'serve cannot tell which client this request is for')).catch(() => undefined);
+      return void child.send(rpcError(ask.id, CODES.serverError, 'serve cannot tell which client this request is for')).catch(() => undefined);
     }
     const needed = INPUT_CAPABILITIES[ask.method];
     if (ask.method === 'roots/list' && exchange.capabilities.roots === undefined) {
@@ -581,7 +588,7 @@ export class ModernHub {
     if (needed !== undefined && exchange.capabilities[needed] === undefined) {
       // The calling client cannot answer it: the revision's -32021 for the client, the call cancelled.
       this.#forget(n, true);
-      child.send(rpcError(ask.id, SERVER_ERROR, `the client did not declare ${needed}`)).catch(() => undefined);
+      child.send(rpcError(ask.id, CODES.serverError, `the client did not declare ${needed}`)).catch(() => undefined);
       child
         .send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: n, reason: `the client did not declare ${needed}` } })
         .catch(() => undefined);
@@ -600,7 +607,7 @@ export class ModernHub {
     const key = 'input';
     const timer = setTimeout(() => {
       if (!this.#suspended.delete(state)) return;
-      child.send(rpcError(ask.id, SERVER_ERROR, 'the client did not come back with an answer')).catch(() => undefined);
+      child.send(rpcError(ask.id, CODES.serverError, 'the client did not come back with an answer')).catch(() => undefined);
     }, INPUT_WAIT_MS);
     this.#suspended.set(state, { n, askId: ask.id, key, timer, caller: exchange.caller });
     this.#forget(n);
@@ -666,7 +673,10 @@ export class ModernHub {
 
   #dropped(msg: unknown, why: string): void {
     this.#droppedCount++;
-    if (this.#ctx.trace) this.#ctx.log(`dropped a message of the server for modern requests (${why}): ${JSON.stringify(msg).slice(0, 80)}`);
+    if (this.#ctx.trace)
+      this.#ctx.log.info('server.dropped', `dropped a message of the server for modern requests (${why}): ${JSON.stringify(msg).slice(0, 80)}`, {
+        why,
+      });
   }
 }
 

@@ -10,11 +10,12 @@
  * share through the store (anyone who can read the store can speak in any session already), in a header of its
  * own. A request whose peer key is wrong is refused with 403 before anything is read.
  */
+import { CODES } from '../protocol/codes.js';
+import { rpcError } from '../jsonrpc.js';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { timingSafeEqual } from 'node:crypto';
 import { safeLine } from '../errors.js';
-import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
 import type { TunnelRequest } from './store.js';
 
@@ -116,5 +117,5 @@ function lost(res: http.ServerResponse, err: Error): void {
     return;
   }
   const why = `the replica that holds the session was lost after it took the request (${safeLine(err.message)}): the request may have run`;
-  res.writeHead(502, { 'Content-Type': 'application/json' }).end(JSON.stringify(rpcError(null, SERVER_ERROR, why)));
+  res.writeHead(502, { 'Content-Type': 'application/json' }).end(JSON.stringify(rpcError(null, CODES.serverError, why)));
 }

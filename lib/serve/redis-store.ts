@@ -12,11 +12,13 @@
  * a dead replica's sessions are 404 everywhere within ALIVE_MS. Each replica subscribes to <p>:to:<replica>:
  * requests for its sessions come in there, and answers to the requests it carried out.
  */
+import { CODES } from '../protocol/codes.js';
+import { rpcError } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { createClient, createCluster, createSentinel } from '@redis/client';
 import { safeLine } from '../errors.js';
-import { rpcError, SERVER_ERROR } from './context.js';
 import { whenGone } from './event-stream.js';
 import {
   MayHaveRun,
@@ -273,7 +275,7 @@ export class RedisStore implements ReplicaStore {
   readonly #prefix: string;
   #client: StoreConnection;
   #subscriber: StoreConnection;
-  readonly #log: (line: string) => void;
+  readonly #log: Logger;
   /** Sessions this replica owns, registered again if the store comes back empty (a restart without persistence). */
   readonly #local = new Set<string>();
   /** Sessions ended here whose removal from the store is on its way, and when it is done. */
@@ -330,7 +332,7 @@ export class RedisStore implements ReplicaStore {
   /** A forward found an owner that does not share the key (the store lost it): read it again. */
   #peerKeyStale = false;
 
-  constructor(url: string, prefix: string, log: (line: string) => void, address?: string) {
+  constructor(url: string, prefix: string, log: Logger, address?: string) {
     this.#url = url;
     this.#address = address;
     this.#prefix = hashTagged(prefix);
@@ -364,7 +366,7 @@ export class RedisStore implements ReplicaStore {
     // Back after an outage: beat at once, and register this replica's sessions again in case the store lost them.
     client.on('ready', () => {
       if (!current(client)) return;
-      if (this.#lastError !== undefined) this.#log(`the session store ${this.name} answers again`);
+      if (this.#lastError !== undefined) this.#log.info('store.up', `the session store ${this.name} answers again`, { store: this.name });
       this.#lastError = undefined;
       void this.#heartbeat(true);
     });
@@ -429,7 +431,10 @@ export class RedisStore implements ReplicaStore {
       [this.#client, this.#subscriber] = [client, subscriber];
       this.#url = next.toString();
       this.#readOnly = undefined;
-      this.#log(`the session store ${before} is a replica now: following its primary, ${this.name}`);
+      this.#log.warn('store.failover', `the session store ${before} is a replica now: following its primary, ${this.name}`, {
+        store: this.name,
+        was: before,
+      });
       for (const c of old) void c.close().catch(() => c.destroy());
       // Answers published on the old node while this replica moved may be lost.
       this.#loseAll();
@@ -623,7 +628,7 @@ export class RedisStore implements ReplicaStore {
       }
       if (this.#readOnly !== undefined && WRITES.has(args[0]!)) {
         this.#readOnly = undefined;
-        this.#log(`the session store ${this.name} takes writes again`);
+        this.#log.info('store.writable', `the session store ${this.name} takes writes again`, { store: this.name });
         // A node that was a replica took its primary's data: this replica's sessions are registered again.
         void this.#heartbeat(true);
       }
@@ -633,7 +638,8 @@ export class RedisStore implements ReplicaStore {
       this.#stalled = undefined;
       const message = safeLine((err as Error).message);
       if (message.startsWith('READONLY')) {
-        if (this.#readOnly === undefined) this.#log(`the session store ${this.name} takes no writes: ${message.slice(0, 120)}`);
+        if (this.#readOnly === undefined)
+          this.#log.error('store.read_only', `the session store ${this.name} takes no writes: ${message.slice(0, 120)}`, { store: this.name });
         this.#readOnly = message.slice(0, 120);
         void this.#followPrimary();
       }
@@ -690,7 +696,8 @@ export class RedisStore implements ReplicaStore {
 
   #failed(err: Error): void {
     const text = safeLine(err.message || err.name).slice(0, 200);
-    if (this.#lastError === undefined && !this.#closed) this.#log(`the session store ${this.name} is unreachable: ${text}`);
+    if (this.#lastError === undefined && !this.#closed)
+      this.#log.error('store.down', `the session store ${this.name} is unreachable: ${text}`, { store: this.name });
     this.#lastError = text;
   }
 
@@ -875,7 +882,7 @@ function answerLost(res: ServerResponse): void {
     return;
   }
   const body = JSON.stringify(
-    rpcError(null, SERVER_ERROR, 'the answer was lost between replicas (the session store was out of reach): the request may have run'),
+    rpcError(null, CODES.serverError, 'the answer was lost between replicas (the session store was out of reach): the request may have run'),
   );
   res.writeHead(502, { 'Content-Type': 'application/json' }).end(body);
 }
@@ -896,11 +903,11 @@ function ownerGone(res: ServerResponse, method: string): void {
           'the replica that held the session stopped while it had this request: it may have run; the session is gone (start a new one with initialize)',
         ]
       : [404, 'the replica that held the session has stopped (start a new session with initialize)'];
-  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(rpcError(null, SERVER_ERROR, why)));
+  res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(rpcError(null, CODES.serverError, why)));
 }
 
 /** The store for `serve --store <url>`, connected (or retrying in the background if the store is down). */
-export async function redisStore(url: string, prefix: string, log: (line: string) => void, address?: string): Promise<RedisStore> {
+export async function redisStore(url: string, prefix: string, log: Logger, address?: string): Promise<RedisStore> {
   const store = new RedisStore(url, prefix, log, address);
   await store.start();
   return store;

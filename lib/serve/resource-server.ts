@@ -11,6 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Caller } from '../protocol/caller.js';
+import type { Logger } from '../log.js';
+import { Refusal } from '../protocol/refusal.js';
 import { isObject } from '../jsonrpc.js';
 import { missingPeer } from '../errors.js';
 
@@ -25,7 +27,7 @@ export interface ResourceServerOptions {
   otherScopes?: () => readonly string[];
   /** For opaque tokens: the introspection endpoint, with this server's own client credentials. */
   introspection?: { endpoint: string; clientId: string; clientSecret: string };
-  log(line: string): void;
+  log: Logger;
 }
 
 /** A request's verdict: its caller, or the status and WWW-Authenticate challenge to refuse it with. */
@@ -146,7 +148,8 @@ export class ResourceServer {
   async #verifyJwt(token: string): Promise<Caller> {
     await this.#discover();
     const jose = this.#jose!;
-    if (this.#keys === undefined) throw new Refusal('the authorization server publishes no keys (jwks_uri), and no introspection endpoint is set');
+    if (this.#keys === undefined)
+      throw new Refusal(401, 'the authorization server publishes no keys (jwks_uri), and no introspection endpoint is set');
     try {
       const { payload } = await jose.jwtVerify(token, this.#keys, {
         issuer: this.#options.issuer,
@@ -157,7 +160,7 @@ export class ResourceServer {
       });
       return callerOf(payload as Record<string, unknown>, this.#options.issuer);
     } catch (err) {
-      throw new Refusal(jwtProblem(err as Error & { code?: string; claim?: string }));
+      throw new Refusal(401, jwtProblem(err as Error & { code?: string; claim?: string }));
     }
   }
 
@@ -167,7 +170,7 @@ export class ResourceServer {
     if (this.#discovered) return;
     const failed = this.#discoveryFailed;
     if (failed !== undefined && Date.now() - failed.at < DISCOVERY_RETRY_MS)
-      throw new Refusal(`the issuer's metadata could not be read: ${failed.why}`);
+      throw new Refusal(401, `the issuer's metadata could not be read: ${failed.why}`);
     this.#discovering ??= this.#fetchMetadata().finally(() => {
       this.#discovering = undefined;
     });
@@ -208,14 +211,16 @@ export class ResourceServer {
     }
     const why = problems.join('; ');
     this.#discoveryFailed = { at: Date.now(), why };
-    this.#options.log(`the authorization server's metadata could not be read: ${why}`);
-    throw new Refusal(`the issuer's metadata could not be read: ${why}`);
+    this.#options.log.error('auth.discovery_failed', `the authorization server's metadata could not be read: ${why}`, {
+      issuer: this.#options.issuer,
+    });
+    throw new Refusal(401, `the issuer's metadata could not be read: ${why}`);
   }
 
   /** An opaque token, asked of the introspection endpoint (RFC 7662) once per token and cached for its life. */
   async #introspect(token: string): Promise<Caller> {
     const config = this.#options.introspection;
-    if (config === undefined) throw new Refusal('an opaque token, and no introspection endpoint is set to check it (--introspection-endpoint)');
+    if (config === undefined) throw new Refusal(401, 'an opaque token, and no introspection endpoint is set to check it (--introspection-endpoint)');
     const key = createHash('sha256').update(token).digest('base64url');
     const cached = this.#introspected.get(key);
     if (cached !== undefined && cached.until > Date.now()) return cached.caller;
@@ -238,26 +243,23 @@ export class ResourceServer {
       }
       answer = await res.json();
     } catch (err) {
-      this.#options.log(`token introspection failed: ${(err as Error).message}`);
-      throw new Refusal(`the introspection endpoint could not be asked: ${(err as Error).message}`);
+      this.#options.log.error('auth.introspection_failed', `token introspection failed: ${(err as Error).message}`);
+      throw new Refusal(401, `the introspection endpoint could not be asked: ${(err as Error).message}`);
     }
-    if (!isObject(answer) || answer.active !== true) throw new Refusal('the authorization server says the token is not active');
-    if (answer.iss !== undefined && answer.iss !== this.#options.issuer) throw new Refusal('the token was issued by another issuer');
+    if (!isObject(answer) || answer.active !== true) throw new Refusal(401, 'the authorization server says the token is not active');
+    if (answer.iss !== undefined && answer.iss !== this.#options.issuer) throw new Refusal(401, 'the token was issued by another issuer');
     const aud = answer.aud;
     if (aud !== undefined && !(aud === this.#options.resource || (Array.isArray(aud) && aud.includes(this.#options.resource))))
-      throw new Refusal('the token is for another resource (its audience is not this server)');
+      throw new Refusal(401, 'the token is for another resource (its audience is not this server)');
     const exp = typeof answer.exp === 'number' ? answer.exp * 1000 : undefined;
-    if (exp !== undefined && exp + LEEWAY_S * 1000 < Date.now()) throw new Refusal('the token has expired');
-    if (typeof answer.sub !== 'string') throw new Refusal('the introspection answer names no subject (sub)');
+    if (exp !== undefined && exp + LEEWAY_S * 1000 < Date.now()) throw new Refusal(401, 'the token has expired');
+    if (typeof answer.sub !== 'string') throw new Refusal(401, 'the introspection answer names no subject (sub)');
     const caller = callerOf(answer, this.#options.issuer);
     if (this.#introspected.size >= INTROSPECTION_CACHE_SIZE) this.#introspected.delete(this.#introspected.keys().next().value!);
     this.#introspected.set(key, { caller, until: Math.min(exp ?? Number.POSITIVE_INFINITY, Date.now() + INTROSPECTION_CACHE_MS) });
     return caller;
   }
 }
-
-/** Why a token is refused: the text for the challenge and the log (never the token). */
-class Refusal extends Error {}
 
 function callerOf(claims: Record<string, unknown>, issuer: string): Caller {
   const scope = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];

@@ -18,8 +18,8 @@ import { type PrefixMode, prefixClashes } from '../gateway/names.js';
 import { UpstreamHealth, type UpstreamOpener } from '../gateway/upstream.js';
 import { type FrameError, missingPeer, safeLine, frameProblem } from '../errors.js';
 
-import { debug } from '../debug.js';
-import { type LogFields, MODERN_LABEL, pidNote, type ServeContext, type ServedChild, type ServePaths, watchChild } from './context.js';
+import { createLogger, type Logger, type LogLevel } from '../log.js';
+import { MODERN_LABEL, pidNote, type ServeContext, type ServedChild, type ServePaths, watchChild } from './context.js';
 import type { MetricsSources } from './metrics.js';
 import type { MetricsRegistry, Observer } from './observer.js';
 import { isLoopback } from '../protocol/loopback.js';
@@ -29,9 +29,9 @@ import { ModernHub } from './modern.js';
 import { holdUntilAnswered, StartGate } from './start-gate.js';
 import { listenSocket, removeSocket, serveConnection } from './socket.js';
 import type { ReplicaStore } from './store.js';
-import { MIN_SECRET_LENGTH, replaceSecrets } from '../redaction.js';
 import { loadTraceApi } from '../protocol/trace.js';
 import { requestTarget } from '../protocol/target.js';
+import { Refusal } from '../protocol/refusal.js';
 
 export interface ServeOptions {
   /** The address HTTP listens on. @defaultValue '127.0.0.1' */
@@ -74,6 +74,11 @@ export interface ServeOptions {
   trace?: boolean;
   /** Where log lines go. @defaultValue a line on stderr */
   log?: (line: string) => void;
+  /**
+   * The logger every line goes to (levels, events and fields; see createLogger), in place of `log`, `logFormat`,
+   * `logLevel` and `logTime`. It should scrub the token as serve's own does (createLogger's `secrets`).
+   */
+  logger?: Logger;
   /**
    * A Redis URL (`redis://host:port[/db]`, `rediss://` for TLS, `redis+sentinel://host:port[,...]/<master name>[/db]` for the primary Sentinel names,
    * `redis+cluster://host:port[,...]` for a Redis Cluster): every serve given the same store (and prefix)
@@ -177,8 +182,6 @@ export interface ServeOptions {
   paths?: Partial<ServePaths>;
 }
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
 export interface ServeAuthOptions {
   /** The authorization server's issuer identifier (its tokens' `iss`, exactly). */
   issuer: string;
@@ -216,57 +219,23 @@ export interface ServeHandle {
   close(): Promise<void>;
 }
 
-/** A whole session id (a UUID) in a log line: only its first characters are kept (see shortId). */
-const SESSION_ID = /\b([0-9a-f]{8})-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
-
 /** Tokens shorter than this get a warning at start. */
 const SHORT_TOKEN = 16;
 
 /**
- * Every log line passes here: the token serve checks and whole session ids never reach a log, whatever text
- * (a client's request line, a server's stderr) carried them.
+ * serve's logger: the one given, or lines on stderr (`mcp-frame serve: ...`) as the options say. Either way the
+ * token serve checks never reaches a line (see createLogger: whole session ids do not either).
  */
-function scrubbing(log: (line: string) => void, options: ServeOptions): (line: string, fields?: LogFields) => void {
-  const token = options.token;
-  // A token shorter than MIN_SECRET_LENGTH is not looked for: every `t` of a line would go for a token `t`
-  // (serve warns at start about a token that short, which protects nothing).
-  const secret = token !== undefined && token.length >= MIN_SECRET_LENGTH ? [token] : [];
-  const least = LEVELS.indexOf(options.logLevel ?? 'info');
-  const json = options.logFormat === 'json';
-  return (line, fields) => {
-    const level = fields?.level ?? levelOf(line);
-    if (LEVELS.indexOf(level) < least) return;
-    let out = line.replace(SESSION_ID, '$1…');
-    out = replaceSecrets(out, secret);
-    debug(`serve: ${out}`);
-    if (!json) return log(options.logTime === true ? `${new Date().toISOString()} ${out}` : out);
-    const { level: _level, event, ...rest } = fields ?? {};
-    const record: Record<string, unknown> = { time: new Date().toISOString(), level, event: event ?? eventOf(out) };
-    const session = /^session ([0-9a-f]{8})/.exec(out)?.[1];
-    if (session !== undefined) record.session = session;
-    for (const [key, value] of Object.entries(rest)) record[key] = typeof value === 'string' ? replaceSecrets(value, secret) : value;
-    record.msg = out;
-    log(JSON.stringify(record));
-  };
-}
-
-const LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
-
-/** The level of a log line of serve's: warnings and servers down warn, 5xx refusals are errors. */
-function levelOf(line: string): LogLevel {
-  if (line.startsWith('warning:') || / is down: /.test(line)) return 'warn';
-  if (/^5\d\d /.test(line)) return 'error';
-  return 'info';
-}
-
-/** What kind of line it is, for the JSON log's `event`. */
-function eventOf(line: string): string {
-  if (/^[45]\d\d /.test(line)) return 'refused';
-  if (/^session \S+ started/.test(line)) return 'session.started';
-  if (/^session \S+ ended/.test(line)) return 'session.ended';
-  if (/ stderr: /.test(line)) return 'server.stderr';
-  if (line.startsWith('warning:')) return 'warning';
-  return 'log';
+function loggerOf(options: ServeOptions): Logger {
+  if (options.logger !== undefined) return options.logger;
+  return createLogger({
+    write: options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)),
+    format: options.logFormat ?? 'text',
+    level: options.logLevel ?? 'info',
+    time: options.logTime === true,
+    secrets: options.token === undefined ? [] : [options.token],
+    debugName: 'serve',
+  });
 }
 
 function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions): ServeContext {
@@ -281,7 +250,7 @@ function contextOf(entry: StdioServerConfig | undefined, options: ServeOptions):
     maxPendingPerSession: options.maxPendingPerSession ?? 1024,
     stream: { replayBytes: options.replayBytes ?? 1024 * 1024, retryMs: options.retryMs ?? 1000, keepaliveMs: options.keepaliveMs ?? 15_000 },
     trace: options.trace ?? false,
-    log: scrubbing(options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)), options),
+    log: loggerOf(options),
   };
 }
 
@@ -299,27 +268,27 @@ function sessionTable(
     maxSessions,
     store,
     count: () => table.streamable.size + table.legacy.size + socketChildren.size,
-    ended(kind, id, label, why) {
+    ended(kind, id, log, why) {
       void store?.release(id);
-      if (table[kind].delete(id) && ctx.shuttingDown !== true) ctx.log(`${label} ended: ${why}`);
+      if (table[kind].delete(id) && ctx.shuttingDown !== true) log.info('session.ended', `ended: ${why}`, { why });
     },
     async admit() {
       const id = randomUUID();
       // Sessions admitted and not yet in the table (waiting for their turn to start) count too.
-      if (store === undefined && table.count() + admitting >= maxSessions) return { refused: `${maxSessions} sessions are open already` };
+      if (store === undefined && table.count() + admitting >= maxSessions) return new Refusal(503, `${maxSessions} sessions are open already`);
       if (store !== undefined) {
         const open = await store.admit(id, maxSessions).catch((err: Error) => err.message);
-        if (typeof open === 'string') return { refused: open };
-        if (open !== undefined) return { refused: `${maxSessions} sessions are open already across the replicas` };
+        if (typeof open === 'string') return new Refusal(503, open);
+        if (open !== undefined) return new Refusal(503, `${maxSessions} sessions are open already across the replicas`);
       }
       // Room for it: now its server's turn to start (a burst of opens starts a few servers at a time).
       admitting++;
-      const leave = await gate.enter().catch((err: Error) => err);
+      const leave = await gate.enter().catch((err: Refusal) => err);
       admitting--;
-      if (leave instanceof Error) {
+      if (leave instanceof Refusal) {
         void store?.release(id);
-        ctx.log(`refused a session: ${leave.message}`);
-        return { refused: leave.message, retryAfterS: 1 };
+        ctx.log.warn('session.refused', `refused a session: ${leave.reason}`, { why: leave.reason });
+        return leave;
       }
       return {
         id,
@@ -401,14 +370,17 @@ function opener(ctx: ServeContext, options: ServeOptions, label: string): Upstre
       timeoutMs: Math.max(options.upstreamStartMs ?? 10_000, 30_000),
       ...(auth === undefined ? {} : { auth }),
       onSpawn: (connection) => {
-        connection.on('stderr', (line: string) => ctx.log(`${label} server "${name}" stderr: ${safeLine(line)}`));
+        const log = ctx.log.child({ label, upstream: name }, `${label} server "${name}"`);
+        connection.on('stderr', (line: string) => log.info('server.stderr', `stderr: ${safeLine(line)}`, { line: safeLine(line) }));
         if (ctx.trace) {
-          connection.on('frame', (f: FrameTrace) => ctx.log(`${label} server "${name}" ${f.direction === 'send' ? '->' : '<-'} ${f.preview}`));
+          connection.on('frame', (f: FrameTrace) =>
+            log.info('server.frame', `${f.direction === 'send' ? '->' : '<-'} ${f.preview}`, { direction: f.direction }),
+          );
         }
         if (isStdioServer(entry)) watchChild(connection, Promise.resolve(), ctx.observer, 'exit');
         connection.on('invalid', (err: FrameError) => {
           ctx.observer?.badFrame?.('server');
-          ctx.log(`${label} skipped a bad frame from server "${name}": ${frameProblem(err)}`);
+          log.warn('server.bad_frame', `sent a bad frame, skipped: ${frameProblem(err)}`, { code: err.code });
         });
         onSpawn(connection);
       },
@@ -467,7 +439,7 @@ async function gatewayOf(ctx: ServeContext, servers: Array<[string, ServerConfig
       ...(options.upstreamCallMs === undefined ? {} : { callTimeoutMs: options.upstreamCallMs }),
       ...(options.maxPendingPerUpstream === undefined ? {} : { maxPendingPerUpstream: options.maxPendingPerUpstream }),
       health,
-      log: (line) => ctx.log(`${label}: ${line}`),
+      logger: ctx.log.child({ label }, `${label}:`),
     });
   if (options.prefix !== 'never' || servers.length < 2) return;
   const probe = ctx.gateway('start-up check', undefined);
@@ -557,11 +529,12 @@ function requestLog(ctx: ServeContext): Observer {
   return {
     request(r, label) {
       const ms = Math.round(r.seconds * 1e4) / 10;
-      ctx.log(
+      const session = /^session ([0-9a-f]{8})$/.exec(label)?.[1];
+      ctx.log.debug(
+        'request',
         `${label} ${r.method}${r.tool === '' ? '' : ` ${safeLine(r.tool)}`}: ${r.outcome}${r.code === undefined ? '' : ` ${r.code}`} in ${ms} ms`,
         {
-          event: 'request',
-          level: 'debug',
+          ...(session === undefined ? { label } : { session }),
           method: r.method,
           ...(r.tool === '' ? {} : { tool: r.tool }),
           era: r.era,
@@ -574,9 +547,7 @@ function requestLog(ctx: ServeContext): Observer {
     },
     upstreamRequest(r) {
       const ms = Math.round(r.seconds * 1e4) / 10;
-      ctx.log(`server "${r.upstream}" ${r.method}: ${r.outcome} in ${ms} ms`, {
-        event: 'upstream.request',
-        level: 'debug',
+      ctx.log.debug('upstream.request', `server "${r.upstream}" ${r.method}: ${r.outcome} in ${ms} ms`, {
         upstream: r.upstream,
         method: r.method,
         outcome: r.outcome,
@@ -681,14 +652,61 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
   httpServer.on('request', (req, res) => front.handle(req, res));
   store?.onForwarded((request, res) => front.forwarded(request, res));
   if (options.token !== undefined && options.token.length < SHORT_TOKEN)
-    ctx.log(`warning: the token is ${options.token.length} characters: one that short is easy to guess (use ${SHORT_TOKEN * 2} or more random ones)`);
+    ctx.log.warn(
+      'config.warning',
+      `warning: the token is ${options.token.length} characters: one that short is easy to guess (use ${SHORT_TOKEN * 2} or more random ones)`,
+    );
   if (!isLoopback(host) && options.token === undefined && options.auth === undefined)
-    ctx.log(`warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`);
+    ctx.log.warn('config.warning', `warning: listening on ${host}, reachable from other machines, with no token (set one with --token-env)`, {
+      host,
+    });
   // On every interface, the names clients may use are this machine's addresses: anything else (a DNS name, a
   // balancer's) is refused 403 until --allow-host admits it.
   if (host === '0.0.0.0' || host === '::')
-    ctx.log(`admitting Host ${guard.hosts.join(', ')} (others are refused 403: add the names clients use with --allow-host)`);
+    ctx.log.info('hosts.admitted', `admitting Host ${guard.hosts.join(', ')} (others are refused 403: add the names clients use with --allow-host)`, {
+      hosts: guard.hosts,
+    });
   return port;
+}
+
+/** Each socket connection a session of its own, admitted as HTTP sessions are (counted together). */
+function takeConnections(socketServer: net.Server, ctx: ServeContext, table: SessionTable, socketChildren: Set<ServedChild>): void {
+  const store = table.store;
+  let connections = 0;
+  socketServer.on('connection', (socket) => {
+    // A peer that resets while its admission is decided must not end the process.
+    socket.on('error', () => undefined);
+    // Nothing starts until the peer sends its first bytes: a connection that sends none (a second serve
+    // checking that the socket is live, a health probe) is no session and starts no server.
+    socket.once('readable', () => {
+      if (socket.readableLength === 0) return void socket.destroy();
+      admitConnection(socket);
+    });
+  });
+  const admitConnection = (socket: net.Socket): void => {
+    const n = ++connections;
+    const label = `socket connection ${n}`;
+    void table.admit().then((room) => {
+      if (room instanceof Refusal || socket.destroyed) {
+        if (room instanceof Refusal)
+          ctx.log.warn('session.refused', `refused a socket connection: ${room.reason}`, { why: room.reason, transport: 'socket' });
+        else room.abandon();
+        socket.destroy();
+        return;
+      }
+      const log = ctx.log.child({ connection: n, transport: 'socket' }, label);
+      const child = serveConnection(socket, ctx, label, log);
+      room.starting(child);
+      ctx.observer?.sessionOpened?.('socket');
+      socketChildren.add(child);
+      log.info('session.started', `started${pidNote(child)}`, child.pid === undefined ? {} : { pid: child.pid });
+      child.on('close', () => {
+        socketChildren.delete(child);
+        void store?.release(room.id);
+        log.info('session.ended', 'ended');
+      });
+    });
+  };
 }
 
 /**
@@ -721,39 +739,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   let port: number | undefined;
   if (httpServer !== undefined) port = await startHttp(httpServer, ctx, options, table, modern);
   if (socketServer !== undefined) {
-    let connections = 0;
-    socketServer.on('connection', (socket) => {
-      // A peer that resets while its admission is decided must not end the process.
-      socket.on('error', () => undefined);
-      // Nothing starts until the peer sends its first bytes: a connection that sends none (a second serve
-      // checking that the socket is live, a health probe) is no session and starts no server.
-      socket.once('readable', () => {
-        if (socket.readableLength === 0) return void socket.destroy();
-        admitConnection(socket);
-      });
-    });
-    const admitConnection = (socket: net.Socket): void => {
-      const label = `socket connection ${++connections}`;
-      void table.admit().then((room) => {
-        if ('refused' in room || socket.destroyed) {
-          if ('refused' in room) ctx.log(`refused a socket connection: ${room.refused}`);
-          else room.abandon();
-          socket.destroy();
-          return;
-        }
-        const child = serveConnection(socket, ctx, label);
-        room.starting(child);
-        ctx.observer?.sessionOpened?.('socket');
-        socketChildren.add(child);
-        ctx.log(`${label} started${pidNote(child)}`);
-        child.on('close', () => {
-          socketChildren.delete(child);
-          void store?.release(room.id);
-          ctx.log(`${label} ended`);
-        });
-      });
-    };
-
+    takeConnections(socketServer, ctx, table, socketChildren);
     await listenSocket(options.socket!, socketServer).catch(async (err: unknown) => {
       await new Promise((resolve) => httpServer?.close(resolve) ?? resolve(undefined));
       throw err;

@@ -4,22 +4,19 @@
  * refused), so answers are routed by id; a progress notification goes out on the stream of the request that
  * asked for it.
  */
+import { CODES } from '../protocol/codes.js';
 import type { ServerResponse } from 'node:http';
 
 import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
-import { idKey, isObject, isRequest, isResponse, type JsonRpcId } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
+import { idKey, isObject, isRequest, isResponse, type JsonRpcId, rpcError } from '../jsonrpc.js';
+import { type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
 import type { Caller } from '../protocol/caller.js';
+import { Refusal } from '../protocol/refusal.js';
+import type { Logger } from '../log.js';
 import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
 const RETAINED_STREAMS = 16;
-
-/** An HTTP status and why, for a request the session cannot take. */
-export interface Refusal {
-  status: number;
-  reason: string;
-}
 
 interface Pending {
   id: JsonRpcId;
@@ -46,6 +43,8 @@ export class StreamableSession {
   #posts = 0;
   #listened = false;
   readonly #ctx: ServeContext;
+  /** Its lines, bound to it. */
+  readonly log: Logger;
   readonly #get: EventStream;
   readonly #streams = new Map<number, EventStream>();
   readonly #answered: EventStream[] = [];
@@ -74,7 +73,8 @@ export class StreamableSession {
     this.id = id;
     this.owner = caller?.subject;
     this.label = `session ${shortId(this.id)}`;
-    this.channel = startChild(ctx, this.label, caller);
+    this.log = ctx.log.child({ session: shortId(this.id) }, this.label);
+    this.channel = startChild(ctx, this.label, caller, this.log);
     this.#get = this.#newStream(0);
     this.#streams.set(0, this.#get);
     this.channel.on('message', (msg: unknown) => this.#fromServer(msg));
@@ -93,19 +93,19 @@ export class StreamableSession {
 
   /** Why these messages cannot be taken now, or undefined. */
   refusePost(messages: unknown[]): Refusal | undefined {
-    if (this.#ended !== undefined) return { status: 404, reason: 'the session has ended' };
+    if (this.#ended !== undefined) return new Refusal(404, 'the session has ended');
     const requests = messages.filter(isRequest);
     if (requests.length === 0) return undefined;
     if (this.attachedStreams >= this.#ctx.maxStreamsPerSession) {
-      return { status: 429, reason: `the session has ${this.#ctx.maxStreamsPerSession} streams open already` };
+      return new Refusal(429, `the session has ${this.#ctx.maxStreamsPerSession} streams open already`);
     }
     if (this.#pending.size + requests.length > this.#ctx.maxPendingPerSession) {
-      return { status: 429, reason: `the session has ${this.#pending.size} requests in flight already` };
+      return new Refusal(429, `the session has ${this.#pending.size} requests in flight already`);
     }
     const ids = new Set<string>();
     for (const { id } of requests) {
       const key = idKey(id);
-      if (this.#pending.has(key) || ids.has(key)) return { status: 400, reason: `request id ${JSON.stringify(id)} is already in flight` };
+      if (this.#pending.has(key) || ids.has(key)) return new Refusal(400, `request id ${JSON.stringify(id)} is already in flight`);
       ids.add(key);
     }
     return undefined;
@@ -143,22 +143,21 @@ export class StreamableSession {
 
   /** A GET: the session's own stream, or (with Last-Event-ID) the rest of the stream that event was on. */
   get(res: ServerResponse, lastEventId: string | undefined): Refusal | undefined {
-    if (this.#ended !== undefined) return { status: 404, reason: 'the session has ended' };
+    if (this.#ended !== undefined) return new Refusal(404, 'the session has ended');
     let stream = this.#get;
     let after: number | undefined;
     if (lastEventId !== undefined) {
       const event = parseEventId(lastEventId);
       const found = event === undefined ? undefined : this.#streams.get(event.stream);
-      if (event === undefined || found === undefined)
-        return { status: 400, reason: `unknown Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 40))}` };
+      if (event === undefined || found === undefined) return new Refusal(400, `unknown Last-Event-ID ${JSON.stringify(lastEventId.slice(0, 40))}`);
       const problem = found.resumeProblem(event.seq);
-      if (problem !== undefined) return { status: 410, reason: problem };
+      if (problem !== undefined) return new Refusal(410, problem);
       stream = found;
       after = event.seq;
     }
-    if (stream.attached) return { status: 409, reason: `stream ${stream.number} of the session is open already` };
+    if (stream.attached) return new Refusal(409, `stream ${stream.number} of the session is open already`);
     if (this.attachedStreams >= this.#ctx.maxStreamsPerSession) {
-      return { status: 429, reason: `the session has ${this.#ctx.maxStreamsPerSession} streams open already` };
+      return new Refusal(429, `the session has ${this.#ctx.maxStreamsPerSession} streams open already`);
     }
     this.lastActive = Date.now();
     this.#listened = true;
@@ -203,7 +202,7 @@ export class StreamableSession {
       if (typeof this.#init.params.protocolVersion === 'string') this.#version = this.#init.params.protocolVersion;
     }
     sendAs(this.channel, msg, caller).catch((err: Error) => {
-      if (isRequest(msg)) this.#answer(rpcError(msg.id, SERVER_ERROR, err.message));
+      if (isRequest(msg)) this.#answer(rpcError(msg.id, CODES.serverError, err.message));
     });
   }
 
@@ -237,10 +236,10 @@ export class StreamableSession {
       try {
         const { session, version } = await startLegacyHostSession(this.channel, init, refusal, (msg) => this.#toClient(msg));
         this.#translation = session;
-        this.#ctx.log(`${this.label}: the server speaks only ${version}: translating`);
+        this.log.info('session.translating', `the server speaks only ${version}: translating`, { version });
         return session;
       } catch (err) {
-        this.#answer(rpcError(init.id, SERVER_ERROR, (err as Error).message));
+        this.#answer(rpcError(init.id, CODES.serverError, (err as Error).message));
         return undefined;
       }
     })();
@@ -262,7 +261,7 @@ export class StreamableSession {
   #answer(msg: { id: unknown }): void {
     const pending = this.#pending.get(idKey(msg.id));
     if (pending === undefined) {
-      if (this.#ctx.trace) this.#ctx.log(`${this.label} dropped an answer to ${JSON.stringify(msg.id)}: no request of that id is in flight`);
+      if (this.#ctx.trace) this.log.info('session.dropped', `dropped an answer to ${JSON.stringify(msg.id)}: no request of that id is in flight`);
       return;
     }
     pending.stream.push(JSON.stringify(msg));
@@ -289,7 +288,7 @@ export class StreamableSession {
     this.#endedDone = true;
     this.#translation?.close();
     this.#ended = why;
-    for (const pending of [...this.#pending.values()]) this.#answer(rpcError(pending.id, SERVER_ERROR, why));
+    for (const pending of [...this.#pending.values()]) this.#answer(rpcError(pending.id, CODES.serverError, why));
     this.#get.finish();
   }
 }

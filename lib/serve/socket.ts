@@ -2,13 +2,15 @@
  * The local socket of `serve`: a Unix domain socket (a named pipe on Windows) carrying NDJSON, the bytes of
  * stdio, with one child per connection. The socket file is private to its owner (0600) and removed on close.
  */
+import { CODES } from '../protocol/codes.js';
+import type { Logger } from '../log.js';
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import * as net from 'node:net';
 import { StreamChannel } from '../client/channel.js';
 
 import { type FrameError, frameProblem } from '../errors.js';
-import { isRequest } from '../jsonrpc.js';
-import { rpcError, SERVER_ERROR, type ServeContext, startChild, type ServedChild } from './context.js';
+import { isRequest, rpcError } from '../jsonrpc.js';
+import { type ServeContext, startChild, type ServedChild } from './context.js';
 
 const WINDOWS = process.platform === 'win32';
 
@@ -62,23 +64,23 @@ export function removeSocket(path: string): void {
 }
 
 /** Serves one connection: its own child, messages forwarded both ways until either side ends. */
-export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string): ServedChild {
-  const child = startChild(ctx, label);
+export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string, log: Logger): ServedChild {
+  const child = startChild(ctx, label, undefined, log);
   const peer = new StreamChannel(socket, socket, { name: 'socket client', maxMessageBytes: ctx.maxMessageBytes });
   peer.on('invalid', (err: FrameError) => {
     ctx.observer?.badFrame?.('client');
-    ctx.log(`${label} skipped a bad frame from the client: ${frameProblem(err)}`);
+    log.warn('client.bad_frame', `skipped a bad frame from the client: ${frameProblem(err)}`, { code: err.code });
   });
   peer.on('message', (msg: unknown) => {
     child.send(msg).catch((err: Error) => {
-      if (isRequest(msg)) peer.send(rpcError(msg.id, SERVER_ERROR, err.message)).catch(() => undefined);
+      if (isRequest(msg)) peer.send(rpcError(msg.id, CODES.serverError, err.message)).catch(() => undefined);
     });
   });
   // A client that reads slowly slows the child: while the socket needs drain the child is not read (it waits
   // on its stdout), so nothing piles up here and nothing is dropped. A send that still fails is logged.
   let release: (() => void) | undefined;
   child.on('message', (msg: unknown) => {
-    const sent = peer.send(msg).catch((err: Error) => ctx.log(`${label} could not pass a message to the client: ${err.message}`));
+    const sent = peer.send(msg).catch((err: Error) => log.warn('client.unsent', `could not pass a message to the client: ${err.message}`));
     if (!peer.backedUp || release !== undefined) return;
     release = child.holdInput();
     void sent.finally(() => {

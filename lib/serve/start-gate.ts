@@ -5,11 +5,7 @@
  * one that waits longer than `waitMs` is refused (503 with Retry-After), so a burst of opens gets quick answers
  * instead of timeouts that leave sessions nobody uses.
  */
-
-/** A start that waited its whole time without a turn. */
-class StartRefused extends Error {
-  override name = 'StartRefused';
-}
+import { Refusal } from '../protocol/refusal.js';
 
 export class StartGate {
   readonly max: number;
@@ -29,7 +25,7 @@ export class StartGate {
 
   /**
    * A turn to start a server: resolves with the function that ends it (call it once the server answered, or
-   * failed). StartRefused after `waitMs` without a turn.
+   * failed). A Refusal (503, Retry-After 1) after `waitMs` without a turn.
    */
   enter(): Promise<() => void> {
     if (this.#running < this.max) return Promise.resolve(this.#turn());
@@ -41,7 +37,7 @@ export class StartGate {
         },
         refuse: (why: string) => {
           clearTimeout(waiter.timer);
-          reject(new StartRefused(why));
+          reject(new Refusal(503, why, { headers: { 'Retry-After': '1' } }));
         },
         timer: setTimeout(() => {
           this.#waiting.splice(this.#waiting.indexOf(waiter), 1);

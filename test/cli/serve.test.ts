@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
@@ -86,6 +87,60 @@ describe('mcp-frame serve', () => {
         .find((l) => l.includes('started'))!;
       if (format === 'text') expect(line).to.match(/^mcp-frame serve: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z session [0-9a-f]{8}\S* started/);
       else expect(Date.parse((JSON.parse(line) as { time: string; msg: string }).time)).to.be.closeTo(Date.now(), 20_000);
+    }
+  });
+
+  it('writes every line as one JSON object with --log-format json, the level by what happened: start, sessions, reload, shutdown, a failed start', async function () {
+    this.timeout(30_000);
+    const dir = tempDir('serve-json-log');
+    const policy = join(dir, 'policy.json');
+    writeFileSync(policy, JSON.stringify({ rules: [{ tools: ['*'] }] }));
+    const config = join(dir, 'mcp.json');
+    const demo = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
+    writeFileSync(config, JSON.stringify({ mcpServers: { demo, gone: { command: '/nonexistent/mcp-server' } } }));
+    const { proc, stderr, exited, url } = await serveProcess(['--log-format', 'json', '--config', config, '--all', '--policy', policy]);
+    await rawSession(url!);
+    await waitFor(() => (stderr().includes('"session.started"') ? true : undefined));
+    proc.kill('SIGHUP');
+    await waitFor(() => (stderr().includes('"serve.reloaded"') ? true : undefined));
+    writeFileSync(policy, '{ "rules": [ broken');
+    proc.kill('SIGHUP');
+    await waitFor(() => (stderr().includes('"serve.reload_failed"') ? true : undefined));
+    proc.kill('SIGTERM');
+    expect(await exited).to.equal(0);
+    const records = stderr()
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    for (const record of records) {
+      expect(Date.parse(record.time as string), JSON.stringify(record)).to.be.closeTo(Date.now(), 60_000);
+      expect(['debug', 'info', 'warn', 'error']).to.include(record.level);
+      expect(record.event).to.be.a('string');
+      expect(record.msg).to.be.a('string');
+    }
+    const find = (event: string): Record<string, unknown> => records.find((r) => r.event === event) ?? expect.fail(`no ${event} line`);
+    expect(find('upstream.cannot_start')).to.deep.include({ level: 'warn', upstream: 'gone' });
+    expect(find('serve.listening')).to.deep.include({ level: 'info', url });
+    expect(find('session.started')).to.deep.include({ level: 'info', transport: 'streamable' });
+    expect(find('session.started').session).to.match(/^[0-9a-f]{8}$/);
+    expect(find('serve.reloaded')).to.deep.include({ level: 'info' });
+    expect(find('serve.reload_failed')).to.deep.include({ level: 'error' });
+    expect(find('serve.stopping')).to.deep.include({ level: 'info', signal: 'SIGTERM' });
+    expect(records.at(-1)).to.deep.include({ event: 'serve.stopped', level: 'info', signal: 'SIGTERM', sessions: 1 });
+
+    // A serve that cannot start says why in one JSON line too, and only there.
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (busy.address() as AddressInfo).port;
+      const failed = await cli(['serve', '--log-format', 'json', '--port', String(port), '--', process.execPath, `${ROOT}dist/examples/server.js`]);
+      expect(failed.code).to.equal(4);
+      const lines = failed.stderr.trimEnd().split('\n');
+      expect(lines).to.have.length(1);
+      expect(JSON.parse(lines[0]!)).to.deep.include({ level: 'error', event: 'serve.failed', exitCode: 4 });
+      expect((JSON.parse(lines[0]!) as { msg: string }).msg).to.match(/^cannot listen: .*EADDRINUSE/);
+    } finally {
+      busy.close();
     }
   });
 
@@ -219,7 +274,7 @@ describe('mcp-frame serve', () => {
       ...process.env,
       SERVE_TOKEN: 'tok-1234567890',
     });
-    expect(stderr()).to.include('mcp-frame serve: using .mcp.json');
+    expect(stderr()).to.match(/^mcp-frame serve: \d{4}-\d\d-\d\dT[\d:.]+Z using \.mcp\.json$/m);
     const c = await connect({ type: 'http', url: url!, headers: { Authorization: 'Bearer tok-1234567890' } });
     expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'served ✓' } })).to.deep.include({
       content: [{ type: 'text', text: 'served ✓' }],
@@ -232,7 +287,7 @@ describe('mcp-frame serve', () => {
     expect(stderr()).to.not.include('tok-1234567890');
     // A clean shutdown is one line: the children it ends are not reported as failures.
     // The client spoke 2026-07-28 (serve translates for the demo server): no session, the shared child closed.
-    expect(stderr()).to.match(/mcp-frame serve: SIGINT: closed 0 sessions, and stopped\n$/);
+    expect(stderr()).to.match(/mcp-frame serve: \d{4}-\d\d-\d\dT[\d:.]+Z SIGINT: closed 0 sessions, and stopped\n$/);
     expect(stderr()).not.to.match(/ended: |exited with|killed by/);
   });
 

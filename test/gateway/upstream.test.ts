@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { connectOver, RpcError } from '../../lib/client/connection.js';
 import { Upstream, UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from '../../lib/gateway/upstream.js';
+import { createLogger } from '../../lib/log.js';
 import { CODES } from '../../lib/protocol/codes.js';
 import { type Asked, scriptedChannel } from '../helpers/memory-server.js';
 import { rejection } from '../helpers/rejection.js';
@@ -15,7 +16,7 @@ function options(opener: UpstreamOpener, extra: Partial<UpstreamOptions> = {}): 
     setup: () => undefined,
     maxPending: 8,
     health: undefined,
-    log: (l) => lines.push(l),
+    log: createLogger({ write: (l) => lines.push(l), level: 'debug' }),
     lines,
     ...extra,
   };

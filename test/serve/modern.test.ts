@@ -187,7 +187,7 @@ describe('serve: modern (2026-07-28) requests', function () {
     } finally {
       await host.close();
     }
-    expect(log.some((l) => /session \w+: the server speaks only 2026-07-28: translating/.test(l))).to.equal(true);
+    expect(log.some((l) => /session \w+ the server speaks only 2026-07-28: translating/.test(l))).to.equal(true);
   });
 
   it('checks the Mcp-Param-* headers of a tool call against its body, for a modern server that reads only the body', async () => {

@@ -34,6 +34,10 @@ import { teardown } from '../helpers/teardown.js';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../helpers/ports.js';
 import { startIdp } from '../helpers/idp.js';
+import { createLogger } from '../../lib/log.js';
+
+/** A logger that writes nothing (the store's lines are not under test here). */
+const QUIET = createLogger({ write: () => undefined });
 
 const EVERYTHING = [process.execPath, `${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
 
@@ -754,15 +758,15 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
   // The store on its own: what it counts after a session ends, with Redis answering and with the link to it cut.
   describe('the Redis store', () => {
     let prefixes = 0;
-    const store = (url = redis.url): Promise<RedisStore> => redisStore(url, `store-test-${++prefixes}`, () => undefined).then((s) => open.add(s));
+    const store = (url = redis.url): Promise<RedisStore> => redisStore(url, `store-test-${++prefixes}`, QUIET).then((s) => open.add(s));
     /** Another replica on the last store's prefix, straight to Redis. */
-    const twin = (): Promise<RedisStore> => redisStore(redis.url, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
+    const twin = (): Promise<RedisStore> => redisStore(redis.url, `store-test-${prefixes}`, QUIET).then((s) => open.add(s));
 
     /** A Redis of the test's own (to pause or stop), and two replicas' stores on one prefix there. */
     async function ownRedis(server: RedisKind = 'redis'): Promise<{ redis: RedisServer; prefix: string; stores: [RedisStore, RedisStore] }> {
       const own = open.add(await startRedis({ server }));
       const prefix = `store-test-${++prefixes}`;
-      const one = () => redisStore(own.url, prefix, () => undefined).then((s) => open.add(s));
+      const one = () => redisStore(own.url, prefix, QUIET).then((s) => open.add(s));
       return { redis: own, prefix, stores: [await one(), await one()] };
     }
 
@@ -860,7 +864,7 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
     it('ends a carried request whose answer the owner could not publish during an outage, once Redis answers again (502, may have run)', async () => {
       const link = open.add(await cutProxy(redis.port));
       const front = await store();
-      const owner = await redisStore(`redis://127.0.0.1:${link.port}`, `store-test-${prefixes}`, () => undefined).then((s) => open.add(s));
+      const owner = await redisStore(`redis://127.0.0.1:${link.port}`, `store-test-${prefixes}`, QUIET).then((s) => open.add(s));
       let ran = 0;
       const { url } = await tunnel(
         (_request, res) => {
@@ -886,7 +890,7 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
 
     it("ends a carried request whose answer came while the front's subscriber was away, when it is back (502, may have run)", async () => {
       const link = open.add(await cutProxy(redis.port));
-      const front = await redisStore(`redis://127.0.0.1:${link.port}`, `store-test-${++prefixes}`, () => undefined).then((s) => open.add(s));
+      const front = await redisStore(`redis://127.0.0.1:${link.port}`, `store-test-${++prefixes}`, QUIET).then((s) => open.add(s));
       const owner = await twin();
       const { url } = await tunnel((_request, res) => void setTimeout(() => res.writeHead(200).end('{}'), 400), front, owner);
       const answer = rawRequest(url, { method: 'POST', body: '{}' });

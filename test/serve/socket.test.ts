@@ -108,7 +108,7 @@ describe('serve: a local socket', () => {
   it('mcp-frame serve --socket: prints where it listens, and SIGTERM removes the file and leaves no process', async function () {
     this.timeout(20_000);
     const { proc, stderr, exited } = await serveProcess(['--socket', path, '--', process.execPath, `${ROOT}dist/examples/server.js`]);
-    expect(stderr()).to.match(/^mcp-frame serve: listening on http:\/\/127\.0\.0\.1:\d+\/mcp and unix:.*mcp\.sock$/m);
+    expect(stderr()).to.match(/^mcp-frame serve: \d{4}-\d\d-\d\dT[\d:.]+Z listening on http:\/\/127\.0\.0\.1:\d+\/mcp and unix:.*mcp\.sock$/m);
     const c = await connect({ type: 'socket', path });
     expect(await c.request('tools/call', { name: 'echo', arguments: { text: 'via the CLI' } })).to.deep.include({
       content: [{ type: 'text', text: 'via the CLI' }],
