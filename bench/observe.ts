@@ -1,7 +1,7 @@
 // What seeing costs per call through `serve`: the work --metrics (prom-client) and tracing add, measured
 // directly, against what a call costs. A call's cost is measured end to end: server-everything behind serve, in
 // a process of its own (bench/observe-serve.ts), driven by connect() from this one, serve's own CPU time per call
-// read from that process. The added work is measured on its own (serve's request watcher, observe(), over a
+// read from that process. The added work is measured on its own (serve's request tap and the subscribers, over a
 // channel that answers at once, with and without each feature, and the HTTP byte count), because two identical
 // serves measured end to end differ by more than the 5% the goal allows (the table shows two): on a 2-core machine
 // running client, serve and server at once, the run-to-run spread of a whole call hides a few microseconds.
@@ -15,8 +15,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { type Connection, connect } from '../lib/client/index.js';
 import { loadTraceApi } from '../lib/protocol/trace.js';
-import { prometheusObserver } from '../lib/serve/metrics.js';
-import { type Observer, observe } from '../lib/serve/observer.js';
+import { prometheusMetrics, RequestTap, Telemetry, traceRequests } from '../lib/serve/observe/index.js';
 import { CALLS } from './http.js';
 
 const RUNS = 5;
@@ -97,18 +96,26 @@ async function callCost(): Promise<CallRow[]> {
   }
 }
 
-/** µs per request that observe() takes over a channel that answers at once, with `observer` and `tracing`. */
-async function watched(observer: Observer | undefined, tracing: boolean): Promise<number> {
+/** µs per request that serve's request tap takes over a channel that answers at once, with the subscribers `setup` attaches. */
+async function watched(setup: (telemetry: Telemetry) => unknown): Promise<number> {
+  const telemetry = new Telemetry();
+  await setup(telemetry);
+  const tap = new RequestTap(telemetry);
   const child = Object.assign(new EventEmitter(), { send: async (_msg: unknown) => undefined });
-  observe(child, observer, 'legacy', 'bench', tracing);
+  tap.watch(child, 'legacy', 'bench');
   const times: number[] = [];
-  for (let r = 0; r < RUNS; r++) {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < DIRECT; i++) {
-      void child.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { message: `message ${i}` } } });
-      child.emit('message', { jsonrpc: '2.0', id: i, result: { content: [{ type: 'text', text: 'Echo' }] } });
+  try {
+    for (let r = 0; r < RUNS; r++) {
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < DIRECT; i++) {
+        const msg = { jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'echo', arguments: { message: `message ${i}` } } };
+        void child.send(tap.outgoing(child, msg, undefined));
+        child.emit('message', { jsonrpc: '2.0', id: i, result: { content: [{ type: 'text', text: 'Echo' }] } });
+      }
+      times.push(Number(process.hrtime.bigint() - t0) / 1e3 / DIRECT);
     }
-    times.push(Number(process.hrtime.bigint() - t0) / 1e3 / DIRECT);
+  } finally {
+    telemetry.close();
   }
   return median(times);
 }
@@ -122,28 +129,31 @@ export interface AddedRow {
 
 async function addedCost(): Promise<AddedRow> {
   await loadTraceApi();
-  const { observer } = await prometheusObserver({ sessions: () => ({ streamable: 0, legacy: 0, socket: 0 }) });
-  // The byte counts of a call's body in and its answer out, as serve's HTTP transport makes them with --metrics.
-  const bytes = (): void => {
-    observer.bytes?.('in', Buffer.byteLength('{"jsonrpc":"2.0","id":1,"method":"tools/call"}'));
-    observer.bytes?.('out', 120);
-  };
-  const timeBytes = (): number => {
+  const sources = { sessions: () => ({ streamable: 0, legacy: 0, socket: 0 }) };
+  // The byte counts of a call's body in and its answer out, as serve's HTTP transport publishes them with --metrics.
+  const timeBytes = async (): Promise<number> => {
+    const telemetry = new Telemetry();
+    await prometheusMetrics(telemetry, sources);
     const t0 = process.hrtime.bigint();
-    for (let i = 0; i < DIRECT; i++) bytes();
-    return Number(process.hrtime.bigint() - t0) / 1e3 / DIRECT;
+    for (let i = 0; i < DIRECT; i++) {
+      telemetry.publish('http:bytes', { direction: 'in', bytes: Buffer.byteLength('{"jsonrpc":"2.0","id":1,"method":"tools/call"}') });
+      telemetry.publish('http:bytes', { direction: 'out', bytes: 120 });
+    }
+    const us = Number(process.hrtime.bigint() - t0) / 1e3 / DIRECT;
+    telemetry.close();
+    return us;
   };
-  await watched(undefined, false); // warm-up
-  const bare = await watched(undefined, false);
-  const metrics = (await watched(observer, false)) + timeBytes() - bare;
-  const noSdk = (await watched(undefined, true)) - bare;
+  await watched(() => undefined); // warm-up
+  const bare = await watched(() => undefined);
+  const metrics = (await watched((t) => prometheusMetrics(t, sources))) + (await timeBytes()) - bare;
+  const noSdk = (await watched(traceRequests)) - bare;
   const exporter = new InMemorySpanExporter();
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] }));
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   const drop = setInterval(() => exporter.reset(), 100);
   try {
-    const sdk = (await watched(undefined, true)) - bare;
+    const sdk = (await watched(traceRequests)) - bare;
     return { metrics, noSdk, sdk };
   } finally {
     clearInterval(drop);
@@ -177,7 +187,7 @@ export function observeTable({ calls, added }: ObserveResult): string {
     '| --- | ---: | ---: | ---: | ---: | ---: |',
     ...lines,
     '',
-    "Serve's CPU time is the serve process's own (not the client's or the server's), read by process.cpuUsage() around each run; the call is its wall time (concurrent: the run's time over its calls); shares are of the smaller of the two serves' figures. The added work is observe() over a channel that answers at once, 200,000 requests a run, less the same without the feature; --metrics includes its two HTTP byte counts. Spans an SDK records: a BasicTracerProvider with a batch span processor and an in-memory exporter, its AsyncLocalStorage context manager registered.",
+    "Serve's CPU time is the serve process's own (not the client's or the server's), read by process.cpuUsage() around each run; the call is its wall time (concurrent: the run's time over its calls); shares are of the smaller of the two serves' figures. The added work is serve's request tap over a channel that answers at once, 200,000 requests a run, with the feature's subscribers, less the same with none; --metrics includes its two HTTP byte counts. Spans an SDK records: a BasicTracerProvider with a batch span processor and an in-memory exporter, its AsyncLocalStorage context manager registered.",
   ].join('\n');
 }
 

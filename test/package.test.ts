@@ -207,6 +207,11 @@ const ENTRY_POINTS = {
     // Four of the six are types, which have no runtime form.
     runtime: 2,
   },
+  'mcp-frame/bridge': {
+    file: 'bridge/index.ts',
+    names: ['BridgeOptions', 'BridgeResult', 'bridge'],
+    runtime: 1,
+  },
 } as const;
 
 /** TypeScript 5.9 from peers/ (installed by .ci/run), for node10 resolution, which TypeScript 7 no longer has. */
@@ -324,8 +329,12 @@ describe('the package', () => {
   it('has imports that point down the layers only, and no import circle', () => {
     // Lower number, lower layer. A file may import its own layer and the ones below.
     const layerOf = (path: string): number => {
-      if (path.startsWith('cli/')) return 6;
-      if (path.startsWith('serve/')) return 5;
+      if (path.startsWith('cli/')) return 7;
+      // serve's rooms, lowest first; its own files (serve.ts, options.ts, index.ts) compose them.
+      const room = ['observe', 'identity', 'replicas', 'sessions', 'http'].findIndex((r) => path.startsWith(`serve/${r}/`));
+      if (room !== -1) return 6 + room / 10;
+      if (path.startsWith('serve/')) return 6.9;
+      if (path.startsWith('bridge/')) return 5;
       if (path.startsWith('cassette/') || path.startsWith('sdk/') || path.startsWith('gateway/')) return 4;
       if (path.startsWith('client/')) return 3;
       if (path === 'streams.ts' || path === 'index.ts') return 2;
@@ -334,6 +343,7 @@ describe('the package', () => {
     };
     const files = (readdirSync(`${ROOT}lib`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
     const upward: string[] = [];
+    const throughIndex: string[] = [];
     const edges = new Map<string, string[]>();
     for (const file of files) {
       const text = readFileSync(`${ROOT}lib/${file}`, 'utf8');
@@ -342,11 +352,19 @@ describe('the package', () => {
         const target = relative(`${ROOT}lib`, join(dirname(`${ROOT}lib/${file}`), spec!)).replace(/\.js$/, '.ts');
         targets.push(target);
         if (layerOf(target) > layerOf(file) || (target === 'index.ts' && file !== 'index.ts')) upward.push(`${file} -> ${target}`);
+        // Another room of serve's is reached through its index.ts (but for the Redis store, loaded only for --store).
+        const room = /^serve\/(\w+)\//.exec(target)?.[1];
+        if (room !== undefined && !file.startsWith(`serve/${room}/`) && !target.endsWith('/index.ts') && !target.endsWith('/redis-store.ts'))
+          throughIndex.push(`${file} -> ${target}`);
       }
       edges.set(file, targets);
     }
     expect(files.length).to.be.greaterThan(20);
     expect(upward).to.deep.equal([]);
+    expect(throughIndex).to.deep.equal([]);
+    expect(files.filter((f) => /^serve\/\w+\/index\.ts$/.test(f)).sort()).to.deep.equal(
+      ['http', 'identity', 'observe', 'replicas', 'sessions'].map((r) => `serve/${r}/index.ts`),
+    );
     // A depth-first walk: a module met again while it is still being walked closes a circle.
     const circles: string[] = [];
     const state = new Map<string, 'walking' | 'done'>();
@@ -429,9 +447,9 @@ describe('the package', () => {
 
   it('loads the Redis client only for serve --store: no static import reaches it from any entry point or the bin', () => {
     const reached = reachedFrom;
-    const store = reached(`${ROOT}dist/lib/serve/redis-store.js`);
+    const store = reached(`${ROOT}dist/lib/serve/replicas/redis-store.js`);
     expect(store.has('@redis/client')).to.equal(true);
-    for (const entry of ['index.js', 'client/index.js', 'serve/index.js', 'cli/main.js']) {
+    for (const entry of ['index.js', 'client/index.js', 'serve/index.js', 'bridge/index.js', 'cli/main.js', 'cli/serve.js']) {
       const modules = [...reached(`${ROOT}dist/lib/${entry}`)];
       expect(modules.length, entry).to.be.greaterThan(3);
       expect(
@@ -439,7 +457,7 @@ describe('the package', () => {
         entry,
       ).to.deep.equal([]);
     }
-    expect(readFileSync(`${ROOT}dist/lib/serve/serve.js`, 'utf8')).to.include("import('./redis-store.js')");
+    expect(readFileSync(`${ROOT}dist/lib/serve/serve.js`, 'utf8')).to.include("import('./replicas/redis-store.js')");
   });
 
   it('fails the lint on a file that breaks its rules, and passes a clean one', () => {

@@ -1,6 +1,6 @@
 import type { RemoteServerConfig } from '../client/config.js';
 import type { ReconnectOptions } from '../client/http.js';
-import { bridge } from '../serve/bridge.js';
+import { bridge } from '../bridge/index.js';
 import { AUTH_FLAGS, type AuthFlags, authFlags, cliAuth } from './auth.js';
 import { headersOf, isServerUrl, namedEntry } from './entry.js';
 import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';

@@ -3,9 +3,10 @@ import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../cli
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import { createLogger, type Logger } from '../log.js';
-import { commandProblem } from '../serve/context.js';
-import { parseClusterUrl, parseSentinelUrl } from '../serve/sentinel-url.js';
-import { advertiseProblem, pathsProblem, type ServeOptions, type ServeTarget, serve } from '../serve/serve.js';
+import { advertiseProblem, pathsProblem, type ServeOptions, type ServeTarget } from '../serve/options.js';
+import { parseClusterUrl, parseSentinelUrl } from '../serve/replicas/index.js';
+import { serve } from '../serve/serve.js';
+import { commandProblem } from '../serve/sessions/index.js';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';

@@ -267,6 +267,7 @@ interface Pending {
  * ```
  */
 export class Connection extends EventEmitter {
+  #closeAsked = false;
   readonly #channel: Channel;
   readonly #pending = new Map<number, Pending>();
   /** The session is opening (the era probe, the handshake): a server that ends now failed to start. */
@@ -317,6 +318,11 @@ export class Connection extends EventEmitter {
       this.#rejectAll((method) => channel.endError(why(method)));
       this.emit('exit', status);
     });
+  }
+
+  /** Whether close() was called: an exit from now on is the client's doing, not the server's. */
+  get closing(): boolean {
+    return this.#closeAsked;
   }
 
   /** The server's process id, when the channel is a child process. */
@@ -625,6 +631,7 @@ export class Connection extends EventEmitter {
    * then SIGKILL, if it does not leave. Resolves once it has exited.
    */
   close(): Promise<ExitStatus> {
+    this.#closeAsked = true;
     const closing = this.#channel.close();
     this.#rejectAll((method) => new ConnectionError('CLOSED', `request ${method} failed: the connection was closed`));
     return closing;

@@ -160,6 +160,11 @@ export class StdioChannel extends EventEmitter implements Channel {
     return this.child.pid;
   }
 
+  /** Whether close() was called: an exit from now on is the client's doing, not the server's. */
+  get closing(): boolean {
+    return this.#closing !== undefined;
+  }
+
   /** The exit status, once the process has exited. */
   get exitStatus(): ExitStatus | undefined {
     return this.#status;

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
 import type { ServeHandle } from '../../lib/serve/index.js';
-import { Guard } from '../../lib/serve/guard.js';
+import { Guard } from '../../lib/serve/http/guard.js';
 import { MCP_HEADERS, openStream, postUnread, rawRequest, rawTarget } from '../helpers/raw-http.js';
 import { cli } from '../helpers/run.js';
 import { floodUnread, INIT, rawSession, STEPS, serveProcess, served } from '../helpers/served.js';

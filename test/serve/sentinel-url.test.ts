@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseClusterUrl, parseSentinelUrl } from '../../lib/serve/sentinel-url.js';
+import { parseClusterUrl, parseSentinelUrl } from '../../lib/serve/replicas/sentinel-url.js';
 
 describe('serve --store redis+sentinel:// URLs', () => {
   it('reads the Sentinels, the master name, the database and the data nodes’ credentials', () => {

@@ -40,6 +40,38 @@ export interface LoopbackAuthorizer {
 const PAGE_HEADERS = { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' };
 
 /**
+ * The callback server's answer to one request: only a GET of `path` whose state is that of a sign-in under way
+ * ends it (`waiting`), with the redirect as sent, relative to `uri`.
+ */
+function answerCallback(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  path: string,
+  waiting: Map<string, (url: URL) => void>,
+  uri: string,
+): void {
+  // Any page can make the browser send anything here: a target that is not a path is 400, never a throw.
+  const target = requestTarget(req.url);
+  if (target === undefined) {
+    res.writeHead(400, PAGE_HEADERS).end('Bad request.\n');
+    return;
+  }
+  if (req.method !== 'GET' || target.path !== path) {
+    res.writeHead(404, PAGE_HEADERS).end('Not found.\n');
+    return;
+  }
+  const done = waiting.get(target.query.get('state') ?? '');
+  if (done === undefined) {
+    res.writeHead(400, PAGE_HEADERS).end('This sign-in is not one under way (its state does not match). Start it again from mcp-frame.\n');
+    return;
+  }
+  const ok = target.query.has('code');
+  res.writeHead(ok ? 200 : 400, PAGE_HEADERS).end(ok ? 'Signed in. You can close this tab.\n' : 'The sign-in was refused. You can close this tab.\n');
+  // The query as sent (req.url begins with the path just matched).
+  done(new URL(`${uri}${req.url!.slice(path.length)}`));
+}
+
+/**
  * A callback server on 127.0.0.1 that listens before the browser is opened, takes only the redirect that
  * carries the state of the sign-in under way, answers with `no-store`, and stops when the sign-in ends.
  */
@@ -53,29 +85,7 @@ export function loopbackAuthorizer(options: LoopbackAuthorizerOptions = {}): Loo
 
   const uri = (): string => `http://127.0.0.1:${port}${path}`;
 
-  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    // Any page can make the browser send anything here: a target that is not a path is 400, never a throw.
-    const target = requestTarget(req.url);
-    if (target === undefined) {
-      res.writeHead(400, PAGE_HEADERS).end('Bad request.\n');
-      return;
-    }
-    if (req.method !== 'GET' || target.path !== path) {
-      res.writeHead(404, PAGE_HEADERS).end('Not found.\n');
-      return;
-    }
-    const done = waiting.get(target.query.get('state') ?? '');
-    if (done === undefined) {
-      res.writeHead(400, PAGE_HEADERS).end('This sign-in is not one under way (its state does not match). Start it again from mcp-frame.\n');
-      return;
-    }
-    const ok = target.query.has('code');
-    res
-      .writeHead(ok ? 200 : 400, PAGE_HEADERS)
-      .end(ok ? 'Signed in. You can close this tab.\n' : 'The sign-in was refused. You can close this tab.\n');
-    // The query as sent (req.url begins with the path just matched).
-    done(new URL(`${uri()}${req.url!.slice(path.length)}`));
-  };
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => answerCallback(req, res, path, waiting, uri());
 
   const listen = async (): Promise<void> => {
     if (server !== undefined) return;

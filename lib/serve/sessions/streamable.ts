@@ -4,16 +4,18 @@
  * refused), so answers are routed by id; a progress notification goes out on the stream of the request that
  * asked for it.
  */
-import { CODES } from '../protocol/codes.js';
+import { CODES } from '../../protocol/codes.js';
 import type { ServerResponse } from 'node:http';
 
-import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../client/translate.js';
-import { idKey, isObject, isRequest, isResponse, type JsonRpcId, rpcError } from '../jsonrpc.js';
-import { type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
-import type { Caller } from '../protocol/caller.js';
-import { Refusal } from '../protocol/refusal.js';
-import type { Logger } from '../log.js';
-import { EVENT_STREAM_HEADERS, EventStream, parseEventId, whenGone } from './event-stream.js';
+import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../../client/translate.js';
+import { idKey, isObject, isRequest, isResponse, type JsonRpcId, rpcError } from '../../jsonrpc.js';
+import type { ServedChild } from './children.js';
+import { type ServeContext, sendAs, shortId } from './context.js';
+import type { Caller } from '../../protocol/caller.js';
+import { Refusal } from '../../protocol/refusal.js';
+import type { Logger } from '../../log.js';
+import { EVENT_STREAM_HEADERS, EventStream, parseEventId } from './event-stream.js';
+import { whenGone } from '../../protocol/response.js';
 
 /** How many answered streams a session keeps for clients that resume late. */
 const RETAINED_STREAMS = 16;
@@ -74,7 +76,7 @@ export class StreamableSession {
     this.owner = caller?.subject;
     this.label = `session ${shortId(this.id)}`;
     this.log = ctx.log.child({ session: shortId(this.id) }, this.label);
-    this.channel = startChild(ctx, this.label, caller, this.log);
+    this.channel = ctx.children.start(this.label, this.log, caller);
     this.#get = this.#newStream(0);
     this.#streams.set(0, this.#get);
     this.channel.on('message', (msg: unknown) => this.#fromServer(msg));
@@ -201,7 +203,7 @@ export class StreamableSession {
       this.#init = { id: msg.id, params: isObject(msg.params) ? msg.params : {} };
       if (typeof this.#init.params.protocolVersion === 'string') this.#version = this.#init.params.protocolVersion;
     }
-    sendAs(this.channel, msg, caller).catch((err: Error) => {
+    sendAs(this.#ctx, this.channel, msg, caller).catch((err: Error) => {
       if (isRequest(msg)) this.#answer(rpcError(msg.id, CODES.serverError, err.message));
     });
   }

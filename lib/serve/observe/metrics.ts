@@ -1,11 +1,18 @@
 /*
- * serve's Prometheus metrics (`--metrics`): an Observer that counts into a prom-client registry, the field's
- * client, an optional peer loaded only then. Names carry their unit and counters end in `_total`; every label
+ * serve's Prometheus metrics (`--metrics`): a subscriber of serve's events that counts into a prom-client
+ * registry, the field's client, an optional peer loaded only then. Names carry their unit and counters end in `_total`; every label
  * set is bounded: methods outside MCP's are `other`, a tool is named only once a server answered it as its own,
  * and never a session id, a token or an argument.
  */
-import { missingPeer } from '../errors.js';
-import type { MetricsRegistry, Observer, Outcome, RequestRecord } from './observer.js';
+import { missingPeer } from '../../errors.js';
+import type { Telemetry } from './events.js';
+import { methodLabel } from './requests.js';
+
+/** A prom-client Registry, as serve uses one. */
+export interface MetricsRegistry {
+  metrics(): Promise<string>;
+  readonly contentType: string;
+}
 
 type PromClient = typeof import('prom-client');
 type Registry = import('prom-client').Registry;
@@ -65,8 +72,8 @@ function sourceGauges(prom: PromClient, on: { registers: Registry[] }, sources: 
   }
 }
 
-/** An Observer counting into `registry` (a new one when not given), and the registry to scrape. */
-export async function prometheusObserver(sources: MetricsSources, given?: MetricsRegistry): Promise<{ observer: Observer; registry: Registry }> {
+/** Counts `telemetry`'s events into `given` (a new registry when not given): the registry to scrape. */
+export async function prometheusMetrics(telemetry: Telemetry, sources: MetricsSources, given?: MetricsRegistry): Promise<MetricsRegistry> {
   const prom = await loadPromClient();
   const registry = (given as Registry | undefined) ?? new prom.Registry();
   const on = { registers: [registry] };
@@ -107,31 +114,29 @@ export async function prometheusObserver(sources: MetricsSources, given?: Metric
   const refusals = counter('mcp_frame_auth_refusals_total', 'Requests refused for their credentials, by reason.', ['reason']);
   const tunnel = counter('mcp_frame_tunnel_requests_total', 'Requests carried to the replica that owns their session (--store).');
   for (const direction of ['in', 'out']) bytes.inc({ direction }, 0);
-  const observer: Observer = {
-    request(r: RequestRecord) {
-      const labels = { method: r.method, tool: r.tool, era: r.era, outcome: r.outcome };
-      requests.inc(labels);
-      duration.observe(labels, r.seconds);
-    },
-    upstreamRequest(r: { upstream: string; method: string; outcome: Outcome; seconds: number }) {
-      const labels = { upstream: r.upstream, method: r.method, outcome: r.outcome };
-      upstream.inc(labels);
-      upstreamDuration.observe(labels, r.seconds);
-    },
-    upstreamRestart: (name) => restarts.inc({ upstream: name }),
-    sessionOpened: (transport) => opened.inc({ transport }),
-    childStarted() {
-      started.inc();
-      alive.inc();
-    },
-    childEnded(how) {
-      alive.dec();
-      ended.inc({ how });
-    },
-    bytes: (direction, n) => bytes.inc({ direction }, n),
-    badFrame: (from) => badFrames.inc({ from }),
-    authRefused: (reason) => refusals.inc({ reason }),
-    tunnel: () => tunnel.inc(),
-  };
-  return { observer, registry };
+  telemetry.subscribe('request:end', (r) => {
+    const labels = { method: methodLabel(r.start.method), tool: r.tool, era: r.start.era, outcome: r.outcome };
+    requests.inc(labels);
+    duration.observe(labels, r.seconds);
+  });
+  telemetry.subscribe('upstream:request', (r) => {
+    const labels = { upstream: r.upstream, method: r.method, outcome: r.outcome };
+    upstream.inc(labels);
+    upstreamDuration.observe(labels, r.seconds);
+  });
+  telemetry.subscribe('upstream:restart', (r) => restarts.inc({ upstream: r.upstream }));
+  telemetry.subscribe('session:open', (r) => opened.inc({ transport: r.transport }));
+  telemetry.subscribe('child:start', () => {
+    started.inc();
+    alive.inc();
+  });
+  telemetry.subscribe('child:end', (r) => {
+    alive.dec();
+    ended.inc({ how: r.how });
+  });
+  telemetry.subscribe('http:bytes', (r) => bytes.inc({ direction: r.direction }, r.bytes));
+  telemetry.subscribe('frame:bad', (r) => badFrames.inc({ from: r.from }));
+  telemetry.subscribe('auth:refused', (r) => refusals.inc({ reason: r.reason }));
+  telemetry.subscribe('tunnel:request', () => tunnel.inc());
+  return registry;
 }

@@ -4,6 +4,7 @@
  * that drops the response and comes back with Last-Event-ID gets what followed, then the live stream.
  */
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { whenGone } from '../../protocol/response.js';
 
 export interface EventStreamOptions {
   /** Bytes of recent events held for a client that resumes. */
@@ -49,30 +50,6 @@ export const EVENT_STREAM_HEADERS = {
 export function writeEvent(res: ServerResponse, text: string): boolean {
   if (res.writableEnded || res.destroyed) return true;
   return res.write(text);
-}
-
-/**
- * Calls `fn` once, when the response closes or the connection it belongs to does: a pipelined response queued
- * behind another never emits 'close' itself when the client goes. The connection's listener is removed with
- * the response, so that a kept-alive connection does not gather one per request. Returns a function that removes
- * them without calling `fn` (for a wait that ended otherwise).
- */
-export function whenGone(res: ServerResponse, fn: () => void): () => void {
-  const socket = res.req?.socket;
-  let done = false;
-  const forget = (): void => {
-    done = true;
-    res.off('close', gone);
-    socket?.off('close', gone);
-  };
-  const gone = (): void => {
-    if (done) return;
-    forget();
-    fn();
-  };
-  res.once('close', gone);
-  socket?.once('close', gone);
-  return forget;
 }
 
 /** Writes a `: keepalive` comment every `ms` while `res` is open; stops when it ends or closes. */

@@ -10,11 +10,11 @@
  * is only for --store; its remote key set is cached, fetched again for an unknown `kid`, at most once per 30 s.
  */
 import { createHash } from 'node:crypto';
-import type { Caller } from '../protocol/caller.js';
-import type { Logger } from '../log.js';
-import { Refusal } from '../protocol/refusal.js';
-import { isObject } from '../jsonrpc.js';
-import { missingPeer } from '../errors.js';
+import type { Caller } from '../../protocol/caller.js';
+import type { Logger } from '../../log.js';
+import { Refusal } from '../../protocol/refusal.js';
+import { isObject } from '../../jsonrpc.js';
+import { missingPeer } from '../../errors.js';
 
 export interface ResourceServerOptions {
   /** The authorization server's issuer identifier, exactly as its tokens' `iss`. */

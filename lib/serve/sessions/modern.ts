@@ -24,9 +24,9 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
-import { LATEST_LEGACY_PROTOCOL_VERSION } from '../protocol/versions.js';
-import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
+import { legacyAgreed, type ListenFilter, wantedBy } from '../../protocol/listen.js';
+import { LATEST_LEGACY_PROTOCOL_VERSION } from '../../protocol/versions.js';
+import { type ParamHeader, scanParamHeaders } from '../../protocol/param-headers.js';
 import {
   decodeHeaderValue,
   INPUT_CAPABILITIES,
@@ -38,16 +38,18 @@ import {
   META_PROTOCOL_VERSION,
   META_SUBSCRIPTION_ID,
   MODERN_PROTOCOL_VERSIONS,
-} from '../protocol/modern.js';
-import { listPages } from '../protocol/paging.js';
+} from '../../protocol/modern.js';
+import { listPages } from '../../protocol/paging.js';
 
-import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../jsonrpc.js';
-import { VERSION } from '../version.js';
-import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../gateway/gateway.js';
-import { type Caller, sameCaller } from '../protocol/caller.js';
-import { MODERN_LABEL, sendAs, type ServeContext, startChild, type ServedChild, pidNote } from './context.js';
-import { EVENT_STREAM_HEADERS, keepAlive, whenGone, writeEvent } from './event-stream.js';
-import { CODES } from '../protocol/codes.js';
+import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../../jsonrpc.js';
+import { VERSION } from '../../version.js';
+import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../../gateway/gateway.js';
+import { type Caller, sameCaller } from '../../protocol/caller.js';
+import { MODERN_LABEL, pidNote, type ServedChild } from './children.js';
+import { type ServeContext, sendAs } from './context.js';
+import { EVENT_STREAM_HEADERS, keepAlive, writeEvent } from './event-stream.js';
+import { whenGone } from '../../protocol/response.js';
+import { CODES } from '../../protocol/codes.js';
 
 /**
  * Bytes a modern request's response may hold unread before the request is cancelled. The child is shared by
@@ -228,7 +230,7 @@ export class ModernHub {
     });
     const forwarded = { ...msg, id: n, ...(params === undefined ? {} : { params }) };
     if (params === undefined) delete (forwarded as { params?: unknown }).params;
-    sendAs(child, forwarded, exchange.caller).catch((err: Error) => this.#answer(n, rpcError(n, CODES.serverError, err.message)));
+    sendAs(this.#ctx, child, forwarded, exchange.caller).catch((err: Error) => this.#answer(n, rpcError(n, CODES.serverError, err.message)));
   }
 
   /**
@@ -262,7 +264,7 @@ export class ModernHub {
       answer === undefined
         ? rpcError(suspended.askId, CODES.serverError, 'the client sent no answer for it')
         : { jsonrpc: '2.0', id: suspended.askId, result: answer };
-    sendAs(child, reply, caller).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, CODES.serverError, err.message)));
+    sendAs(this.#ctx, child, reply, caller).catch((err: Error) => this.#answer(suspended.n, rpcError(suspended.n, CODES.serverError, err.message)));
   }
 
   async close(): Promise<void> {
@@ -439,7 +441,7 @@ export class ModernHub {
         this.#own.delete(id);
         resolve(msg);
       });
-      sendAs(child, { jsonrpc: '2.0', id, method, params }, SERVE_ITSELF).catch(() => {
+      sendAs(this.#ctx, child, { jsonrpc: '2.0', id, method, params }, SERVE_ITSELF).catch(() => {
         clearTimeout(timer);
         this.#own.delete(id);
         resolve(undefined);
@@ -449,14 +451,14 @@ export class ModernHub {
 
   async #spawn(): Promise<ServedChild> {
     if (this.#child !== undefined) return this.#child;
-    const child = startChild(this.#ctx, MODERN_LABEL);
+    const child = this.#ctx.children.start(MODERN_LABEL, this.#ctx.log.child({ label: MODERN_LABEL }, MODERN_LABEL));
     this.#child = child;
     child.on('message', (msg: unknown, related?: unknown) => this.#fromServer(msg, related));
     child.on('close', () => {
       if (this.#child === child) this.#child = undefined;
       const why = child.endError('the server is gone').message;
       for (const n of [...this.#exchanges.keys()]) this.#answer(n, rpcError(n, CODES.serverError, why));
-      if (this.#ctx.shuttingDown !== true)
+      if (!this.#ctx.lifecycle.closing)
         this.#ctx.log.warn('server.ended', `the server for modern requests ended: ${why}`, { label: MODERN_LABEL, why });
     });
     try {
@@ -571,7 +573,7 @@ export class ModernHub {
     if (ask.method === 'ping') return void child.send({ jsonrpc: '2.0', id: ask.id, result: {} }).catch(() => undefined);
     // A gateway says whose a question is (it knows each server's calls); with one child, it is the only request
     // that may be running there (a listen runs nothing), or nobody's: never a guess between callers.
-    const byGateway = this.#ctx.gateway !== undefined;
+    const byGateway = this.#ctx.children.entry === undefined;
     const n = byGateway ? (typeof related === 'number' ? related : undefined) : this.#onlyRunning(() => true);
     const exchange = n === undefined ? undefined : this.#exchanges.get(n);
     if (exchange === undefined || n === undefined) {

@@ -10,13 +10,13 @@
  * share through the store (anyone who can read the store can speak in any session already), in a header of its
  * own. A request whose peer key is wrong is refused with 403 before anything is read.
  */
-import { CODES } from '../protocol/codes.js';
-import { rpcError } from '../jsonrpc.js';
+import { CODES } from '../../protocol/codes.js';
+import { rpcError } from '../../jsonrpc.js';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { timingSafeEqual } from 'node:crypto';
-import { safeLine } from '../errors.js';
-import { whenGone } from './event-stream.js';
+import { safeLine } from '../../errors.js';
+import { whenGone } from '../../protocol/response.js';
 import type { TunnelRequest } from './store.js';
 
 /** The header that carries the peer key from the replica that forwards a request to the one that owns it. */

@@ -4,56 +4,46 @@
  * one log line.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
-import { readCapped } from '../protocol/body.js';
-import { envelopeProblem, headerMismatch, isEnvelopeRequest, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../protocol/modern.js';
-import { safeLine } from '../errors.js';
-import { requestTarget } from '../protocol/target.js';
-import { decodeUtf8 } from '../framings/bytes.js';
-import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../jsonrpc.js';
-import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../framings/json.js';
-import { commandProblem, type ServeContext, type ServedChild, pidNote } from './context.js';
-import type { Guard } from './guard.js';
-import { LegacySession } from './legacy.js';
-import type { ModernHub } from './modern.js';
-import { isPeerKey, PEER_HEADER, PEER_REFUSED_HEADER } from './peer.js';
-import { StreamableSession } from './session.js';
-import { Refusal } from '../protocol/refusal.js';
-import type { Caller } from '../protocol/caller.js';
-import type { Logger } from '../log.js';
-import type { MetricsRegistry, Observer } from './observer.js';
-import type { Authentication, ResourceServer } from './resource-server.js';
+import { LEGACY_PROTOCOL_VERSIONS } from '../../protocol/versions.js';
+import { readCapped } from '../../protocol/body.js';
+import { envelopeProblem, headerMismatch, isEnvelopeRequest, MODERN_ERRORS, MODERN_PROTOCOL_VERSIONS, metaVersion } from '../../protocol/modern.js';
+import { safeLine } from '../../errors.js';
+import { requestTarget } from '../../protocol/target.js';
+import { decodeUtf8 } from '../../framings/bytes.js';
+import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../../jsonrpc.js';
+import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../../framings/json.js';
+import type { Policy } from '../../gateway/policy.js';
+import type { Caller } from '../../protocol/caller.js';
+import { Refusal } from '../../protocol/refusal.js';
+import type { Authentication, ResourceServer } from '../identity/index.js';
+import type { MetricsRegistry } from '../observe/index.js';
 import {
   carriedCaller,
   incomingOf,
+  isPeerKey,
   MayHaveRun,
+  PEER_HEADER,
+  PEER_REFUSED_HEADER,
   type ReplicaStore,
   StoreUnavailable,
   type TunnelRequest,
   type TunnelResponse,
   tunnelRequest,
-} from './store.js';
-import { CODES } from '../protocol/codes.js';
+} from '../replicas/index.js';
+import {
+  type Admitted,
+  commandProblem,
+  LegacySession,
+  type ModernHub,
+  pidNote,
+  type ServeContext,
+  type SessionTable,
+  StreamableSession,
+} from '../sessions/index.js';
+import type { Guard } from './guard.js';
+import { CODES } from '../../protocol/codes.js';
 
 const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
-
-/** Counts the bytes of every body written on `res` (its headers are not counted). */
-function countBytesOut(res: ServerResponse, observer: Observer): void {
-  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-  const count = (chunk: unknown): void => {
-    if (typeof chunk === 'string') observer.bytes?.('out', Buffer.byteLength(chunk));
-    else if (chunk instanceof Uint8Array) observer.bytes?.('out', chunk.length);
-  };
-  (res as { write: (...args: unknown[]) => boolean }).write = (...args: unknown[]) => {
-    count(args[0]);
-    return write(...args);
-  };
-  (res as { end: (...args: unknown[]) => ServerResponse }).end = (...args: unknown[]) => {
-    if (typeof args[0] !== 'function') count(args[0]);
-    return end(...args);
-  };
-}
 
 /**
  * The HTTP trace headers (W3C traceparent, tracestate, baggage) into the `_meta` of each request that has no
@@ -75,32 +65,6 @@ function withTraceHeaders(messages: unknown[], req: IncomingMessage): void {
     params._meta = meta;
     (msg as { params?: unknown }).params = params;
   }
-}
-
-/** The sessions of every transport, counted together against maxSessions. */
-export interface SessionTable {
-  streamable: Map<string, StreamableSession>;
-  legacy: Map<string, LegacySession>;
-  /** Sessions of every kind (socket connections included) open now. */
-  count(): number;
-  maxSessions: number;
-  /** Registers a session's end (logged once). */
-  ended(kind: 'streamable' | 'legacy', id: string, log: Logger, why: string): void;
-  /** Where replicas share sessions (serve --store), if they do. */
-  store: ReplicaStore | undefined;
-  /**
-   * A new session's id, once there is room for it (across the replicas, with a store) and its server's turn to
-   * start has come, or why not, and when to try again.
-   */
-  admit(): Promise<Admitted | Refusal>;
-}
-
-/** A session admitted: its id, and its server's turn to start, held until the server answers (or fails). */
-interface Admitted {
-  id: string;
-  starting(child: ServedChild): void;
-  /** No session after all (its client left): the turn and the place are given back. */
-  abandon(): void;
 }
 
 const refuse = (status: number, reason: string, headers?: Record<string, string>): never => {
@@ -237,17 +201,32 @@ function preflight(req: IncomingMessage, res: ServerResponse, guard: Guard): voi
 
 /** Why this replica cannot take sessions now (for /healthz), or undefined. */
 async function healthProblem(ctx: ServeContext, store: ReplicaStore | undefined): Promise<string | undefined> {
-  if (ctx.shuttingDown === true) return 'shutting down';
-  if (ctx.entry === undefined) {
+  if (ctx.lifecycle.closing) return 'shutting down';
+  const entry = ctx.children.entry;
+  if (entry === undefined) {
     // A gateway is down only when every server behind it is; some down is degraded (see #health).
-    const report = Object.entries(ctx.upstreams?.report() ?? {});
+    const report = Object.entries(ctx.children.health?.report() ?? {});
     if (report.length > 0 && report.every(([, s]) => s.state === 'down')) return 'every server behind the gateway is down';
     return store?.problem();
   }
-  const missing = await commandProblem(ctx.entry);
-  if (missing !== undefined) return `cannot start ${JSON.stringify(ctx.entry.command)}: ${missing}`;
-  if (ctx.startFailure !== undefined) return `the last server process failed to start: ${safeLine(ctx.startFailure)}`;
+  const missing = await commandProblem(entry);
+  if (missing !== undefined) return `cannot start ${JSON.stringify(entry.command)}: ${missing}`;
+  const failure = ctx.lifecycle.startFailure;
+  if (failure !== undefined) return `the last server process failed to start: ${safeLine(failure)}`;
   return store?.problem();
+}
+
+/** What the front hands requests to, besides the context: each made before the front. */
+export interface FrontParts {
+  guard: Guard;
+  sessions: SessionTable;
+  modern: ModernHub;
+  /** serve as an OAuth resource server: each request's caller from its token. */
+  identity: ResourceServer | undefined;
+  /** Who may call what (reloaded in place), for a step-up. */
+  policy: { readonly current: Policy | undefined } | undefined;
+  /** With metrics: the registry /metrics answers from. */
+  metrics: MetricsRegistry | undefined;
 }
 
 export class HttpFront {
@@ -255,12 +234,18 @@ export class HttpFront {
   readonly #guard: Guard;
   readonly #sessions: SessionTable;
   readonly #modern: ModernHub;
+  readonly #identity: ResourceServer | undefined;
+  readonly #policy: { readonly current: Policy | undefined } | undefined;
+  readonly #metrics: MetricsRegistry | undefined;
 
-  constructor(ctx: ServeContext, guard: Guard, sessions: SessionTable, modern: ModernHub) {
+  constructor(ctx: ServeContext, parts: FrontParts) {
     this.#ctx = ctx;
-    this.#guard = guard;
-    this.#sessions = sessions;
-    this.#modern = modern;
+    this.#guard = parts.guard;
+    this.#sessions = parts.sessions;
+    this.#modern = parts.modern;
+    this.#identity = parts.identity;
+    this.#policy = parts.policy;
+    this.#metrics = parts.metrics;
   }
 
   /** The http.Server's request listener. */
@@ -268,7 +253,6 @@ export class HttpFront {
     // A client that resets its connection makes the response emit 'error'; that must never end the process.
     res.on('error', () => undefined);
     req.on('error', () => undefined);
-    if (this.#ctx.observer?.bytes !== undefined) countBytesOut(res, this.#ctx.observer);
     // Another replica forwarding a request for a session of this one, over HTTP (--advertise-url): taken as one
     // carried through the store, once the peer key proves a replica sent it.
     const peer = req.headers[PEER_HEADER];
@@ -317,14 +301,15 @@ export class HttpFront {
         return preflight(req, res, this.#guard);
       }
       const refusal = this.#guard.check(req);
-      if (refusal?.status === 401) this.#ctx.observer?.authRefused?.(req.headers.authorization === undefined ? 'missing' : 'invalid');
+      if (refusal?.status === 401)
+        this.#ctx.telemetry.publish('auth:refused', { reason: req.headers.authorization === undefined ? 'missing' : 'invalid' });
       if (refusal !== undefined) throw refusal;
     }
-    const rs = this.#ctx.resourceServer;
+    const rs = this.#identity;
     if (rs?.metadataPaths.includes(path)) return this.#metadata(req, res, rs);
     const paths = this.#ctx.paths;
     const caller = [paths.mcp, paths.sse, paths.messages, '/metrics'].includes(path) ? await this.#caller(req, forwarded) : undefined;
-    if (path === '/metrics' && this.#ctx.metrics !== undefined) return this.#metrics(req, res, this.#ctx.metrics);
+    if (path === '/metrics' && this.#metrics !== undefined) return this.#scrape(req, res, this.#metrics);
     if (path === paths.mcp) return this.#mcp(req, res, forwarded, caller);
     if (path === paths.sse) return this.#legacyStream(req, res, caller);
     if (path === paths.messages) return this.#legacyPost(req, res, forwarded, caller);
@@ -341,7 +326,7 @@ export class HttpFront {
   }
 
   /** GET /metrics: the Prometheus text (behind the Host, token and sign-in checks /mcp has). */
-  async #metrics(req: IncomingMessage, res: ServerResponse, registry: MetricsRegistry): Promise<void> {
+  async #scrape(req: IncomingMessage, res: ServerResponse, registry: MetricsRegistry): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD')
       refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /metrics`, { Allow: 'GET, HEAD' });
     const text = await registry.metrics();
@@ -353,14 +338,14 @@ export class HttpFront {
    * replica carried here names the caller that replica found (see tunnelRequest).
    */
   async #caller(req: IncomingMessage, forwarded: boolean): Promise<Caller | undefined> {
-    const rs = this.#ctx.resourceServer;
+    const rs = this.#identity;
     if (rs === undefined) return undefined;
     if (forwarded) return carriedCaller(req.headers);
     const verdict: Authentication = await rs.authenticate(req.headers.authorization);
     if ('caller' in verdict) return verdict.caller;
-    this.#ctx.observer?.authRefused?.(
-      verdict.status === 403 ? 'insufficient_scope' : req.headers.authorization === undefined ? 'missing' : 'invalid',
-    );
+    this.#ctx.telemetry.publish('auth:refused', {
+      reason: verdict.status === 403 ? 'insufficient_scope' : req.headers.authorization === undefined ? 'missing' : 'invalid',
+    });
     throw new Refusal(verdict.status, verdict.reason, { headers: { 'WWW-Authenticate': verdict.challenge } });
   }
 
@@ -370,8 +355,8 @@ export class HttpFront {
    * and the gateway answers it as an unknown tool.)
    */
   #stepUp(messages: unknown[], caller: Caller | undefined): void {
-    const policy = this.#ctx.policy?.current;
-    const rs = this.#ctx.resourceServer;
+    const policy = this.#policy?.current;
+    const rs = this.#identity;
     if (policy === undefined || rs === undefined || caller === undefined) return;
     for (const msg of messages) {
       if (!isRequest(msg) || (msg.method !== 'tools/call' && msg.method !== 'prompts/get') || !isObject(msg.params)) continue;
@@ -380,7 +365,7 @@ export class HttpFront {
       const decision = policy.decide(caller, msg.method === 'tools/call' ? 'tools' : 'prompts', name);
       if (decision.allowed || decision.scopes === undefined) continue;
       const up = rs.stepUp(caller, decision.scopes);
-      this.#ctx.observer?.authRefused?.('insufficient_scope');
+      this.#ctx.telemetry.publish('auth:refused', { reason: 'insufficient_scope' });
       throw new Refusal(403, `${up.reason} (${safeLine(name.slice(0, 80))})`, { headers: { 'WWW-Authenticate': up.challenge }, id: msg.id });
     }
   }
@@ -390,7 +375,7 @@ export class HttpFront {
     try {
       return parseMessages(body);
     } catch (err) {
-      this.#ctx.observer?.badFrame?.('client');
+      this.#ctx.telemetry.publish('frame:bad', { from: 'client' });
       throw err;
     }
   }
@@ -406,7 +391,7 @@ export class HttpFront {
     if (!accepts(req, 'application/json', 'text/event-stream')) refuse(406, 'Accept must list application/json and text/event-stream');
     requireJsonBody(req);
     const body = await readBody(req, this.#ctx.maxMessageBytes);
-    this.#ctx.observer?.bytes?.('in', Buffer.byteLength(body));
+    this.#ctx.telemetry.publish('http:bytes', { direction: 'in', bytes: Buffer.byteLength(body) });
     const messages = this.#parsed(body);
     withTraceHeaders(messages, req);
     try {
@@ -492,7 +477,7 @@ export class HttpFront {
     if (store === undefined || forwarded) refuse(404, UNKNOWN_SESSION);
     const owner = await store!.ownerOf(id);
     if (owner === undefined || owner === store!.replica) refuse(404, UNKNOWN_SESSION);
-    this.#ctx.observer?.tunnel?.();
+    this.#ctx.telemetry.publish('tunnel:request', {});
     if (!(await store!.forward(owner!, tunnelRequest(req, body, caller), res))) refuse(404, UNKNOWN_SESSION);
   }
 
@@ -507,7 +492,7 @@ export class HttpFront {
     const state = isObject(msg.params) ? msg.params.requestState : undefined;
     const maker = typeof state === 'string' ? /^([0-9a-f-]{36})\./.exec(state)?.[1] : undefined;
     if (maker === undefined || maker === store.replica) return false;
-    this.#ctx.observer?.tunnel?.();
+    this.#ctx.telemetry.publish('tunnel:request', {});
     return store.forward(maker, tunnelRequest(req, body, caller), res);
   }
 
@@ -530,11 +515,11 @@ export class HttpFront {
     } catch (err) {
       table.delete(session.id);
       void this.#sessions.store?.release(session.id);
-      this.#ctx.startFailure = (err as Error).message;
+      this.#ctx.lifecycle.startFailure = (err as Error).message;
       refuse(502, (err as Error).message);
     }
-    this.#ctx.startFailure = undefined;
-    this.#ctx.observer?.sessionOpened?.(how === '' ? 'streamable' : 'legacy');
+    this.#ctx.lifecycle.startFailure = undefined;
+    this.#ctx.telemetry.publish('session:open', { transport: how === '' ? 'streamable' : 'legacy' });
     session.log.info('session.started', `started${how}${pidNote(session.channel)}`, {
       transport: how === '' ? 'streamable' : 'sse',
       ...(session.channel.pid === undefined ? {} : { pid: session.channel.pid }),
@@ -584,7 +569,7 @@ export class HttpFront {
     if (req.method !== 'GET' && req.method !== 'HEAD')
       refuse(405, `method ${safeLine(req.method ?? '')} is not allowed on /healthz`, { Allow: 'GET, HEAD' });
     const problem = await healthProblem(this.#ctx, this.#sessions.store);
-    const upstreams = this.#ctx.upstreams;
+    const upstreams = this.#ctx.children.health;
     const status = problem !== undefined ? 'unavailable' : (upstreams?.down().length ?? 0) > 0 ? 'degraded' : 'ok';
     const body = JSON.stringify({
       status,

@@ -3,14 +3,16 @@
  * server sends; the client POSTs to the endpoint the first event names. The stream is the session: when it
  * closes, the child is closed.
  */
-import { CODES } from '../protocol/codes.js';
+import { CODES } from '../../protocol/codes.js';
 import type { ServerResponse } from 'node:http';
 
-import { idKey, isRequest, isResponse, rpcError } from '../jsonrpc.js';
-import { type ServeContext, shortId, startChild, type ServedChild, sendAs } from './context.js';
-import type { Caller } from '../protocol/caller.js';
-import type { Logger } from '../log.js';
-import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, whenGone, writeEvent } from './event-stream.js';
+import { idKey, isRequest, isResponse, rpcError } from '../../jsonrpc.js';
+import type { ServedChild } from './children.js';
+import { type ServeContext, sendAs, shortId } from './context.js';
+import type { Caller } from '../../protocol/caller.js';
+import type { Logger } from '../../log.js';
+import { EVENT_STREAM_HEADERS, holdUntilDrained, keepAlive, writeEvent } from './event-stream.js';
+import { whenGone } from '../../protocol/response.js';
 
 export class LegacySession {
   readonly id: string;
@@ -33,7 +35,7 @@ export class LegacySession {
     this.owner = caller?.subject;
     this.label = `session ${shortId(this.id)}`;
     this.log = ctx.log.child({ session: shortId(this.id), transport: 'sse' }, this.label);
-    this.channel = startChild(ctx, this.label, caller, this.log);
+    this.channel = ctx.children.start(this.label, this.log, caller);
     this.channel.on('message', (msg: unknown) => {
       if (isResponse(msg)) this.#pending.delete(idKey(msg.id));
       this.#write(msg);
@@ -65,7 +67,7 @@ export class LegacySession {
   post(messages: unknown[], caller?: Caller): void {
     for (const msg of messages) {
       if (isRequest(msg)) this.#pending.set(idKey(msg.id), msg.id);
-      sendAs(this.channel, msg, caller).catch((err: Error) => {
+      sendAs(this.#ctx, this.channel, msg, caller).catch((err: Error) => {
         if (isRequest(msg) && this.#pending.delete(idKey(msg.id))) this.#write(rpcError(msg.id, CODES.serverError, err.message));
       });
     }

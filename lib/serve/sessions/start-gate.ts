@@ -5,7 +5,7 @@
  * one that waits longer than `waitMs` is refused (503 with Retry-After), so a burst of opens gets quick answers
  * instead of timeouts that leave sessions nobody uses.
  */
-import { Refusal } from '../protocol/refusal.js';
+import { Refusal } from '../../protocol/refusal.js';
 
 export class StartGate {
   readonly max: number;

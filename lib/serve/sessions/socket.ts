@@ -2,15 +2,18 @@
  * The local socket of `serve`: a Unix domain socket (a named pipe on Windows) carrying NDJSON, the bytes of
  * stdio, with one child per connection. The socket file is private to its owner (0600) and removed on close.
  */
-import { CODES } from '../protocol/codes.js';
-import type { Logger } from '../log.js';
+import { CODES } from '../../protocol/codes.js';
+import type { Logger } from '../../log.js';
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs';
 import * as net from 'node:net';
-import { StreamChannel } from '../client/channel.js';
+import { StreamChannel } from '../../client/channel.js';
 
-import { type FrameError, frameProblem } from '../errors.js';
-import { isRequest, rpcError } from '../jsonrpc.js';
-import { type ServeContext, startChild, type ServedChild } from './context.js';
+import { type FrameError, frameProblem } from '../../errors.js';
+import { isRequest, rpcError } from '../../jsonrpc.js';
+import { pidNote, type ServedChild } from './children.js';
+import { Refusal } from '../../protocol/refusal.js';
+import type { SessionTable } from './table.js';
+import { type ServeContext, sendAs } from './context.js';
 
 const WINDOWS = process.platform === 'win32';
 
@@ -64,15 +67,15 @@ export function removeSocket(path: string): void {
 }
 
 /** Serves one connection: its own child, messages forwarded both ways until either side ends. */
-export function serveConnection(socket: net.Socket, ctx: ServeContext, label: string, log: Logger): ServedChild {
-  const child = startChild(ctx, label, undefined, log);
+function serveConnection(socket: net.Socket, ctx: ServeContext, label: string, log: Logger): ServedChild {
+  const child = ctx.children.start(label, log);
   const peer = new StreamChannel(socket, socket, { name: 'socket client', maxMessageBytes: ctx.maxMessageBytes });
   peer.on('invalid', (err: FrameError) => {
-    ctx.observer?.badFrame?.('client');
+    ctx.telemetry.publish('frame:bad', { from: 'client' });
     log.warn('client.bad_frame', `skipped a bad frame from the client: ${frameProblem(err)}`, { code: err.code });
   });
   peer.on('message', (msg: unknown) => {
-    child.send(msg).catch((err: Error) => {
+    sendAs(ctx, child, msg, undefined).catch((err: Error) => {
       if (isRequest(msg)) peer.send(rpcError(msg.id, CODES.serverError, err.message)).catch(() => undefined);
     });
   });
@@ -94,4 +97,44 @@ export function serveConnection(socket: net.Socket, ctx: ServeContext, label: st
     socket.destroySoon();
   });
   return child;
+}
+
+/** Each socket connection a session of its own, admitted as HTTP sessions are (counted together). */
+export function takeConnections(socketServer: net.Server, ctx: ServeContext, table: SessionTable, socketChildren: Set<ServedChild>): void {
+  const store = table.store;
+  let connections = 0;
+  socketServer.on('connection', (socket) => {
+    // A peer that resets while its admission is decided must not end the process.
+    socket.on('error', () => undefined);
+    // Nothing starts until the peer sends its first bytes: a connection that sends none (a second serve
+    // checking that the socket is live, a health probe) is no session and starts no server.
+    socket.once('readable', () => {
+      if (socket.readableLength === 0) return void socket.destroy();
+      admitConnection(socket);
+    });
+  });
+  const admitConnection = (socket: net.Socket): void => {
+    const n = ++connections;
+    const label = `socket connection ${n}`;
+    void table.admit().then((room) => {
+      if (room instanceof Refusal || socket.destroyed) {
+        if (room instanceof Refusal)
+          ctx.log.warn('session.refused', `refused a socket connection: ${room.reason}`, { why: room.reason, transport: 'socket' });
+        else room.abandon();
+        socket.destroy();
+        return;
+      }
+      const log = ctx.log.child({ connection: n, transport: 'socket' }, label);
+      const child = serveConnection(socket, ctx, label, log);
+      room.starting(child);
+      ctx.telemetry.publish('session:open', { transport: 'socket' });
+      socketChildren.add(child);
+      log.info('session.started', `started${pidNote(child)}`, child.pid === undefined ? {} : { pid: child.pid });
+      child.on('close', () => {
+        socketChildren.delete(child);
+        void store?.release(room.id);
+        log.info('session.ended', 'ended');
+      });
+    });
+  };
 }

@@ -9,8 +9,8 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { Caller } from '../protocol/caller.js';
-import { isObject } from '../jsonrpc.js';
+import type { Caller } from '../../protocol/caller.js';
+import { isObject } from '../../jsonrpc.js';
 
 /** A request carried to the replica that owns its session. The body is read already (a POST's). */
 export interface TunnelRequest {

@@ -12,14 +12,14 @@
  * a dead replica's sessions are 404 everywhere within ALIVE_MS. Each replica subscribes to <p>:to:<replica>:
  * requests for its sessions come in there, and answers to the requests it carried out.
  */
-import { CODES } from '../protocol/codes.js';
-import { rpcError } from '../jsonrpc.js';
-import type { Logger } from '../log.js';
+import { CODES } from '../../protocol/codes.js';
+import { rpcError } from '../../jsonrpc.js';
+import type { Logger } from '../../log.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { createClient, createCluster, createSentinel } from '@redis/client';
-import { safeLine } from '../errors.js';
-import { whenGone } from './event-stream.js';
+import { safeLine } from '../../errors.js';
+import { whenGone } from '../../protocol/response.js';
 import {
   MayHaveRun,
   type ReplicaStore,
@@ -29,7 +29,7 @@ import {
   type TunnelRequest,
   TunnelResponse,
 } from './store.js';
-import { urlWithoutCredentials } from '../redaction.js';
+import { urlWithoutCredentials } from '../../redaction.js';
 import { parseClusterUrl, parseSentinelUrl } from './sentinel-url.js';
 import { forwardDirect } from './peer.js';
 

@@ -5,8 +5,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { networkInterfaces } from 'node:os';
-import { isLoopback } from '../protocol/loopback.js';
-import { Refusal } from '../protocol/refusal.js';
+import { isLoopback } from '../../protocol/loopback.js';
+import { Refusal } from '../../protocol/refusal.js';
 
 interface GuardOptions {
   /** The address the server listens on. */

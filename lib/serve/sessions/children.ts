@@ -1,0 +1,275 @@
+/*
+ * What a session talks to: the server's child process (one stdio server served), or a Gateway in front of several
+ * servers (each session's own, one for modern requests). Children are made by a Children factory built once, before
+ * any session, from what serve was given; each child is watched (its stderr, bad frames and trace logged, its
+ * requests tapped, its start and end published) by listening to it, never by changing it.
+ */
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { delimiter, join, resolve } from 'node:path';
+import type { AuthOptions } from '../../client/auth/types.js';
+import { isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from '../../client/config.js';
+import { connect } from '../../client/connect.js';
+import type { FrameTrace } from '../../client/connection.js';
+import { StdioChannel } from '../../client/stdio.js';
+import { type FrameError, frameProblem, printableJson, redactMessage, safeLine } from '../../errors.js';
+import { tryParse } from '../../framings/json.js';
+import { Gateway, type GatewayOptions } from '../../gateway/gateway.js';
+import { prefixClashes } from '../../gateway/names.js';
+import type { Policy } from '../../gateway/policy.js';
+import { UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
+import type { Logger } from '../../log.js';
+import type { Caller } from '../../protocol/caller.js';
+import type { RequestTap, Telemetry } from '../observe/index.js';
+
+/** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
+export type ServedChild = StdioChannel | Gateway;
+
+/** The label of the child (or gateway) shared by modern requests. */
+export const MODERN_LABEL = 'modern requests';
+
+/** The session's " (server pid n)" for the log; nothing for a gateway, whose servers have pids of their own. */
+export function pidNote(child: ServedChild): string {
+  return child.pid === undefined ? '' : ` (server pid ${child.pid})`;
+}
+
+/** Who is told of each child: its log, and serve's events. */
+export interface Watchers {
+  telemetry: Telemetry;
+  requests: RequestTap;
+  /** Every message logged (redacted). */
+  trace: boolean;
+}
+
+/** Makes the children of sessions. */
+export interface Children {
+  /** The one stdio server served; undefined for a gateway. */
+  readonly entry: StdioServerConfig | undefined;
+  /** For a gateway: each upstream's last known state (for /healthz). */
+  readonly health: UpstreamHealth | undefined;
+  /** Starts the child of a session labelled `label` (for `caller`, whom a gateway serves), its lines to `log`. */
+  start(label: string, log: Logger, caller?: Caller): ServedChild;
+}
+
+/** Settings of the stdio children. */
+interface ChildSettings {
+  /** The server's name in logs and errors. */
+  name: string;
+  inheritEnv: boolean;
+  shutdownGraceMs: number;
+}
+
+/** Children of one stdio server, each a process of its own. */
+export function stdioChildren(entry: StdioServerConfig, settings: ChildSettings, watchers: Watchers): Children {
+  return {
+    entry,
+    health: undefined,
+    start(label, log) {
+      const channel = new StdioChannel(entry, settings);
+      watchers.requests.watch(channel, label === MODERN_LABEL ? 'modern' : 'legacy', label);
+      watchChild(channel, channel.started, watchers.telemetry);
+      channel.on('stderr', (line: string) => log.info('server.stderr', `server stderr: ${safeLine(line)}`, { line: safeLine(line) }));
+      channel.on('invalid', (err: FrameError) => {
+        watchers.telemetry.publish('frame:bad', { from: 'server' });
+        log.warn('server.bad_frame', `skipped a bad frame from the server: ${frameProblem(err)}`, { code: err.code });
+      });
+      if (watchers.trace) {
+        channel.on('wire', (direction: string, text: string) => {
+          log.info('server.frame', `${direction === 'send' ? '->' : '<-'} ${printableJson(redactMessage(tryParse(text)))}`, { direction });
+        });
+      }
+      return channel;
+    },
+  };
+}
+
+/**
+ * Counts a child process in and out: started once it runs (`started`), ended closed (by serve) or died (on its
+ * own) at `event` (a channel's 'close', a Connection's 'exit'), told apart by whether close() was asked for.
+ */
+function watchChild(
+  child: { readonly closing: boolean; on(event: string, listener: () => void): unknown },
+  started: Promise<unknown>,
+  telemetry: Telemetry,
+  event = 'close',
+): void {
+  if (!telemetry.listened('child:start') && !telemetry.listened('child:end')) return;
+  let running = false;
+  started.then(
+    () => {
+      running = true;
+      telemetry.publish('child:start', {});
+    },
+    () => undefined,
+  );
+  child.on(event, () => {
+    if (running) telemetry.publish('child:end', { how: child.closing ? 'closed' : 'died' });
+    running = false;
+  });
+}
+
+/** The gateway options serve passes on as given (undefined: the gateway's default). */
+type PassedOn =
+  | 'separator'
+  | 'prefix'
+  | 'allowTools'
+  | 'denyTools'
+  | 'allowPrompts'
+  | 'denyPrompts'
+  | 'listTimeoutMs'
+  | 'callTimeoutMs'
+  | 'maxPendingPerUpstream'
+  | 'forwardClaims';
+
+/** What a gateway's children are made with: ServeOptions' gateway settings. */
+export interface GatewaySettings extends Readonly<{ [K in PassedOn]: GatewayOptions[K] | undefined }> {
+  name: string;
+  startTimeoutMs: number | undefined;
+  inheritEnv: boolean;
+  shutdownGraceMs: number;
+  tracing: boolean;
+  /** Who may call what (reloaded in place). */
+  policy: { readonly current: Policy | undefined };
+  /** The sign-in of a remote server that asks for one. */
+  upstreamAuth: ((name: string, entry: RemoteServerConfig) => AuthOptions | undefined) | undefined;
+}
+
+/**
+ * Children that are gateways in front of `servers`, each with its own upstreams. Refuses (an Error of code
+ * NAME_CLASH) servers whose prefixed names can be one, and with prefix `never`, starts the servers once now and
+ * refuses a name two of them offer, both servers named.
+ */
+export async function gatewayChildren(
+  servers: Array<[string, ServerConfig]>,
+  settings: GatewaySettings,
+  watchers: Watchers,
+  log: Logger,
+): Promise<Children> {
+  refuseClashingPrefixes(servers, settings);
+  const health = new UpstreamHealth(servers.map(([name]) => name));
+  const { startTimeoutMs, inheritEnv, shutdownGraceMs, policy, upstreamAuth, ...given } = settings;
+  // What was not given is left out, so that the gateway's own default applies.
+  const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
+    name: string;
+  };
+  const make = (label: string, caller: Caller | undefined, lines: Logger): Gateway =>
+    new Gateway({
+      ...options,
+      ...(caller === undefined ? {} : { caller }),
+      // The gateway for modern requests serves every modern caller: it attributes, or refuses, never guesses.
+      shared: label === MODERN_LABEL,
+      observer: {
+        upstreamRequest: (r) => watchers.telemetry.publish('upstream:request', r),
+        upstreamRestart: (upstream) => watchers.telemetry.publish('upstream:restart', { upstream }),
+      },
+      policy: () => policy.current,
+      upstreams: servers,
+      open: opener({ inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth }, watchers, lines),
+      ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
+      health,
+      logger: lines,
+    });
+  if (settings.prefix === 'never' && servers.length > 1)
+    await refuseSharedNames(make('start-up check', undefined, log.child({ label: 'start-up check' }, 'start-up check')));
+  return {
+    entry: undefined,
+    health,
+    start(label, lines, caller) {
+      const gateway = make(label, caller, lines);
+      watchers.requests.watch(gateway, label === MODERN_LABEL ? 'modern' : 'legacy', label);
+      return gateway;
+    },
+  };
+}
+
+/** Servers whose prefixed names can be one and the same (see prefixClashes): an Error of code NAME_CLASH. */
+function refuseClashingPrefixes(servers: Array<[string, ServerConfig]>, settings: GatewaySettings): void {
+  const separator = settings.separator ?? '__';
+  const [clash] =
+    settings.prefix === 'never'
+      ? []
+      : prefixClashes(
+          servers.map(([name]) => name),
+          separator,
+        );
+  if (clash === undefined) return;
+  const [a, b] = clash;
+  const example = `${b}${separator}x`.startsWith(`${a}${separator}`) ? [a, b] : [b, a];
+  const rest = `${example[1]}${separator}x`.slice(example[0]!.length + separator.length);
+  throw Object.assign(
+    new Error(
+      `separator ${JSON.stringify(separator)}: servers "${a}" and "${b}" can expose one name (${example[1]}${separator}x is "${example[0]}"'s ${rest} and "${example[1]}"'s x): rename one, or choose another --separator`,
+    ),
+    { code: 'NAME_CLASH' },
+  );
+}
+
+/** With prefix `never`: the servers started once, and a name two of them offer refused (NAME_CLASH). */
+async function refuseSharedNames(probe: Gateway): Promise<void> {
+  try {
+    await probe.start();
+    const clashes = await probe.clashes();
+    if (clashes.length > 0)
+      throw Object.assign(new Error(`prefix never: names offered by two servers: ${clashes.join('; ')}`), { code: 'NAME_CLASH' });
+  } finally {
+    await probe.close();
+  }
+}
+
+/** How a gateway reaches its servers: connect(), each child's stderr and bad frames logged under its name. */
+function opener(
+  settings: Pick<GatewaySettings, 'inheritEnv' | 'shutdownGraceMs' | 'startTimeoutMs' | 'upstreamAuth'>,
+  watchers: Watchers,
+  lines: Logger,
+): UpstreamOpener {
+  return (name, entry, { capabilities, onSpawn }) => {
+    const auth = isStdioServer(entry) || entry.type === 'socket' ? undefined : settings.upstreamAuth?.(name, entry);
+    return connect(entry, {
+      name,
+      capabilities,
+      elicitationDefaults: false,
+      inheritEnv: settings.inheritEnv,
+      shutdownGraceMs: settings.shutdownGraceMs,
+      timeoutMs: Math.max(settings.startTimeoutMs ?? 10_000, 30_000),
+      ...(auth === undefined ? {} : { auth }),
+      onSpawn: (connection) => {
+        const log = lines.child({ upstream: name }, `server "${name}"`);
+        connection.on('stderr', (line: string) => log.info('server.stderr', `stderr: ${safeLine(line)}`, { line: safeLine(line) }));
+        if (watchers.trace) {
+          connection.on('frame', (f: FrameTrace) =>
+            log.info('server.frame', `${f.direction === 'send' ? '->' : '<-'} ${f.preview}`, { direction: f.direction }),
+          );
+        }
+        if (isStdioServer(entry)) watchChild(connection, Promise.resolve(), watchers.telemetry, 'exit');
+        connection.on('invalid', (err: FrameError) => {
+          watchers.telemetry.publish('frame:bad', { from: 'server' });
+          log.warn('server.bad_frame', `sent a bad frame, skipped: ${frameProblem(err)}`, { code: err.code });
+        });
+        onSpawn(connection);
+      },
+    });
+  };
+}
+
+/**
+ * Why `command` cannot be started, or undefined when it can: a path that is not an executable file, or a name
+ * found in no folder of PATH. (On Windows, where PATHEXT decides, it is left to the first session.)
+ */
+async function missingCommand(command: string, path: string, cwd: string): Promise<string | undefined> {
+  if (process.platform === 'win32') return undefined;
+  const executable = (file: string): Promise<boolean> =>
+    access(file, constants.X_OK).then(
+      () => stat(file).then((s) => s.isFile()),
+      () => false,
+    );
+  if (command.includes('/')) return (await executable(resolve(cwd, command))) ? undefined : 'no executable file there';
+  for (const dir of path.split(delimiter)) {
+    if (dir !== '' && (await executable(join(resolve(cwd, dir), command)))) return undefined;
+  }
+  return 'command not found on PATH';
+}
+
+/** Why the server entry's command cannot be started (see missingCommand), with its own PATH and folder. */
+export function commandProblem(entry: StdioServerConfig): Promise<string | undefined> {
+  return missingCommand(entry.command, entry.env?.PATH ?? process.env.PATH ?? '', entry.cwd ?? process.cwd());
+}
