@@ -16,6 +16,7 @@
  * - Failures stay where they start: an upstream that is down takes its tools away and fails only its own calls,
  *   with an error that names it; it is restarted with backoff (see Upstream).
  */
+import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
 import { createLogger, type Logger, lineLogger } from '../log.js';
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -155,6 +156,8 @@ interface Forwarded {
 /** What the gateway knows of one upstream's list of one kind, learnt from what it listed. */
 interface Known {
   names: Set<string>;
+  /** Tools: the Mcp-Param-* declarations (x-mcp-header) of each, as last listed (none for a tool whose annotations break the rules). */
+  headers: Map<string, readonly ParamHeader[]>;
   /** The whole list was read since the upstream last said it changed. */
   complete: boolean;
   ttlMs: number | undefined;
@@ -473,7 +476,7 @@ export class Gateway extends EventEmitter implements Channel {
     const key = `${kind}:${up.index}`;
     let known = this.#known.get(key);
     if (known === undefined) {
-      known = { names: new Set(), complete: false, ttlMs: undefined, cacheScope: undefined };
+      known = { names: new Set(), headers: new Map(), complete: false, ttlMs: undefined, cacheScope: undefined };
       this.#known.set(key, known);
     }
     return known;
@@ -554,6 +557,7 @@ export class Gateway extends EventEmitter implements Channel {
     const known = this.#knownOf(kind, up);
     if (firstPage) {
       known.names.clear();
+      known.headers.clear();
       if (kind === 'templates') this.#templates.set(up.index, []);
     }
     known.ttlMs = typeof result.ttlMs === 'number' ? result.ttlMs : undefined;
@@ -563,6 +567,10 @@ export class Gateway extends EventEmitter implements Channel {
     for (const item of items) {
       if (!isObject(item)) continue;
       if ((kind === 'tools' || kind === 'prompts') && typeof item.name === 'string') known.names.add(item.name);
+      if (kind === 'tools' && typeof item.name === 'string') {
+        const scanned = scanParamHeaders(item.inputSchema);
+        known.headers.set(item.name, 'headers' in scanned ? scanned.headers : []);
+      }
       if (kind === 'resources' && typeof item.uri === 'string') this.#owns(item.uri, up);
       if (kind === 'templates' && typeof item.uriTemplate === 'string') this.#templates.get(up.index)?.push(templatePattern(item.uriTemplate));
     }
@@ -607,6 +615,27 @@ export class Gateway extends EventEmitter implements Channel {
       }
     }
     return this.#filters[kind].passes(exposed) ? exposed : undefined;
+  }
+
+  /**
+   * The Mcp-Param-* declarations (x-mcp-header) of the tool exposed as `exposed`, as its server last listed it
+   * through this gateway; undefined when the gateway has not seen it listed since the server last changed (the
+   * caller then reads the list). serve checks a modern call's headers by it, with no list read for the call.
+   */
+  declaredHeaders(exposed: string): readonly ParamHeader[] | undefined {
+    if (this.#prefix === 'always' || this.#ups.length === 1) {
+      const up =
+        this.#ups.length === 1
+          ? this.#ups[0]
+          : this.#ups.filter((u) => exposed.startsWith(`${u.name}${this.#separator}`)).sort((a, b) => b.name.length - a.name.length)[0];
+      if (up === undefined) return undefined;
+      const name = this.#ups.length === 1 ? exposed : exposed.slice(up.name.length + this.#separator.length);
+      return this.#knownOf('tools', up).headers.get(name);
+    }
+    for (const up of this.#ups) {
+      for (const [name, headers] of this.#knownOf('tools', up).headers) if (this.#exposed('tools', up, name) === exposed) return headers;
+    }
+    return undefined;
   }
 
   /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
@@ -924,7 +953,10 @@ export class Gateway extends EventEmitter implements Channel {
     }
     for (const kind of Object.keys(KINDS) as Kind[]) {
       if (KINDS[kind].changed !== method) continue;
-      this.#knownOf(kind, up).complete = false;
+      const known = this.#knownOf(kind, up);
+      known.complete = false;
+      // What a tool declares may have changed with it: read again before a call is checked by it.
+      known.headers.clear();
     }
     if (method === 'notifications/message') {
       // A server's log is its session's: the call it belongs to only when it is the one call running there.
@@ -942,6 +974,7 @@ export class Gateway extends EventEmitter implements Channel {
     for (const kind of Object.keys(KINDS) as Kind[]) {
       const known = this.#knownOf(kind, up);
       known.complete = false;
+      known.headers.clear();
       if (!isUp) known.names.clear();
     }
     if (!isUp) {

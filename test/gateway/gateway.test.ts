@@ -121,6 +121,38 @@ describe('gateway/gateway: several servers as one, in process', () => {
     expect((calls[0]!.params._meta as Record<string, unknown>)[CALLER_META]).to.deep.equal({ sub: 'dev' });
   });
 
+  it('knows what each tool it listed declares in x-mcp-header, until its server says its list changed', async () => {
+    const servers: Array<ReturnType<typeof scriptedChannel>> = [];
+    const tools = [
+      { name: 'wire', inputSchema: { type: 'object', properties: { account: { type: 'string', 'x-mcp-header': 'Account' } } } },
+      { name: 'broken', inputSchema: { type: 'object', properties: { n: { type: 'number', 'x-mcp-header': 'N' } } } },
+      { name: 'plain', inputSchema: { type: 'object' } },
+    ];
+    const opener: UpstreamOpener = (_n, _e, { onSpawn }) => {
+      const server = scriptedChannel((q) => (q.method === 'tools/list' ? q.answer({ tools }) : q.answer({})), { tools: { listChanged: true } });
+      servers.push(server);
+      return connectOver(server.channel, { protocolVersion: '2025-06-18', onSpawn });
+    };
+    const { gateway, client: c } = await open({
+      upstreams: [
+        ['bank', ENTRY],
+        ['vault', ENTRY],
+      ],
+      open: opener,
+    });
+    expect(gateway.declaredHeaders('bank__wire'), 'not listed yet').to.equal(undefined);
+    await names(c);
+    expect(gateway.declaredHeaders('bank__wire')).to.deep.equal([{ name: 'Account', path: ['account'] }]);
+    expect(gateway.declaredHeaders('vault__plain')).to.deep.equal([]);
+    expect(gateway.declaredHeaders('vault__broken'), 'annotations that break the rules declare nothing').to.deep.equal([]);
+    expect(gateway.declaredHeaders('bank__nothing')).to.equal(undefined);
+    expect(gateway.declaredHeaders('elsewhere__wire')).to.equal(undefined);
+    servers[0]!.say({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    for (let i = 0; i < 200 && gateway.declaredHeaders('bank__wire') !== undefined; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(gateway.declaredHeaders('bank__wire')).to.equal(undefined);
+    expect(gateway.declaredHeaders('vault__plain'), "the other server's are kept").to.deep.equal([]);
+  });
+
   it('goes on without a server that does not start, reports it down, and names it when called', async () => {
     const health = new UpstreamHealth(['a', 'broken']);
     const opener: UpstreamOpener = (name, entry, options) =>

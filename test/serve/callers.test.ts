@@ -273,6 +273,30 @@ describe('serve: several callers on one gateway', function () {
     // Bob is not allowed the tool at all: it is unknown to him, header or not.
     expect((await wire(bob, 'A-1')).body).to.match(/Unknown tool/);
   });
+
+  it("checks a modern call's Mcp-Param-* headers from what the gateway listed: no server is asked for its list again", async () => {
+    const { url, alice } = await start({ bank: banked('bank'), vault: banked('vault') });
+    const listed = await rawRequest(url, modern(alice, 1, 'tools/list', {}));
+    expect(listed.status, listed.body).to.equal(200);
+    expect(listed.body).to.include('bank__wire');
+    const lists = (name: string): number => ledger(name).filter((m) => m.method === 'tools/list').length;
+    const before = { bank: lists('bank'), vault: lists('vault') };
+    expect(before).to.deep.equal({ bank: 1, vault: 1 });
+    const wire = (id: number, header: string) =>
+      rawRequest(
+        url,
+        modern(alice, id, 'tools/call', { name: 'bank__wire', arguments: { account: 'A-1' } }, {}, {}, { 'mcp-param-account': header }),
+      );
+    const mismatch = await wire(2, 'B-2');
+    expect(mismatch.status, mismatch.body).to.equal(400);
+    expect((JSON.parse(mismatch.body) as { error: { code: number } }).error.code).to.equal(-32020);
+    const right = await wire(3, 'A-1');
+    expect(right.status, right.body).to.equal(200);
+    expect(right.body).to.include('wired from A-1');
+    const plain = await rawRequest(url, modern(alice, 4, 'tools/call', { name: 'vault__balance', arguments: { who: 'alice', ms: 1 } }));
+    expect(plain.status, plain.body).to.equal(200);
+    expect({ bank: lists('bank'), vault: lists('vault') }).to.deep.equal(before);
+  });
 });
 
 describe('serve: one server or one client cannot stop the rest of a gateway', function () {

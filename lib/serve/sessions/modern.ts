@@ -43,7 +43,7 @@ import { listPages } from '../../protocol/paging.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../../jsonrpc.js';
 import { VERSION } from '../../version.js';
-import { CANCELLED_RUNS_MS, SERVE_ITSELF } from '../../gateway/gateway.js';
+import { CANCELLED_RUNS_MS, Gateway, SERVE_ITSELF } from '../../gateway/gateway.js';
 import { type Caller, sameCaller } from '../../protocol/caller.js';
 import { MODERN_LABEL, pidNote, type ServedChild } from './children.js';
 import { type ServeContext, sendAs } from './context.js';
@@ -398,7 +398,11 @@ export class ModernHub {
    * compared as numbers); a null or absent one needs none.
    */
   async #paramMismatch(child: ServedChild, msg: JsonRpcRequest, headers: IncomingHttpHeaders): Promise<string | undefined> {
-    if (!this.#toolsListed) {
+    const params = isObject(msg.params) ? msg.params : {};
+    const tool = typeof params.name === 'string' ? params.name : undefined;
+    // A gateway knows what each tool it listed declares: nothing is listed again for the call.
+    const known = child instanceof Gateway && tool !== undefined ? child.declaredHeaders(tool) : undefined;
+    if (known === undefined && !this.#toolsListed) {
       // Every page: a tool on page 2 declares headers as one on page 1 does. With the client's protocol metadata
       // (a modern child checks it), without its progress token.
       const { progressToken: _token, ...meta } = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : {};
@@ -412,8 +416,7 @@ export class ModernHub {
       if (listing.stopped !== undefined)
         this.#ctx.log.warn('server.list_stopped', `the tool list of the server for modern requests: ${listing.stopped}`, { label: MODERN_LABEL });
     }
-    const params = isObject(msg.params) ? msg.params : {};
-    const declared = typeof params.name === 'string' ? this.#toolHeaders.get(params.name) : undefined;
+    const declared = known ?? (tool === undefined ? undefined : this.#toolHeaders.get(tool));
     for (const { name, path } of declared ?? []) {
       let value: unknown = params.arguments;
       for (const key of path) value = isObject(value) ? value[key] : undefined;
