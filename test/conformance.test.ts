@@ -11,6 +11,7 @@ import { expect } from 'chai';
 import { serve } from '../lib/serve/index.js';
 import { conformanceHttp } from './helpers/conformance-server.js';
 import { tempDir } from './helpers/temp.js';
+import { note } from './helpers/note.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const NODE22 = join(ROOT, 'peers/node_modules/node/bin/node');
@@ -68,7 +69,7 @@ describe('the MCP conformance suite 0.2, both requirement sets', function () {
 
   before(function () {
     if (!installed) {
-      console.log('      skipped: the conformance suite 0.2 is not installed (npm ci --prefix peers; .ci/run does it)');
+      note('skipped: the conformance suite 0.2 is not installed (npm ci --prefix peers; .ci/run does it)');
       this.skip();
     }
   });

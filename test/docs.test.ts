@@ -13,6 +13,7 @@ const ENTRIES: Record<string, string> = {
   'mcp-frame/cassette': 'cassette/index.ts',
   'mcp-frame/sdk': 'sdk/index.ts',
   'mcp-frame/serve': 'serve/index.ts',
+  'mcp-frame/bridge': 'bridge/index.ts',
 };
 
 /** GitHub's anchor for a heading. */
@@ -67,6 +68,27 @@ describe('the README and docs/', () => {
       expect(broken).to.deep.equal([]);
     });
   }
+
+  it("names every event of serve's log and every channel it publishes on, and no other", () => {
+    const sources = (readdirSync(`${ROOT}lib`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
+    const events = new Set<string>();
+    for (const file of sources) {
+      const text = readFileSync(`${ROOT}lib/${file}`, 'utf8');
+      // A log call's event is its first argument: `log.warn('upstream.down', ...)`, on one line or the next.
+      for (const m of text.matchAll(/\.(?:debug|info|warn|error)\(\s*'([a-z]+\.[a-z_]+)'/g)) events.add(m[1]!);
+    }
+    expect(events.size).to.be.greaterThan(30);
+    const page = readFileSync(`${ROOT}docs/serve-and-bridge.md`, 'utf8');
+    const logs = page.slice(page.indexOf('**Logs.** Text lines'), page.indexOf('**Events.**'));
+    const documented = new Set([...logs.matchAll(/`([a-z]+\.[a-z_]+)`/g)].map((m) => m[1]!));
+    expect([...events].filter((e) => !documented.has(e)).sort(), 'logged, not documented').to.deep.equal([]);
+    expect([...documented].filter((e) => !events.has(e)).sort(), 'documented, not logged').to.deep.equal([]);
+    const channels = readFileSync(`${ROOT}lib/serve/observe/events.ts`, 'utf8');
+    const published = [...channels.slice(channels.indexOf('export interface ServeEvents')).matchAll(/^ {2}'([a-z]+:[a-z]+)':/gm)].map((m) => m[1]!);
+    expect(published.length).to.be.greaterThan(8);
+    const said = page.slice(page.indexOf('**Events.**'), page.indexOf('**What it costs.**'));
+    for (const channel of published) expect(said, channel).to.match(new RegExp(`\`(?:mcp-frame:serve)?:${channel}\``));
+  });
 
   it('imports, in its examples, only names that the package exports', () => {
     const missing: string[] = [];

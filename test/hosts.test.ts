@@ -12,6 +12,7 @@ import { claude, gemini, type HostRun, hostsMissing, mcpc } from './helpers/host
 import { type ModelApi, startModelApi } from './helpers/model-api.js';
 import { cli } from './helpers/run.js';
 import { tempDir } from './helpers/temp.js';
+import { note } from './helpers/note.js';
 
 const DEMO: StdioServerConfig = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
 const TOKEN = 'host-test-token-0123456789abcdef';
@@ -28,7 +29,7 @@ describe('real MCP hosts against serve, the gateway and the bridge', function ()
 
   before(function () {
     if (missing.length > 0) {
-      console.log(`      skipped: ${missing.join(' and ')} not installed (npm ci --prefix peers; .ci/run does it)`);
+      note(`skipped: ${missing.join(' and ')} not installed (npm ci --prefix peers; .ci/run does it)`);
       this.skip();
     }
   });

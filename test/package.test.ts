@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { exportedNames } from './helpers/exports.js';
 import { ROOT } from './helpers/fixtures.js';
+import { note } from './helpers/note.js';
 
 // A change to the public API shows up here as a diff.
 const ENTRY_POINTS = {
@@ -262,7 +263,7 @@ function typechecks(project: string): void {
         typeRoots: [`${ROOT}node_modules/@types`],
       },
     ]);
-  } else console.log('      skipped: TypeScript 5.9 for the node10 check is not installed (npm ci --prefix peers; .ci/run does it)');
+  } else note('skipped: TypeScript 5.9 for the node10 check is not installed (npm ci --prefix peers; .ci/run does it)');
   for (const [label, tsc, options] of compilers) {
     const good = compile(tsc, options, 'use.ts', source);
     expect(good.out, label).to.equal('');

@@ -33,22 +33,12 @@ import {
 } from '../protocol/modern.js';
 import type { StdioOptions } from './stdio.js';
 import { CODES } from '../protocol/codes.js';
+import { RpcError } from '../protocol/rpc-error.js';
 
 export { LATEST_LEGACY_PROTOCOL_VERSION, LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS };
 export type { ListenFilter };
 
-/** A JSON-RPC error response, as a rejection: the response's code, message and data. */
-export class RpcError extends Error {
-  override readonly name = 'RpcError';
-  readonly code: number;
-  readonly data: unknown;
-
-  constructor(code: number, message: string, data?: unknown) {
-    super(message);
-    this.code = code;
-    this.data = data;
-  }
-}
+export { RpcError };
 
 export interface RequestOptions {
   /**

@@ -16,9 +16,10 @@
  * - Failures stay where they start: an upstream that is down takes its tools away and fails only its own calls,
  *   with an error that names it; it is restarted with backoff (see Upstream).
  */
-import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
+import type { ParamHeader } from '../protocol/param-headers.js';
+import { Catalog, type Kind } from './catalog.js';
+import { RunningCalls } from './running.js';
 import { createLogger, type Logger, lineLogger } from '../log.js';
-import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Channel } from '../client/channel.js';
 import type { ServerConfig } from '../client/config.js';
@@ -26,13 +27,12 @@ import { type Connection, RpcError } from '../client/connection.js';
 import { ConnectionError, type ExitStatus } from '../client/errors.js';
 import { idKey, isObject, isRequest, isResponse } from '../jsonrpc.js';
 import { INPUT_CAPABILITIES } from '../protocol/modern.js';
-import { listPages } from '../protocol/paging.js';
 import { startRequestSpan } from '../protocol/trace.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
 import type { Policy } from './policy.js';
-import { type Caller, sameCaller } from '../protocol/caller.js';
-import { decodeCursor, encodeCursor, type ListPosition, NameFilter, type PrefixMode, templatePattern } from './names.js';
+import type { Caller } from '../protocol/caller.js';
+import { NameFilter, type PrefixMode } from './names.js';
 import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
 import { CODES } from '../protocol/codes.js';
 
@@ -103,67 +103,6 @@ export const CALLER_META = 'mcp-frame/caller';
  */
 export const SERVE_ITSELF: Caller = Object.freeze({ subject: 'mcp-frame serve', scopes: Object.freeze([]), claims: Object.freeze({}) });
 
-/**
- * How long a call the client cancelled still counts as running at its server: a server MAY go on with a request
- * it was told to cancel, so for this long a question or a log of that server could still be the cancelled
- * call's, and is attributed to no other caller. (serve's modern hub counts its own cancelled requests the same.)
- */
-export const CANCELLED_RUNS_MS = 60_000;
-
-/** After a list request of the gateway's timed out, the server is skipped for that list this long. */
-const LIST_RETRY_MS = 30_000;
-type Kind = 'tools' | 'prompts' | 'resources' | 'templates';
-
-interface KindInfo {
-  method: string;
-  key: string;
-  capability: string;
-  changed: string;
-}
-
-const KINDS: Record<Kind, KindInfo> = {
-  tools: { method: 'tools/list', key: 'tools', capability: 'tools', changed: 'notifications/tools/list_changed' },
-  prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts', changed: 'notifications/prompts/list_changed' },
-  resources: { method: 'resources/list', key: 'resources', capability: 'resources', changed: 'notifications/resources/list_changed' },
-  templates: {
-    method: 'resources/templates/list',
-    key: 'resourceTemplates',
-    capability: 'resources',
-    changed: 'notifications/resources/list_changed',
-  },
-};
-
-/** Upstream pages one list request may read (a page of the gateway's is its upstreams' pages, merged). */
-const MAX_STEPS = 256;
-
-/**
- * A page of a merged list holds every server's items up to this many, or about PAGE_BYTES of them: hosts that read
- * one page of tools/list (Gemini CLI, the Inspector CLI, an SDK 1.x listTools() without a loop) see every server.
- * Past it, the gateway's own cursors go on.
- */
-const PAGE_ITEMS = 1000;
-const PAGE_BYTES = 4 * 1024 * 1024;
-
-interface Forwarded {
-  /** The client's id of the request. */
-  id: unknown;
-  up: Upstream;
-  abort: AbortController;
-  cancelled: boolean;
-  caller: Caller | undefined;
-}
-
-/** What the gateway knows of one upstream's list of one kind, learnt from what it listed. */
-interface Known {
-  names: Set<string>;
-  /** Tools: the Mcp-Param-* declarations (x-mcp-header) of each, as last listed (none for a tool whose annotations break the rules). */
-  headers: Map<string, readonly ParamHeader[]>;
-  /** The whole list was read since the upstream last said it changed. */
-  complete: boolean;
-  ttlMs: number | undefined;
-  cacheScope: string | undefined;
-}
-
 type Json = Record<string, unknown>;
 
 /** A client's request: its id, the id as a map key, and who sent it. */
@@ -189,24 +128,13 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #forwardClaims: readonly string[];
   readonly #observer: GatewayObserver | undefined;
   readonly #tracing: boolean;
-  readonly #forwarded = new Map<string, Forwarded>();
-  /**
-   * Every request sent on to a server that may still run there: those in flight, and those the client cancelled
-   * (for CANCELLED_RUNS_MS after, see there). What a server sends that names no request is attributed among these.
-   */
-  readonly #running = new Set<Forwarded>();
-  /** The gateway's progress tokens (random: a server cannot guess another's), to the server given each and the client's token. */
-  readonly #tokens = new Map<string, { up: Upstream; token: unknown }>();
+  /** The requests sent on to the servers that may still run there (a server's messages are attributed among them). */
+  readonly #calls = new RunningCalls();
   /** The gateway's own requests to the client (a server's, passed on), by id. */
   readonly #asks = new Map<string, { resolve(result: unknown): void; reject(error: Error): void }>();
   readonly #shared: boolean;
   readonly #listTimeoutMs: number;
   readonly #callTimeoutMs: number;
-  /** Lists a server did not answer in time, by `kind:index`: until when it is skipped for them. */
-  readonly #stalled = new Map<string, number>();
-  /** Lists being read whole, by `kind:index`: one reading at a time, whoever asks. */
-  readonly #indexing = new Map<string, Promise<void>>();
-  readonly #limbo = new Set<NodeJS.Timeout>();
   #droppedCount = 0;
   /**
    * The client sent notifications/initialized: until then a list change is held (the lifecycle: nothing but the
@@ -214,11 +142,8 @@ export class Gateway extends EventEmitter implements Channel {
    */
   #clientInitialized = false;
   readonly #heldChanges = new Set<string>();
-  readonly #known = new Map<string, Known>();
-  /** A URI's upstream (the first in config order that listed it). */
-  readonly #uris = new Map<string, number>();
-  readonly #templates = new Map<number, RegExp[]>();
-  readonly #warned = new Set<string>();
+  /** What the gateway knows of its upstreams' lists, and the merged lists it answers with. */
+  readonly #catalog: Catalog;
   #clientCapabilities: Json = {};
   #initialized: Promise<Json> | undefined;
   #ready = false;
@@ -260,6 +185,14 @@ export class Gateway extends EventEmitter implements Channel {
       up.on('restarting', () => this.#observer?.upstreamRestart?.(up.name));
       return up;
     });
+    this.#catalog = new Catalog({
+      ups: this.#ups,
+      separator: this.#separator,
+      prefix: this.#prefix,
+      filters: this.#filters,
+      listTimeoutMs: this.#listTimeoutMs,
+      log: this.#log,
+    });
   }
 
   /** A message from the client; `caller`: who sent it, when not the gateway's own caller. */
@@ -298,8 +231,7 @@ export class Gateway extends EventEmitter implements Channel {
       this.#closed = true;
       for (const ask of this.#asks.values()) ask.reject(this.endError('the request'));
       this.#asks.clear();
-      for (const timer of this.#limbo) clearTimeout(timer);
-      this.#limbo.clear();
+      this.#calls.close();
       await Promise.all(this.#ups.map((up) => up.close()));
       const status: ExitStatus = { code: 0, signal: null };
       this.emit('end');
@@ -339,15 +271,23 @@ export class Gateway extends EventEmitter implements Channel {
   }
 
   /** The names two upstreams both offer (tools and prompts), as `name (a, b)`: what `never` refuses at start. */
-  async clashes(): Promise<string[]> {
-    const out: string[] = [];
-    for (const kind of ['tools', 'prompts'] as const) {
-      await this.#index(kind);
-      const owners = new Map<string, string[]>();
-      for (const up of this.#ups) for (const name of this.#knownOf(kind, up).names) owners.set(name, [...(owners.get(name) ?? []), up.name]);
-      for (const [name, ups] of owners) if (ups.length > 1) out.push(`${kind === 'tools' ? 'tool' : 'prompt'} ${name} (${ups.join(', ')})`);
-    }
-    return out;
+  clashes(): Promise<string[]> {
+    return this.#catalog.clashes();
+  }
+
+  /**
+   * The Mcp-Param-* declarations (x-mcp-header) of the tool exposed as `exposed`, as its server last listed it
+   * through this gateway; undefined when the gateway has not seen it listed since the server last changed (the
+   * caller then reads the list). serve checks a modern call's headers by it, with no list read for the call.
+   */
+  declaredHeaders(exposed: string): readonly ParamHeader[] | undefined {
+    return this.#catalog.declaredHeaders(exposed);
+  }
+
+  /** One page of the merged list of `kind`, of what `caller` may see. */
+  async #list(kind: Kind, params: Json, caller: Caller | undefined): Promise<Json> {
+    await this.start();
+    return this.#catalog.list(kind, params, (k, exposed) => this.#allowed(caller, k, exposed));
   }
 
   // ---- the client's messages
@@ -356,16 +296,16 @@ export class Gateway extends EventEmitter implements Channel {
     const { key, id } = call;
     try {
       const result = await this.#dispatch(call, method, params);
-      if (this.#forwarded.get(key)?.cancelled !== true) this.#emit({ jsonrpc: '2.0', id, result });
+      if (this.#calls.get(key)?.cancelled !== true) this.#emit({ jsonrpc: '2.0', id, result });
     } catch (err) {
-      if (this.#forwarded.get(key)?.cancelled === true) return;
+      if (this.#calls.get(key)?.cancelled === true) return;
       const error =
         err instanceof RpcError
           ? { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }
           : { code: err instanceof ConnectionError ? UPSTREAM_ERROR : CODES.internalError, message: (err as Error).message };
       this.#emit({ jsonrpc: '2.0', id, error });
     } finally {
-      this.#forwarded.delete(key);
+      this.#calls.forget(key);
     }
   }
 
@@ -433,10 +373,7 @@ export class Gateway extends EventEmitter implements Channel {
 
   #notification(method: string, params: Json, caller: Caller | undefined): void {
     if (method === 'notifications/cancelled') {
-      const forwarded = this.#forwarded.get(idKey(params.requestId));
-      if (forwarded === undefined) return;
-      forwarded.cancelled = true;
-      forwarded.abort.abort(typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
+      this.#calls.cancel(idKey(params.requestId), typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
       return;
     }
     if (method === 'notifications/initialized') {
@@ -470,279 +407,13 @@ export class Gateway extends EventEmitter implements Channel {
     this.emit('message', msg, related);
   }
 
-  // ---- lists and names
-
-  #knownOf(kind: Kind, up: Upstream): Known {
-    const key = `${kind}:${up.index}`;
-    let known = this.#known.get(key);
-    if (known === undefined) {
-      known = { names: new Set(), headers: new Map(), complete: false, ttlMs: undefined, cacheScope: undefined };
-      this.#known.set(key, known);
-    }
-    return known;
-  }
-
-  /** Whether `up` offers lists of `kind` now. */
-  #offers(up: Upstream, kind: Kind): boolean {
-    return up.state === 'up' && up.capabilities[KINDS[kind].capability] !== undefined;
-  }
-
-  /**
-   * Reads the whole list of `kind` of every upstream whose list is not known in full (one reading per server at
-   * a time, whoever asks); a server that does not answer within listTimeoutMs is skipped (see #listPage).
-   */
-  async #index(kind: Kind): Promise<void> {
-    await Promise.all(
-      this.#ups.map((up) => {
-        if (!this.#listable(up, kind) || this.#knownOf(kind, up).complete) return undefined;
-        const key = `${kind}:${up.index}`;
-        let reading = this.#indexing.get(key);
-        if (reading === undefined) {
-          reading = this.#readWhole(kind, up).finally(() => this.#indexing.delete(key));
-          this.#indexing.set(key, reading);
-        }
-        return reading;
-      }),
-    );
-  }
-
-  async #readWhole(kind: Kind, up: Upstream): Promise<void> {
-    let first = true;
-    let failed = false;
-    const listing = await listPages(async (cursor) => {
-      const result = await this.#listPage(kind, up, cursor);
-      if (result === undefined) failed = true;
-      this.#learn(kind, up, result, first);
-      first = false;
-      return result;
-    }, KINDS[kind].key);
-    if (listing.stopped !== undefined)
-      this.#log.warn('upstream.list_stopped', `the ${kind} list of server "${up.name}": ${listing.stopped}`, { upstream: up.name, kind });
-    else if (!failed) this.#knownOf(kind, up).complete = true;
-  }
-
-  /**
-   * One page of `up`'s list of `kind`, or undefined when it failed. Bounded by listTimeoutMs: past it the server
-   * is skipped for that list for LIST_RETRY_MS (logged, and said on /healthz), then asked again.
-   */
-  async #listPage(kind: Kind, up: Upstream, cursor: string | undefined): Promise<unknown> {
-    const method = KINDS[kind].method;
-    try {
-      const result = await up.request(method, cursor === undefined ? {} : { cursor }, { timeoutMs: this.#listTimeoutMs });
-      up.note(undefined);
-      return result;
-    } catch (err) {
-      if ((err as { code?: unknown }).code === 'TIMEOUT') {
-        this.#stalled.set(`${kind}:${up.index}`, Date.now() + LIST_RETRY_MS);
-        up.note(`${method} went unanswered for ${this.#listTimeoutMs} ms: left out of lists, asked again in ${LIST_RETRY_MS / 1000} s`);
-      }
-      this.#log.warn('upstream.failed', `server "${up.name}" failed ${method}: ${(err as Error).message}`, { upstream: up.name, method });
-      return undefined;
-    }
-  }
-
-  /** Whether `up`'s list of `kind` is to be read now: it offers one, and did not time out lately. */
-  #listable(up: Upstream, kind: Kind): boolean {
-    if (!this.#offers(up, kind)) return false;
-    const until = this.#stalled.get(`${kind}:${up.index}`);
-    if (until === undefined) return true;
-    if (Date.now() < until) return false;
-    this.#stalled.delete(`${kind}:${up.index}`);
-    return true;
-  }
-
-  /** Notes what a page of `up`'s list of `kind` shows: names, URIs, templates, cache hints. */
-  #learn(kind: Kind, up: Upstream, result: unknown, firstPage: boolean): void {
-    if (!isObject(result)) return;
-    const known = this.#knownOf(kind, up);
-    if (firstPage) {
-      known.names.clear();
-      known.headers.clear();
-      if (kind === 'templates') this.#templates.set(up.index, []);
-    }
-    known.ttlMs = typeof result.ttlMs === 'number' ? result.ttlMs : undefined;
-    known.cacheScope = typeof result.cacheScope === 'string' ? result.cacheScope : undefined;
-    const items = result[KINDS[kind].key];
-    if (!Array.isArray(items)) return;
-    for (const item of items) {
-      if (!isObject(item)) continue;
-      if ((kind === 'tools' || kind === 'prompts') && typeof item.name === 'string') known.names.add(item.name);
-      if (kind === 'tools' && typeof item.name === 'string') {
-        const scanned = scanParamHeaders(item.inputSchema);
-        known.headers.set(item.name, 'headers' in scanned ? scanned.headers : []);
-      }
-      if (kind === 'resources' && typeof item.uri === 'string') this.#owns(item.uri, up);
-      if (kind === 'templates' && typeof item.uriTemplate === 'string') this.#templates.get(up.index)?.push(templatePattern(item.uriTemplate));
-    }
-    if (typeof result.nextCursor !== 'string') known.complete = true;
-  }
-
-  /** `up` lists `uri`: it is its, unless an upstream before it in config order listed it too. */
-  #owns(uri: string, up: Upstream): void {
-    const owner = this.#uris.get(uri);
-    if (owner === undefined || owner > up.index || this.#ups[owner]?.state !== 'up') {
-      this.#uris.set(uri, up.index);
-      return;
-    }
-    if (owner !== up.index)
-      this.#warnOnce(
-        `uri:${uri}`,
-        `resource ${uri} is listed by "${this.#ups[owner]!.name}" and "${up.name}": reads go to "${this.#ups[owner]!.name}"`,
-      );
-  }
-
-  #warnOnce(key: string, line: string): void {
-    if (this.#warned.has(key)) return;
-    this.#warned.add(key);
-    this.#log.warn('gateway.warning', line);
-  }
-
-  /** The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, or a clash under `never`). */
-  #exposed(kind: 'tools' | 'prompts', up: Upstream, name: string): string | undefined {
-    let exposed = name;
-    if (this.#ups.length > 1 && this.#prefix !== 'never') {
-      const clash = this.#prefix === 'always' || this.#ups.some((other) => other !== up && this.#knownOf(kind, other).names.has(name));
-      if (clash) exposed = `${up.name}${this.#separator}${name}`;
-    }
-    if (this.#prefix === 'never' && this.#ups.length > 1) {
-      const first = this.#ups.find((other) => this.#knownOf(kind, other).names.has(name) && this.#offers(other, kind));
-      if (first !== undefined && first !== up) {
-        this.#warnOnce(
-          `${kind}:${name}:${up.name}`,
-          `${kind === 'tools' ? 'tool' : 'prompt'} ${name} of "${up.name}" is left out: "${first.name}" offers one of that name`,
-        );
-        return undefined;
-      }
-    }
-    return this.#filters[kind].passes(exposed) ? exposed : undefined;
-  }
-
-  /**
-   * The Mcp-Param-* declarations (x-mcp-header) of the tool exposed as `exposed`, as its server last listed it
-   * through this gateway; undefined when the gateway has not seen it listed since the server last changed (the
-   * caller then reads the list). serve checks a modern call's headers by it, with no list read for the call.
-   */
-  declaredHeaders(exposed: string): readonly ParamHeader[] | undefined {
-    if (this.#prefix === 'always' || this.#ups.length === 1) {
-      const up =
-        this.#ups.length === 1
-          ? this.#ups[0]
-          : this.#ups.filter((u) => exposed.startsWith(`${u.name}${this.#separator}`)).sort((a, b) => b.name.length - a.name.length)[0];
-      if (up === undefined) return undefined;
-      const name = this.#ups.length === 1 ? exposed : exposed.slice(up.name.length + this.#separator.length);
-      return this.#knownOf('tools', up).headers.get(name);
-    }
-    for (const up of this.#ups) {
-      for (const [name, headers] of this.#knownOf('tools', up).headers) if (this.#exposed('tools', up, name) === exposed) return headers;
-    }
-    return undefined;
-  }
-
-  /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
-  async #resolve(kind: 'tools' | 'prompts', exposed: string): Promise<{ up: Upstream; name: string } | undefined> {
-    if (this.#ups.length === 1) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;
-    if (this.#prefix === 'always') {
-      // The longest server name first: "a__b" must not be taken by a server "a" when a server "a__b" exists.
-      const byLength = [...this.#ups].sort((a, b) => b.name.length - a.name.length);
-      const up = byLength.find((u) => exposed.startsWith(`${u.name}${this.#separator}`));
-      if (up === undefined || !this.#filters[kind].passes(exposed)) return undefined;
-      return { up, name: exposed.slice(up.name.length + this.#separator.length) };
-    }
-    await this.#index(kind);
-    // An exact match, and only one: a name two servers' tools would both take is called on neither.
-    let found: { up: Upstream; name: string } | undefined;
-    for (const up of this.#ups) {
-      for (const name of this.#knownOf(kind, up).names) {
-        if (this.#exposed(kind, up, name) !== exposed) continue;
-        if (found !== undefined) {
-          this.#warnOnce(
-            `ambiguous:${exposed}`,
-            `${exposed} names a ${kind === 'tools' ? 'tool' : 'prompt'} of "${found.up.name}" and of "${up.name}": called on neither`,
-          );
-          return undefined;
-        }
-        found = { up, name };
-      }
-    }
-    return found;
-  }
-
-  /**
-   * One page of the gateway's merged list of `kind`: the upstreams' pages from the cursor's place on, in config
-   * order, until PAGE_ITEMS or PAGE_BYTES (every server's whole list, when the total is modest).
-   */
-  async #list(kind: Kind, params: Json, caller: Caller | undefined): Promise<Json> {
-    await this.start();
-    let position: ListPosition | undefined = { upstream: 0, cursor: undefined };
-    if (typeof params.cursor === 'string') {
-      position = decodeCursor(kind, params.cursor);
-      if (position === undefined)
-        throw new RpcError(CODES.invalidParams, `Invalid cursor: ${JSON.stringify(params.cursor.slice(0, 40))} is not one this gateway gave`);
-    }
-    // Names that depend on the other upstreams' lists need those lists whole.
-    if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#ups.length > 1) await this.#index(kind);
-    const info = KINDS[kind];
-    const items: unknown[] = [];
-    // The first page of every server from here on, asked at once: most lists are one page of each.
-    const firsts = new Map<number, Promise<unknown>>();
-    for (let i = position.cursor === undefined ? position.upstream : position.upstream + 1; i < this.#ups.length; i++) {
-      const up = this.#ups[i]!;
-      if (this.#listable(up, kind)) firsts.set(i, this.#listPage(kind, up, undefined));
-    }
-    let bytes = 0;
-    for (let steps = 0; position.upstream < this.#ups.length && steps < MAX_STEPS; steps++) {
-      const up = this.#ups[position.upstream]!;
-      let result: unknown;
-      if (this.#listable(up, kind)) {
-        result = await ((position.cursor === undefined ? firsts.get(up.index) : undefined) ?? this.#listPage(kind, up, position.cursor));
-        this.#learn(kind, up, result, position.cursor === undefined);
-      }
-      const page = isObject(result) && Array.isArray(result[info.key]) ? (result[info.key] as unknown[]) : [];
-      for (const item of page) {
-        if (!isObject(item)) continue;
-        let out: unknown;
-        if (kind === 'tools' || kind === 'prompts') {
-          const exposed = typeof item.name === 'string' ? this.#exposed(kind, up, item.name) : undefined;
-          if (exposed !== undefined && this.#allowed(caller, kind, exposed)) out = { ...item, name: exposed };
-        } else if (kind !== 'resources' || typeof item.uri !== 'string' || this.#uris.get(item.uri) === up.index) out = item;
-        if (out === undefined) continue;
-        items.push(out);
-        bytes += JSON.stringify(out).length;
-      }
-      const next: string | undefined = isObject(result) && typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
-      position = next === undefined ? { upstream: position.upstream + 1, cursor: undefined } : { upstream: position.upstream, cursor: next };
-      // An upstream that offers no such list gets no page of its own (a last, empty page for nothing).
-      while (next === undefined && position.upstream < this.#ups.length && !this.#listable(this.#ups[position.upstream]!, kind)) position.upstream++;
-      if (items.length >= PAGE_ITEMS || bytes >= PAGE_BYTES) break;
-    }
-    return {
-      [info.key]: items,
-      ...(position.upstream < this.#ups.length ? { nextCursor: encodeCursor(kind, position) } : {}),
-      ...this.#hints(kind),
-    };
-  }
-
-  /** Cache hints for a merged list: the smallest ttlMs, and private when any upstream says so; none when one gave none. */
-  #hints(kind: Kind): Json {
-    let ttlMs: number | undefined;
-    let scope: string | undefined = 'shared';
-    for (const up of this.#ups) {
-      if (!this.#offers(up, kind)) continue;
-      const known = this.#knownOf(kind, up);
-      if (known.ttlMs === undefined) return {};
-      ttlMs = Math.min(ttlMs ?? Infinity, known.ttlMs);
-      if (known.cacheScope === 'private' || known.cacheScope === undefined) scope = 'private';
-    }
-    return ttlMs === undefined ? {} : { ttlMs, cacheScope: scope };
-  }
-
   // ---- calls
 
   /** A tools/call or prompts/get, to the upstream whose tool or prompt it names, under that upstream's name. */
   async #named(call: Call, kind: 'tools' | 'prompts', method: string, params: Json): Promise<unknown> {
     await this.start();
     const exposed = typeof params.name === 'string' ? params.name : undefined;
-    const found = exposed === undefined || !this.#allowed(call.caller, kind, exposed) ? undefined : await this.#resolve(kind, exposed);
+    const found = exposed === undefined || !this.#allowed(call.caller, kind, exposed) ? undefined : await this.#catalog.resolve(kind, exposed);
     if (found === undefined)
       throw new RpcError(CODES.invalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
     return this.#forward(call, found.up, method, { ...params, name: found.name });
@@ -753,35 +424,29 @@ export class Gateway extends EventEmitter implements Channel {
     await this.start();
     const uri = typeof params.uri === 'string' ? params.uri : undefined;
     if (uri === undefined) throw new RpcError(CODES.invalidParams, `${method} needs a uri`);
-    let up = this.#uriOwner(uri);
+    let up = this.#catalog.uriOwner(uri);
     if (up === undefined) {
-      await Promise.all([this.#index('resources'), this.#index('templates')]);
-      up = this.#uriOwner(uri);
+      await Promise.all([this.#catalog.index('resources'), this.#catalog.index('templates')]);
+      up = this.#catalog.uriOwner(uri);
     }
     if (up === undefined)
       throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
     return this.#forward(call, up, method, params);
   }
 
-  #uriOwner(uri: string): Upstream | undefined {
-    const owner = this.#uris.get(uri);
-    if (owner !== undefined && this.#ups[owner]?.state === 'up') return this.#ups[owner];
-    return this.#ups.find((up) => up.state === 'up' && (this.#templates.get(up.index) ?? []).some((re) => re.test(uri)));
-  }
-
   async #complete(call: Call, params: Json): Promise<unknown> {
     await this.start();
     const ref = isObject(params.ref) ? params.ref : {};
     if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const found = this.#allowed(call.caller, 'prompts', ref.name) ? await this.#resolve('prompts', ref.name) : undefined;
+      const found = this.#allowed(call.caller, 'prompts', ref.name) ? await this.#catalog.resolve('prompts', ref.name) : undefined;
       if (found === undefined) throw new RpcError(CODES.invalidParams, `Unknown prompt: ${ref.name.slice(0, 120)}`);
       return this.#forward(call, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
     }
     if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
       const template = ref.uri;
-      await this.#index('templates');
-      const up = this.#ups.find((u) => u.state === 'up' && (this.#templates.get(u.index) ?? []).some((re) => re.test(template)));
-      const owner = up ?? this.#uriOwner(template);
+      await this.#catalog.index('templates');
+      const up = this.#catalog.templateOwner(template);
+      const owner = up ?? this.#catalog.uriOwner(template);
       if (owner === undefined)
         throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
       return this.#forward(call, owner, 'completion/complete', params);
@@ -803,14 +468,11 @@ export class Gateway extends EventEmitter implements Channel {
    * running there for a while yet (see CANCELLED_RUNS_MS).
    */
   async #forward(call: Call, up: Upstream, method: string, params: Json): Promise<unknown> {
-    const forwarded: Forwarded = { id: call.id, up, abort: new AbortController(), cancelled: false, caller: call.caller };
-    this.#forwarded.set(call.key, forwarded);
-    this.#running.add(forwarded);
+    const forwarded = this.#calls.begin(call.key, call.id, up, call.caller);
     let out = this.#withCaller(params, call.caller);
     let token: string | undefined;
     if (isObject(params._meta) && params._meta.progressToken !== undefined) {
-      token = `mcp-frame-${randomUUID()}`;
-      this.#tokens.set(token, { up, token: params._meta.progressToken });
+      token = this.#calls.token(up, params._meta.progressToken);
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
     // One span per call to a server, a child of the caller's (in _meta), whose context goes on to the server.
@@ -830,50 +492,14 @@ export class Gateway extends EventEmitter implements Channel {
       span?.end({ ...(err instanceof RpcError ? { code: err.code } : { type: (err as { code?: string }).code ?? 'error' }) });
       throw err;
     } finally {
-      if (token !== undefined) this.#tokens.delete(token);
-      this.#settle(forwarded, unfinished);
+      if (token !== undefined) this.#calls.dropToken(token);
+      this.#calls.settle(forwarded, unfinished);
       if (outcome === 'ok' || outcome === 'tool_error') span?.end();
       if (this.#observer?.upstreamRequest !== undefined) {
         const seconds = Number(process.hrtime.bigint() - start) / 1e9;
         this.#observer.upstreamRequest({ upstream: up.name, method, outcome, seconds });
       }
     }
-  }
-
-  /** A request no longer waited for: gone from the running ones, or, when its server may go on with it, later. */
-  #settle(forwarded: Forwarded, unfinished: boolean): void {
-    if (!unfinished) {
-      this.#running.delete(forwarded);
-      return;
-    }
-    forwarded.cancelled = true;
-    const timer = setTimeout(() => {
-      this.#limbo.delete(timer);
-      this.#running.delete(forwarded);
-    }, CANCELLED_RUNS_MS);
-    timer.unref();
-    this.#limbo.add(timer);
-  }
-
-  /**
-   * The call a server's message belongs to: the one the Connection names (`related`, for a modern server's
-   * input requests), else the only call waited for at that server, when every request that may still run there
-   * (a cancelled one counts) is its caller's. Never a pick between callers: then it is nobody's.
-   */
-  #ownerOf(up: Upstream, related?: unknown): Forwarded | undefined {
-    if (related !== undefined) {
-      const named = related as Forwarded;
-      return this.#running.has(named) && !named.cancelled ? named : undefined;
-    }
-    let only: Forwarded | undefined;
-    for (const forwarded of this.#running) {
-      if (forwarded.up !== up || forwarded.cancelled) continue;
-      if (only !== undefined) return undefined;
-      only = forwarded;
-    }
-    if (only === undefined) return undefined;
-    for (const forwarded of this.#running) if (forwarded.up === up && !sameCaller(forwarded.caller, only.caller)) return undefined;
-    return only;
   }
 
   /** Whether the policy (when there is one) lets `caller` see and call a tool or prompt; serve itself sees every one. */
@@ -922,7 +548,7 @@ export class Gateway extends EventEmitter implements Channel {
    */
   #ask(up: Upstream, method: string, params: unknown, related?: unknown): Promise<unknown> {
     if (this.#closed) return Promise.reject(this.endError('the request'));
-    const owner = this.#ownerOf(up, related);
+    const owner = this.#calls.ownerOf(up, related);
     if (owner === undefined && this.#shared) return this.#refuse(up, method, 'it belongs to no one call in flight');
     const id = `mcp-frame-${this.#next++}`;
     return new Promise((resolve, reject) => {
@@ -943,25 +569,19 @@ export class Gateway extends EventEmitter implements Channel {
     const params = isObject(msg.params) ? msg.params : {};
     if (method === 'notifications/progress') {
       // Only for a token this server was given: a server cannot speak in another server's calls.
-      const given = typeof params.progressToken === 'string' ? this.#tokens.get(params.progressToken) : undefined;
-      if (given === undefined || given.up !== up) {
+      const given = this.#calls.clientToken(up, params.progressToken);
+      if (given === undefined) {
         this.#droppedCount++;
         return;
       }
       this.#emit({ jsonrpc: '2.0', method, params: { ...params, progressToken: given.token } });
       return;
     }
-    for (const kind of Object.keys(KINDS) as Kind[]) {
-      if (KINDS[kind].changed !== method) continue;
-      const known = this.#knownOf(kind, up);
-      known.complete = false;
-      // What a tool declares may have changed with it: read again before a call is checked by it.
-      known.headers.clear();
-    }
+    this.#catalog.listChanged(up, method);
     if (method === 'notifications/message') {
       // A server's log is its session's: the call it belongs to only when it is the one call running there.
       const logger = typeof params.logger === 'string' ? `${up.name}/${params.logger}` : up.name;
-      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, this.#ownerOf(up)?.id);
+      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, this.#calls.ownerOf(up)?.id);
       return;
     }
     // notifications/cancelled is about the upstream's own requests to the client: the client never saw their ids.
@@ -971,16 +591,7 @@ export class Gateway extends EventEmitter implements Channel {
 
   /** An upstream came up or went down: what it offers joins or leaves, and the client hears so. */
   #changed(up: Upstream, isUp: boolean): void {
-    for (const kind of Object.keys(KINDS) as Kind[]) {
-      const known = this.#knownOf(kind, up);
-      known.complete = false;
-      known.headers.clear();
-      if (!isUp) known.names.clear();
-    }
-    if (!isUp) {
-      this.#templates.delete(up.index);
-      for (const [uri, owner] of this.#uris) if (owner === up.index) this.#uris.delete(uri);
-    }
+    this.#catalog.upstreamChanged(up, isUp);
     if (!this.#ready || this.#closed) return;
     this.#emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     const caps = isUp ? up.capabilities : { prompts: {}, resources: {} };

@@ -6,6 +6,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { expect } from 'chai';
 import { tempDir } from '../helpers/temp.js';
+import { note } from '../helpers/note.js';
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const NODE22 = join(ROOT, 'peers/node_modules/node/bin/node');
@@ -38,7 +39,7 @@ describe('the MCP conformance suite, auth scenarios', function () {
 
   before(function () {
     if (!installed) {
-      console.log('      skipped: the conformance suite is not installed (npm ci --prefix peers; .ci/run does it)');
+      note('skipped: the conformance suite is not installed (npm ci --prefix peers; .ci/run does it)');
       this.skip();
     }
   });

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
 import { headlessAuthorize, OAuthServer } from '../helpers/oauth-server.js';
 import { MemoryProvider, REDIRECT } from '../helpers/sdk-oauth.js';
+import { note } from '../helpers/note.js';
 
 describe('one sign-in, counted: mcp-frame against the MCP SDK', function () {
   this.timeout(20_000);
@@ -32,7 +33,7 @@ describe('one sign-in, counted: mcp-frame against the MCP SDK', function () {
 
       const sdkCount = sdkSide.authServerRequests.length;
       const ourCount = ours.authServerRequests.length;
-      console.log(`      requests to the authorization server for one sign-in: SDK ${sdkCount}, mcp-frame ${ourCount}`);
+      note(`requests to the authorization server for one sign-in: SDK ${sdkCount}, mcp-frame ${ourCount}`);
       expect(sdkSide.counts.code).to.equal(1);
       expect(ours.counts.code).to.equal(1);
       expect(ourCount).to.be.lessThan(sdkCount);

@@ -8,15 +8,7 @@ import { cli } from '../helpers/run.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { rawSession, serveProcess } from '../helpers/served.js';
 import { tempDir } from '../helpers/temp.js';
-
-/** Polls `check` every 20 ms until it gives a value, for up to 5 s. */
-async function waitFor<T>(check: () => T | undefined): Promise<T> {
-  for (const end = Date.now() + 5000; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
-    const value = check();
-    if (value !== undefined) return value;
-  }
-  throw new Error('timed out waiting');
-}
+import { within } from '../helpers/poll.js';
 
 describe('mcp-frame serve', () => {
   it('refuses bad usage before it listens: no server, an unset token variable, a bad origin, a store that is not Redis', async () => {
@@ -100,12 +92,12 @@ describe('mcp-frame serve', () => {
     writeFileSync(config, JSON.stringify({ mcpServers: { demo, gone: { command: '/nonexistent/mcp-server' } } }));
     const { proc, stderr, exited, url } = await serveProcess(['--log-format', 'json', '--config', config, '--all', '--policy', policy]);
     await rawSession(url!);
-    await waitFor(() => (stderr().includes('"session.started"') ? true : undefined));
+    await within(5000, '"session.started"', () => (stderr().includes('"session.started"') ? true : undefined), 20);
     proc.kill('SIGHUP');
-    await waitFor(() => (stderr().includes('"serve.reloaded"') ? true : undefined));
+    await within(5000, '"serve.reloaded"', () => (stderr().includes('"serve.reloaded"') ? true : undefined), 20);
     writeFileSync(policy, '{ "rules": [ broken');
     proc.kill('SIGHUP');
-    await waitFor(() => (stderr().includes('"serve.reload_failed"') ? true : undefined));
+    await within(5000, '"serve.reload_failed"', () => (stderr().includes('"serve.reload_failed"') ? true : undefined), 20);
     proc.kill('SIGTERM');
     expect(await exited).to.equal(0);
     const records = stderr()
@@ -256,11 +248,11 @@ describe('mcp-frame serve', () => {
     expect(await names()).to.deep.equal(['a__echo']);
     writeFileSync(policy, JSON.stringify({ rules: [{ tools: ['b__echo', 'b__shared'] }] }));
     proc.kill('SIGHUP');
-    await waitFor(() => (stderr().includes('SIGHUP: reloaded the policy') ? true : undefined));
+    await within(5000, 'the serve process', () => (stderr().includes('SIGHUP: reloaded the policy') ? true : undefined));
     expect(await names()).to.deep.equal(['b__echo', 'b__shared']);
     writeFileSync(policy, '{ "rules": [ { "tools": 7 } ] }');
     proc.kill('SIGHUP');
-    await waitFor(() => (stderr().includes('SIGHUP: kept the policy in force') ? true : undefined));
+    await within(5000, 'the serve process', () => (stderr().includes('SIGHUP: kept the policy in force') ? true : undefined));
     expect(stderr()).to.include('rules[0].tools must be an array of non-empty strings');
     expect(await names()).to.deep.equal(['b__echo', 'b__shared']);
     expect(proc.exitCode).to.equal(null);
@@ -297,7 +289,9 @@ describe('mcp-frame serve', () => {
     const { proc, stderr, exited, url } = await serveProcess(['--drain-ms', '10000', '--', ...stubborn]);
     await rawSession(url!);
     const child = Number(/server pid (\d+)/.exec(stderr())![1]);
-    const grandchild = Number(/grandchild pid (\d+)/.exec(stderr())?.[1] ?? (await waitFor(() => /grandchild pid (\d+)/.exec(stderr())?.[1])));
+    const grandchild = Number(
+      /grandchild pid (\d+)/.exec(stderr())?.[1] ?? (await within(5000, 'the serve process', () => /grandchild pid (\d+)/.exec(stderr())?.[1])),
+    );
     proc.kill('SIGINT');
     // Closing now: its first step (--drain-ms) lasts 10 s.
     await new Promise((resolve) => setTimeout(resolve, 300));

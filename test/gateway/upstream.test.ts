@@ -5,6 +5,7 @@ import { createLogger } from '../../lib/log.js';
 import { CODES } from '../../lib/protocol/codes.js';
 import { type Asked, scriptedChannel } from '../helpers/memory-server.js';
 import { rejection } from '../helpers/rejection.js';
+import { within } from '../helpers/poll.js';
 
 const ENTRY = { command: 'unused' };
 
@@ -118,11 +119,11 @@ describe('gateway/upstream: one server behind the gateway', () => {
     const second = up.request('tools/call', { name: 'y' });
     const third = (await rejection(up.request('tools/call', { name: 'z' }))) as RpcError;
     expect(third.message).to.equal('server "slow" has 2 requests in flight already');
-    while (held.length < 2) await new Promise((resolve) => setImmediate(resolve));
+    await within(2000, 'two calls at the server', () => (held.length >= 2 ? true : undefined), 1);
     held[0]!.answer({ content: [] });
     expect(await first).to.deep.equal({ content: [] });
     const fourth = up.request('ping', {});
-    while (held.length < 3) await new Promise((resolve) => setImmediate(resolve));
+    await within(2000, 'the third call at the server', () => (held.length >= 3 ? true : undefined), 1);
     expect(held[2]!.method).to.equal('ping');
     held[1]!.fail(-32602, 'no such tool');
     held[2]!.answer({});
@@ -147,6 +148,11 @@ describe('gateway/upstream: one server behind the gateway', () => {
     up.note(undefined);
     expect(health.report()).to.deep.equal({ a: { state: 'up' } });
     up.notify('notifications/roots/list_changed');
-    while (!server.notified.some((n) => n.method === 'notifications/roots/list_changed')) await new Promise((resolve) => setImmediate(resolve));
+    await within(
+      2000,
+      'the notification at the server',
+      () => (server.notified.some((n) => n.method === 'notifications/roots/list_changed') ? true : undefined),
+      1,
+    );
   });
 });

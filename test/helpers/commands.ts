@@ -2,6 +2,7 @@
 // the tests that need it are skipped with a line saying so, except under CI (.ci/run installs each), where its
 // absence fails the run.
 import { spawnSync } from 'node:child_process';
+import { note } from './note.js';
 
 /** True when `command args` runs and exits 0 here. */
 export function haveCommand(command: string, args: string[]): boolean {
@@ -17,7 +18,7 @@ export function requireCommand(ctx: Mocha.Context, command: string, args: string
   if (process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false') {
     throw new Error(`${command} is not on PATH, and CI needs it (.ci/run installs it with apt-get install -y ${pkg})`);
   }
-  process.stdout.write(`      (skipped: ${command} is not on PATH; install it with apt-get install -y ${pkg})\n`);
+  note(`(skipped: ${command} is not on PATH; install it with apt-get install -y ${pkg})`);
   ctx.skip();
   return false;
 }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { request, createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { whenGone } from '../../lib/protocol/response.js';
+import { within } from '../helpers/poll.js';
 
 describe("protocol/response: an HTTP response's life", () => {
   it('calls back once when the client goes, and a forgotten wait not at all', async () => {
@@ -24,7 +25,7 @@ describe("protocol/response: an HTTP response's life", () => {
       await new Promise((resolve) => res.once('data', resolve));
       expect(gone).to.deep.equal([]);
       req.destroy();
-      for (let i = 0; i < 200 && gone.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      await within(2000, 'the wait called back', () => (gone.length > 0 ? true : undefined), 5);
       expect(gone).to.deep.equal(['/a']);
       // The response ending afterwards calls nobody again.
       held[0]!.end();
@@ -50,7 +51,7 @@ describe("protocol/response: an HTTP response's life", () => {
         server.once('connection', (socket) => setImmediate(() => resolve(socket.listenerCount('close'))));
         request({ host: '127.0.0.1', port, agent: false }).end();
       });
-      for (let i = 0; i < 200 && socketListeners === -1; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      await within(2000, 'the response finished', () => (socketListeners === -1 ? undefined : true), 5);
       expect(socketListeners).to.equal(before);
     } finally {
       server.closeAllConnections();

@@ -20,18 +20,11 @@ import type { ServerResponse } from 'node:http';
 import { createClient, createCluster, createSentinel } from '@redis/client';
 import { safeLine } from '../../errors.js';
 import { whenGone } from '../../protocol/response.js';
-import {
-  MayHaveRun,
-  type ReplicaStore,
-  StoreUnavailable,
-  TUNNEL_WINDOW_BYTES,
-  type TunnelFrame,
-  type TunnelRequest,
-  TunnelResponse,
-} from './store.js';
+import { MayHaveRun, type ReplicaStore, StoreUnavailable, type TunnelFrame, type TunnelRequest, type TunnelResponse } from './store.js';
 import { urlWithoutCredentials } from '../../redaction.js';
 import { parseClusterUrl, parseSentinelUrl } from './sentinel-url.js';
 import { forwardDirect } from './peer.js';
+import { answerLost, type Carried, CarriedHere, type Envelope, PIECE_CHARS, pieces, writeAnswer } from './redis-tunnel.js';
 
 /** Commands that always write (not EVAL: a script that only reads runs on a replica): one that succeeds says the store takes writes again. */
 const WRITES = new Set(['SET', 'SADD', 'DEL', 'SREM']);
@@ -49,18 +42,6 @@ const OWNER_MISSES = 2;
 const COMMAND_MS = 3000;
 /** Session owners remembered by the replica that carries requests to them (the oldest forgotten first). */
 const OWNERS_KEPT = 10_000;
-/**
- * Characters of a body one message through Redis carries at most; a longer body goes in pieces. Redis drops a
- * subscriber whose output buffer passes `client-output-buffer-limit pubsub` (32 MiB, or 8 MiB for a minute, by
- * default), and with it every other tunnel's frames in flight: no one message may come near that, and with the
- * tunnel's window no one response keeps more than a few MiB on its way.
- */
-const PIECE_CHARS = 256 * 1024;
-/** The holding replica acknowledges what its client drained in steps of this many bytes. */
-const ACK_BYTES = TUNNEL_WINDOW_BYTES / 4;
-/** How long the pieces of a request body wait for the rest before they are dropped (the sender died). */
-const PARTS_MS = 30_000;
-
 /** Admits a session unless `max` are open across the live replicas; removes the dead replicas' keys on the way. */
 const ADMIT = `
 local p, me, sid, max = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -103,43 +84,6 @@ return 1`;
 /** A command the store took and did not answer in time: it may still run it (a stall ends, and it does). */
 class StoreSilent extends StoreUnavailable {
   override name = 'StoreSilent';
-}
-
-/** A message on a replica's channel: a carried request, the client leaving, a part of an answer, flow control. */
-type Envelope =
-  | ({ k: 'request'; t: string; from: string } & TunnelRequest)
-  /** A piece of a carried request's body, ahead of its 'request' (which carries the last piece). */
-  | { k: 'part'; t: string; from: string; text: string }
-  | { k: 'gone'; t: string; from: string }
-  /** Parts of an answer, those written in one turn of the event loop together (at most PIECE_CHARS of body). */
-  | { k: 'answer'; t: string; from: string; frames: TunnelFrame[] }
-  /** The holding replica's client has drained `bytes` of the answer's body. */
-  | { k: 'ack'; t: string; from: string; bytes: number };
-
-interface Carried {
-  owner: string;
-  res: ServerResponse;
-  /** The carried request's HTTP method: a POST's messages may have run at an owner that died. */
-  method: string;
-  /** Bytes of the body written to the client, and the most acknowledged to the owner. */
-  received: number;
-  acked: number;
-  /** An acknowledgement waits for the client's response to drain. */
-  draining: boolean;
-}
-
-/** `text` in pieces of at most `max` characters, never between the two halves of a surrogate pair. */
-function pieces(text: string, max: number): string[] {
-  if (text.length <= max) return [text];
-  const out: string[] = [];
-  for (let at = 0; at < text.length; ) {
-    let end = Math.min(at + max, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
-    out.push(text.slice(at, end));
-    at = end;
-  }
-  return out;
 }
 
 /** `redis://user:secret@host:6379/0` as `redis://host:6379/0`: a store's password never reaches a log. */
@@ -284,15 +228,8 @@ export class RedisStore implements ReplicaStore {
   readonly #unreleased = new Set<string>();
   /** Requests this replica carried to an owner, by tunnel id. */
   readonly #carried = new Map<string, Carried>();
-  /** Requests carried here, by `<replica>/<tunnel id>`. */
-  readonly #served = new Map<string, TunnelResponse>();
-  /** Bodies of requests carried here still arriving in pieces, by `<replica>/<tunnel id>`. */
-  readonly #parts = new Map<string, { pieces: string[]; timer: NodeJS.Timeout }>();
-  /**
-   * Answers of requests carried here that could not all be sent (the store did not take a part): the replica
-   * holding the client is told so (a cut) once the store answers again, so its request does not wait forever.
-   */
-  readonly #lost = new Map<string, { from: string; t: string }>();
+  /** Requests other replicas carried here, served as if they had come in directly. */
+  readonly #here: CarriedHere;
   /** The subscriber lost its connection after being ready: answers published meanwhile never reached this replica. */
   #subscriberGap = false;
   /**
@@ -303,7 +240,6 @@ export class RedisStore implements ReplicaStore {
   readonly #owners = new Map<string, string>();
   /** Owners of carried requests found without a liveness key, and at how many checks in a row. */
   readonly #missing = new Map<string, number>();
-  #handler: ((request: TunnelRequest, res: TunnelResponse) => void) | undefined;
   #nextTunnel = 1;
   #beat: NodeJS.Timeout | undefined;
   #watch: NodeJS.Timeout | undefined;
@@ -338,6 +274,7 @@ export class RedisStore implements ReplicaStore {
     this.#prefix = hashTagged(prefix);
     this.#log = log;
     [this.#client, this.#subscriber] = this.#connections(url);
+    this.#here = new CarriedHere(this.replica, (to, envelope) => this.#publish(to, envelope));
   }
 
   /** The store's address for messages, without credentials (the node followed to, after a failover). */
@@ -559,7 +496,7 @@ export class RedisStore implements ReplicaStore {
   }
 
   onForwarded(handler: (request: TunnelRequest, res: TunnelResponse) => void): void {
-    this.#handler = handler;
+    this.#here.onRequest(handler);
   }
 
   async close(): Promise<void> {
@@ -567,9 +504,7 @@ export class RedisStore implements ReplicaStore {
     this.#closed = true;
     clearInterval(this.#beat);
     clearInterval(this.#watch);
-    for (const res of this.#served.values()) res.gone();
-    for (const { timer } of this.#parts.values()) clearTimeout(timer);
-    this.#parts.clear();
+    this.#here.close();
     for (const { res } of this.#carried.values()) res.destroy();
     const ids = [...this.#local, ...this.#unreleased];
     this.#local.clear();
@@ -685,10 +620,7 @@ export class RedisStore implements ReplicaStore {
         await this.#forget(id);
         if (this.#unreleased.has(id)) break;
       }
-      for (const [key, { from, t }] of this.#lost) {
-        await this.#publish(from, { k: 'answer', t, from: this.replica, frames: [{ k: 'cut' }] });
-        this.#lost.delete(key);
-      }
+      await this.#here.resendCuts();
     } catch {
       // The next beat tries again; requests meanwhile get 503 from their own commands.
     }
@@ -708,118 +640,16 @@ export class RedisStore implements ReplicaStore {
     } catch {
       return;
     }
-    const key = `${envelope.from}/${envelope.t}`;
-    switch (envelope.k) {
-      case 'part':
-        return this.#part(key, envelope.text);
-      case 'request':
-        return this.#serve(key, envelope);
-      case 'gone':
-        this.#served.get(key)?.gone();
-        this.#served.delete(key);
-        return;
-      case 'ack':
-        return this.#served.get(key)?.acknowledge(envelope.bytes);
-      case 'answer':
-        for (const frame of envelope.frames) this.#answer(envelope.t, frame);
-    }
-  }
-
-  /** A piece of a carried request's body, kept until its request comes (or PARTS_MS passes). */
-  #part(key: string, text: string): void {
-    let parts = this.#parts.get(key);
-    if (parts === undefined) {
-      const timer = setTimeout(() => this.#parts.delete(key), PARTS_MS);
-      timer.unref();
-      parts = { pieces: [], timer };
-      this.#parts.set(key, parts);
-    }
-    parts.pieces.push(text);
-  }
-
-  /** A request carried here: handled as if it had come in directly, its answer sent back frame by frame. */
-  #serve(key: string, envelope: Extract<Envelope, { k: 'request' }>): void {
-    const { from, t, method, url, headers } = envelope;
-    const parts = this.#parts.get(key);
-    this.#parts.delete(key);
-    clearTimeout(parts?.timer);
-    const body = parts === undefined ? envelope.body : parts.pieces.join('') + envelope.body;
-    // What is written in one turn of the event loop goes out as one message (an answer's head, body and end), up
-    // to PIECE_CHARS of body a message.
-    let frames: TunnelFrame[] = [];
-    let chars = 0;
-    let scheduled = false;
-    const flush = (): void => {
-      scheduled = false;
-      if (frames.length === 0) return;
-      const batch = frames;
-      frames = [];
-      chars = 0;
-      this.#publish(from, { k: 'answer', t, from: this.replica, frames: batch })
-        .then((receivers) => {
-          // The replica holding the client is gone: so is the client's connection.
-          if (receivers === 0) res.gone();
-        })
-        .catch(() => {
-          // Part of the answer did not go: the holding replica is told once the store answers again.
-          this.#lost.set(key, { from, t });
-          res.gone();
-        });
-    };
-    const push = (frame: TunnelFrame): void => {
-      frames.push(frame);
-      if (frame.k === 'data') chars += frame.text.length;
-      if (chars >= PIECE_CHARS) flush();
-      else if (!scheduled) {
-        scheduled = true;
-        setImmediate(flush);
-      }
-    };
-    const res = new TunnelResponse((frame) => {
-      if (frame.k === 'end' || frame.k === 'cut') this.#served.delete(key);
-      if (frame.k !== 'data') return push(frame);
-      for (const text of pieces(frame.text, PIECE_CHARS)) push({ k: 'data', text });
-    });
-    res.once('close', () => this.#served.delete(key));
-    this.#served.set(key, res);
-    this.#handler?.({ method, url, headers, body }, res);
+    if (envelope.k === 'answer') for (const frame of envelope.frames) this.#answer(envelope.t, frame);
+    else this.#here.received(envelope);
   }
 
   /** Part of an answer to a request this replica carried out (tunnel `t`). */
   #answer(t: string, frame: TunnelFrame): void {
     const carried = this.#carried.get(t);
     if (carried === undefined) return;
-    const { res } = carried;
-    if (frame.k === 'head') {
-      res.writeHead(frame.status, frame.headers);
-      res.flushHeaders();
-    } else if (frame.k === 'data') {
-      if (res.writableEnded || res.destroyed) return;
-      res.write(frame.text);
-      carried.received += Buffer.byteLength(frame.text);
-      this.#acknowledge(t, carried);
-    } else {
-      this.#carried.delete(t);
-      if (frame.k === 'end') res.end();
-      else answerLost(res);
-    }
-  }
-
-  /**
-   * Tells the owner what the client has drained, in ACK_BYTES steps: at once while the client's response takes
-   * more, else once it drains. The owner holds its server while more than the window is unacknowledged.
-   */
-  #acknowledge(t: string, carried: Carried): void {
-    if (carried.draining || carried.received - carried.acked < ACK_BYTES) return;
-    const send = (): void => {
-      carried.draining = false;
-      if (this.#carried.get(t) !== carried) return;
-      carried.acked = carried.received;
-      this.#publish(carried.owner, { k: 'ack', t, from: this.replica, bytes: carried.acked }).catch(() => undefined);
-    };
-    if (!carried.res.writableNeedDrain) return send();
-    carried.draining = true;
-    carried.res.once('drain', send);
+    const ack = (bytes: number): void => void this.#publish(carried.owner, { k: 'ack', t, from: this.replica, bytes }).catch(() => undefined);
+    if (writeAnswer(carried, frame, () => this.#carried.get(t) === carried, ack) === 'ended') this.#carried.delete(t);
   }
 
   /** A carried request whose answer can no longer all arrive: ended here with an error, its owner told the client left. */
@@ -869,22 +699,6 @@ export class RedisStore implements ReplicaStore {
       }
     }
   }
-}
-
-/**
- * The answer to a carried request part of whose answer was lost on the way (the store was out of reach): 502 with
- * an error that says the request may have run, or, once the headers went out, a cut stream (a client resumes it).
- */
-function answerLost(res: ServerResponse): void {
-  if (res.writableEnded || res.destroyed) return;
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = JSON.stringify(
-    rpcError(null, CODES.serverError, 'the answer was lost between replicas (the session store was out of reach): the request may have run'),
-  );
-  res.writeHead(502, { 'Content-Type': 'application/json' }).end(body);
 }
 
 /**

@@ -26,9 +26,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { legacyAgreed, type ListenFilter, wantedBy } from '../../protocol/listen.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION } from '../../protocol/versions.js';
-import { type ParamHeader, scanParamHeaders } from '../../protocol/param-headers.js';
 import {
-  decodeHeaderValue,
   INPUT_CAPABILITIES,
   isModernError,
   MODERN_ERRORS,
@@ -39,11 +37,12 @@ import {
   META_SUBSCRIPTION_ID,
   MODERN_PROTOCOL_VERSIONS,
 } from '../../protocol/modern.js';
-import { listPages } from '../../protocol/paging.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../../jsonrpc.js';
 import { VERSION } from '../../version.js';
-import { CANCELLED_RUNS_MS, Gateway, SERVE_ITSELF } from '../../gateway/gateway.js';
+import { SERVE_ITSELF } from '../../gateway/gateway.js';
+import { ParamCheck } from './param-check.js';
+import { CANCELLED_RUNS_MS } from '../../gateway/running.js';
 import { type Caller, sameCaller } from '../../protocol/caller.js';
 import { MODERN_LABEL, pidNote, type ServedChild } from './children.js';
 import { type ServeContext, sendAs } from './context.js';
@@ -107,6 +106,34 @@ const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/su
 const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 
 /**
+ * The era of the child for modern requests, found with serve's own server/discover; a legacy child is given one
+ * session (initialize) for every modern client, declaring what serve relays, and its initialize result is `init`.
+ */
+async function openEra(
+  child: ServedChild,
+  ask: (method: string, params: unknown, timeoutMs: number) => Promise<Record<string, unknown> | undefined>,
+): Promise<{ era: 'modern' | 'legacy'; init: Record<string, unknown> | undefined }> {
+  const meta = {
+    [META_PROTOCOL_VERSION]: MODERN_PROTOCOL_VERSIONS[0],
+    [META_CLIENT_CAPABILITIES]: {},
+    [META_CLIENT_INFO]: { name: 'mcp-frame serve', version: VERSION },
+  };
+  const probe = await ask('server/discover', { _meta: meta }, DISCOVER_TIMEOUT_MS);
+  const verdict = eraOf(probe);
+  if (verdict === undefined) {
+    throw new Error(
+      `the server answered server/discover neither as a modern server nor as a legacy one (${JSON.stringify(probe?.error ?? probe?.result).slice(0, 160)}); the next request asks again`,
+    );
+  }
+  if (verdict === 'modern') return { era: 'modern', init: undefined };
+  const clientInfo = { name: 'mcp-frame serve', version: VERSION };
+  const init = await ask('initialize', { protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION, capabilities: RELAYED_CAPABILITIES, clientInfo }, 30_000);
+  if (!isObject(init?.result)) throw new Error(`the server refused initialize: ${JSON.stringify(init?.error ?? 'no answer').slice(0, 200)}`);
+  await child.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return { era: 'legacy', init: init.result };
+}
+
+/**
  * The HTTP status a modern error answer goes out with (the spec's: 400 for version, header and capability errors
  * and for a malformed envelope, 404 for an unknown method). The child's -32602 is a malformed envelope when its
  * data names the envelope (as the MCP SDK's does); other -32602s (a resource not found) are answers, 200.
@@ -133,16 +160,16 @@ export class ModernHub {
   /** Answers serve waits for itself (the probe, initialize), by id. */
   readonly #own = new Map<string, (msg: Record<string, unknown>) => void>();
   readonly #suspended = new Map<string, Suspended>();
-  /**
-   * Each tool's x-mcp-header declarations, from the child's whole tool list (read to its end at the first tool
-   * call, again after the child says its list changed) and from every tools/list answer a client gets.
-   */
-  readonly #toolHeaders = new Map<string, ParamHeader[]>();
-  /** The whole tool list has been read since the child last said it changed. */
-  #toolsListed = false;
+  /** Each tool's x-mcp-header declarations, for the Mcp-Param-* headers of a call (see ParamCheck). */
+  readonly #params: ParamCheck;
 
   constructor(ctx: ServeContext) {
     this.#ctx = ctx;
+    this.#params = new ParamCheck(
+      (child, method, params, timeoutMs) => this.#ask(child, method, params, timeoutMs),
+      () => this.#legacy !== undefined,
+      ctx.log,
+    );
   }
 
   /** Requests in flight. */
@@ -159,7 +186,7 @@ export class ModernHub {
   async handle(msg: JsonRpcRequest, res: ServerResponse, headers: IncomingHttpHeaders = {}, caller?: Caller): Promise<void> {
     const child = await this.#started();
     // The child reads the body but not the headers: the Mcp-Param-* headers are checked against it here.
-    const mismatch = msg.method === 'tools/call' ? await this.#paramMismatch(child, msg, headers) : undefined;
+    const mismatch = msg.method === 'tools/call' ? await this.#params.mismatch(child, msg, headers) : undefined;
     if (mismatch !== undefined) {
       res
         .writeHead(400, { 'Content-Type': 'application/json' })
@@ -294,45 +321,11 @@ export class ModernHub {
   async #start(): Promise<ServedChild> {
     const child = await this.#spawn();
     if (this.#era !== undefined) return child;
-    const probe = await this.#ask(
-      child,
-      'server/discover',
-      {
-        _meta: {
-          [META_PROTOCOL_VERSION]: MODERN_PROTOCOL_VERSIONS[0],
-          [META_CLIENT_CAPABILITIES]: {},
-          [META_CLIENT_INFO]: { name: 'mcp-frame serve', version: VERSION },
-        },
-      },
-      DISCOVER_TIMEOUT_MS,
-    );
-    const verdict = eraOf(probe);
-    if (verdict === undefined) {
-      throw new Error(
-        `the server answered server/discover neither as a modern server nor as a legacy one (${JSON.stringify(probe?.error ?? probe?.result).slice(0, 160)}); the next request asks again`,
-      );
-    }
-    if (verdict === 'modern') {
-      this.#era = 'modern';
-      this.#legacy = undefined;
-      return child;
-    }
-    // A legacy server: one session for every modern client, declaring what serve relays.
-    const init = await this.#ask(
-      child,
-      'initialize',
-      {
-        protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
-        capabilities: RELAYED_CAPABILITIES,
-        clientInfo: { name: 'mcp-frame serve', version: VERSION },
-      },
-      30_000,
-    );
-    if (!isObject(init?.result)) throw new Error(`the server refused initialize: ${JSON.stringify(init?.error ?? 'no answer').slice(0, 200)}`);
-    await child.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    this.#legacy = init.result;
-    this.#era = 'legacy';
-    this.#ctx.log.info('server.translating', 'the server for modern requests speaks only the initialize era: translating', { label: MODERN_LABEL });
+    const found = await openEra(child, (method, params, timeoutMs) => this.#ask(child, method, params, timeoutMs));
+    this.#era = found.era;
+    this.#legacy = found.init;
+    if (found.init !== undefined)
+      this.#ctx.log.info('server.translating', 'the server for modern requests speaks only the initialize era: translating', { label: MODERN_LABEL });
     return child;
   }
 
@@ -379,56 +372,6 @@ export class ModernHub {
   #watching(uri: string): boolean {
     for (const exchange of this.#exchanges.values()) if (exchange.agreed?.resourceSubscriptions?.includes(uri) === true) return true;
     return false;
-  }
-
-  /** Notes each listed tool's x-mcp-header declarations (a tool whose annotations break the rules has none to check). */
-  #learnTools(result: Record<string, unknown>): void {
-    if (!Array.isArray(result.tools)) return;
-    for (const tool of result.tools) {
-      if (!isObject(tool) || typeof tool.name !== 'string') continue;
-      const scanned = scanParamHeaders(tool.inputSchema);
-      if ('headers' in scanned && scanned.headers.length > 0) this.#toolHeaders.set(tool.name, scanned.headers);
-      else this.#toolHeaders.delete(tool.name);
-    }
-  }
-
-  /**
-   * Why a tools/call's Mcp-Param-* headers disagree with its body (the spec's HeaderMismatch), or undefined: a
-   * declared argument present in the body needs its header, equal once the Base64 form is decoded (numbers
-   * compared as numbers); a null or absent one needs none.
-   */
-  async #paramMismatch(child: ServedChild, msg: JsonRpcRequest, headers: IncomingHttpHeaders): Promise<string | undefined> {
-    const params = isObject(msg.params) ? msg.params : {};
-    const tool = typeof params.name === 'string' ? params.name : undefined;
-    // A gateway knows what each tool it listed declares: nothing is listed again for the call.
-    const known = child instanceof Gateway && tool !== undefined ? child.declaredHeaders(tool) : undefined;
-    if (known === undefined && !this.#toolsListed) {
-      // Every page: a tool on page 2 declares headers as one on page 1 does. With the client's protocol metadata
-      // (a modern child checks it), without its progress token.
-      const { progressToken: _token, ...meta } = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : {};
-      const listing = await listPages(async (cursor) => {
-        const params = { ...(this.#legacy === undefined ? { _meta: meta } : {}), ...(cursor === undefined ? {} : { cursor }) };
-        const listed = await this.#ask(child, 'tools/list', params, 10_000);
-        return listed?.result;
-      }, 'tools');
-      this.#learnTools({ tools: listing.items });
-      this.#toolsListed = listing.stopped === undefined;
-      if (listing.stopped !== undefined)
-        this.#ctx.log.warn('server.list_stopped', `the tool list of the server for modern requests: ${listing.stopped}`, { label: MODERN_LABEL });
-    }
-    const declared = known ?? (tool === undefined ? undefined : this.#toolHeaders.get(tool));
-    for (const { name, path } of declared ?? []) {
-      let value: unknown = params.arguments;
-      for (const key of path) value = isObject(value) ? value[key] : undefined;
-      if (value === undefined || value === null) continue;
-      const raw = headers[`mcp-param-${name.toLowerCase()}`];
-      if (typeof raw !== 'string') return `the body carries ${path.join('.')} but the Mcp-Param-${name} header is absent`;
-      const got = decodeHeaderValue(raw);
-      if (got === undefined) return `the Mcp-Param-${name} header's Base64 form is malformed (it must be padded, canonical Base64 of UTF-8)`;
-      const same = typeof value === 'number' ? Number(got) === value : typeof value === 'boolean' ? got === String(value) : got === value;
-      if (!same) return `the Mcp-Param-${name} header does not match the body's ${path.join('.')}`;
-    }
-    return undefined;
   }
 
   /** A request of serve's own to the child, and its answer (undefined after `timeoutMs`). */
@@ -488,7 +431,7 @@ export class ModernHub {
     if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest, related);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
-    if (msg.method === 'notifications/tools/list_changed') this.#toolsListed = false;
+    if (msg.method === 'notifications/tools/list_changed') this.#params.listChanged();
     if (this.#legacy !== undefined && this.#toListens(msg)) return;
     const found = this.#owner(msg.method, params, related);
     if (found === undefined) return this.#dropped(msg, 'it names no request in flight');
@@ -628,7 +571,7 @@ export class ModernHub {
   #answer(n: number, msg: Record<string, unknown>): void {
     const exchange = this.#exchanges.get(n);
     if (exchange === undefined || !this.#forget(n)) return;
-    if (exchange.method === 'tools/list' && isObject(msg.result)) this.#learnTools(msg.result);
+    if (exchange.method === 'tools/list' && isObject(msg.result)) this.#params.learn(msg.result);
     const result = this.#legacy !== undefined && isObject(msg.result) ? modernResult(exchange.method, msg.result) : msg.result;
     this.#finish(exchange, { ...msg, ...(result === undefined ? {} : { result }), id: exchange.id }, statusOf(msg));
   }

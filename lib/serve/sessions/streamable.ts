@@ -7,7 +7,8 @@
 import { CODES } from '../../protocol/codes.js';
 import type { ServerResponse } from 'node:http';
 
-import { type LegacyHostSession, modernOnlyRefusal, startLegacyHostSession } from '../../client/translate.js';
+import { startLegacyHostSession } from '../../client/translate.js';
+import { type LegacyHostSession, modernOnlyRefusal } from '../../protocol/translate.js';
 import { idKey, isObject, isRequest, isResponse, type JsonRpcId, rpcError } from '../../jsonrpc.js';
 import type { ServedChild } from './children.js';
 import { type ServeContext, sendAs, shortId } from './context.js';

@@ -1,0 +1,412 @@
+/*
+ * What a gateway knows of its upstreams' lists, and the lists it answers with: each upstream's tool and prompt
+ * names (and the x-mcp-header declarations of its tools), which resources and templates are whose, the exposed name
+ * of each tool and prompt (per the prefix mode and the filters) and the upstream behind one, and the merged,
+ * paged lists. Learnt from every page that passes through, read whole only where a name depends on another
+ * upstream's list (prefix `conflicts` and `never`), one reading per server at a time, whoever asks.
+ */
+import { RpcError } from '../client/connection.js';
+import { isObject } from '../jsonrpc.js';
+import type { Logger } from '../log.js';
+import { CODES } from '../protocol/codes.js';
+import { listPages } from '../protocol/paging.js';
+import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
+import { decodeCursor, encodeCursor, type ListPosition, type NameFilter, type PrefixMode, templatePattern } from './names.js';
+import type { Upstream } from './upstream.js';
+
+type Json = Record<string, unknown>;
+
+/** After a list request of the gateway's timed out, the server is skipped for that list this long. */
+const LIST_RETRY_MS = 30_000;
+export type Kind = 'tools' | 'prompts' | 'resources' | 'templates';
+
+interface KindInfo {
+  method: string;
+  key: string;
+  capability: string;
+  changed: string;
+}
+
+const KINDS: Record<Kind, KindInfo> = {
+  tools: { method: 'tools/list', key: 'tools', capability: 'tools', changed: 'notifications/tools/list_changed' },
+  prompts: { method: 'prompts/list', key: 'prompts', capability: 'prompts', changed: 'notifications/prompts/list_changed' },
+  resources: { method: 'resources/list', key: 'resources', capability: 'resources', changed: 'notifications/resources/list_changed' },
+  templates: {
+    method: 'resources/templates/list',
+    key: 'resourceTemplates',
+    capability: 'resources',
+    changed: 'notifications/resources/list_changed',
+  },
+};
+
+/** Upstream pages one list request may read (a page of the gateway's is its upstreams' pages, merged). */
+const MAX_STEPS = 256;
+
+/**
+ * A page of a merged list holds every server's items up to this many, or about PAGE_BYTES of them: hosts that read
+ * one page of tools/list (Gemini CLI, the Inspector CLI, an SDK 1.x listTools() without a loop) see every server.
+ * Past it, the gateway's own cursors go on.
+ */
+const PAGE_ITEMS = 1000;
+const PAGE_BYTES = 4 * 1024 * 1024;
+
+/** What the gateway knows of one upstream's list of one kind, learnt from what it listed. */
+interface Known {
+  names: Set<string>;
+  /** Tools: the Mcp-Param-* declarations (x-mcp-header) of each, as last listed (none for a tool whose annotations break the rules). */
+  headers: Map<string, readonly ParamHeader[]>;
+  /** The whole list was read since the upstream last said it changed. */
+  complete: boolean;
+  ttlMs: number | undefined;
+  cacheScope: string | undefined;
+}
+
+interface CatalogOptions {
+  /** The upstreams, in config order. */
+  ups: readonly Upstream[];
+  separator: string;
+  prefix: PrefixMode;
+  filters: Record<'tools' | 'prompts', NameFilter>;
+  /** How long a list request may take before the server is skipped for that list (LIST_RETRY_MS). */
+  listTimeoutMs: number;
+  log: Logger;
+}
+
+export class Catalog {
+  readonly #ups: readonly Upstream[];
+  readonly #separator: string;
+  readonly #prefix: PrefixMode;
+  readonly #filters: Record<'tools' | 'prompts', NameFilter>;
+  readonly #listTimeoutMs: number;
+  readonly #log: Logger;
+  /** Lists a server did not answer in time, by `kind:index`: until when it is skipped for them. */
+  readonly #stalled = new Map<string, number>();
+  /** Lists being read whole, by `kind:index`: one reading at a time, whoever asks. */
+  readonly #indexing = new Map<string, Promise<void>>();
+  readonly #known = new Map<string, Known>();
+  /** A URI's upstream (the first in config order that listed it). */
+  readonly #uris = new Map<string, number>();
+  readonly #templates = new Map<number, RegExp[]>();
+  readonly #warned = new Set<string>();
+
+  constructor(options: CatalogOptions) {
+    this.#ups = options.ups;
+    this.#separator = options.separator;
+    this.#prefix = options.prefix;
+    this.#filters = options.filters;
+    this.#listTimeoutMs = options.listTimeoutMs;
+    this.#log = options.log;
+  }
+
+  knownOf(kind: Kind, up: Upstream): Known {
+    const key = `${kind}:${up.index}`;
+    let known = this.#known.get(key);
+    if (known === undefined) {
+      known = { names: new Set(), headers: new Map(), complete: false, ttlMs: undefined, cacheScope: undefined };
+      this.#known.set(key, known);
+    }
+    return known;
+  }
+
+  /** Whether `up` offers lists of `kind` now. */
+  offers(up: Upstream, kind: Kind): boolean {
+    return up.state === 'up' && up.capabilities[KINDS[kind].capability] !== undefined;
+  }
+
+  /**
+   * Reads the whole list of `kind` of every upstream whose list is not known in full (one reading per server at
+   * a time, whoever asks); a server that does not answer within listTimeoutMs is skipped (see #listPage).
+   */
+  async index(kind: Kind): Promise<void> {
+    await Promise.all(
+      this.#ups.map((up) => {
+        if (!this.#listable(up, kind) || this.knownOf(kind, up).complete) return undefined;
+        const key = `${kind}:${up.index}`;
+        let reading = this.#indexing.get(key);
+        if (reading === undefined) {
+          reading = this.#readWhole(kind, up).finally(() => this.#indexing.delete(key));
+          this.#indexing.set(key, reading);
+        }
+        return reading;
+      }),
+    );
+  }
+
+  async #readWhole(kind: Kind, up: Upstream): Promise<void> {
+    let first = true;
+    let failed = false;
+    const listing = await listPages(async (cursor) => {
+      const result = await this.#listPage(kind, up, cursor);
+      if (result === undefined) failed = true;
+      this.#learn(kind, up, result, first);
+      first = false;
+      return result;
+    }, KINDS[kind].key);
+    if (listing.stopped !== undefined)
+      this.#log.warn('upstream.list_stopped', `the ${kind} list of server "${up.name}": ${listing.stopped}`, { upstream: up.name, kind });
+    else if (!failed) this.knownOf(kind, up).complete = true;
+  }
+
+  /**
+   * One page of `up`'s list of `kind`, or undefined when it failed. Bounded by listTimeoutMs: past it the server
+   * is skipped for that list for LIST_RETRY_MS (logged, and said on /healthz), then asked again.
+   */
+  async #listPage(kind: Kind, up: Upstream, cursor: string | undefined): Promise<unknown> {
+    const method = KINDS[kind].method;
+    try {
+      const result = await up.request(method, cursor === undefined ? {} : { cursor }, { timeoutMs: this.#listTimeoutMs });
+      up.note(undefined);
+      return result;
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 'TIMEOUT') {
+        this.#stalled.set(`${kind}:${up.index}`, Date.now() + LIST_RETRY_MS);
+        up.note(`${method} went unanswered for ${this.#listTimeoutMs} ms: left out of lists, asked again in ${LIST_RETRY_MS / 1000} s`);
+      }
+      this.#log.warn('upstream.failed', `server "${up.name}" failed ${method}: ${(err as Error).message}`, { upstream: up.name, method });
+      return undefined;
+    }
+  }
+
+  /** Whether `up`'s list of `kind` is to be read now: it offers one, and did not time out lately. */
+  #listable(up: Upstream, kind: Kind): boolean {
+    if (!this.offers(up, kind)) return false;
+    const until = this.#stalled.get(`${kind}:${up.index}`);
+    if (until === undefined) return true;
+    if (Date.now() < until) return false;
+    this.#stalled.delete(`${kind}:${up.index}`);
+    return true;
+  }
+
+  /** Notes what a page of `up`'s list of `kind` shows: names, URIs, templates, cache hints. */
+  #learn(kind: Kind, up: Upstream, result: unknown, firstPage: boolean): void {
+    if (!isObject(result)) return;
+    const known = this.knownOf(kind, up);
+    if (firstPage) {
+      known.names.clear();
+      known.headers.clear();
+      if (kind === 'templates') this.#templates.set(up.index, []);
+    }
+    known.ttlMs = typeof result.ttlMs === 'number' ? result.ttlMs : undefined;
+    known.cacheScope = typeof result.cacheScope === 'string' ? result.cacheScope : undefined;
+    const items = result[KINDS[kind].key];
+    if (!Array.isArray(items)) return;
+    for (const item of items) {
+      if (!isObject(item)) continue;
+      if ((kind === 'tools' || kind === 'prompts') && typeof item.name === 'string') known.names.add(item.name);
+      if (kind === 'tools' && typeof item.name === 'string') {
+        const scanned = scanParamHeaders(item.inputSchema);
+        known.headers.set(item.name, 'headers' in scanned ? scanned.headers : []);
+      }
+      if (kind === 'resources' && typeof item.uri === 'string') this.#owns(item.uri, up);
+      if (kind === 'templates' && typeof item.uriTemplate === 'string') this.#templates.get(up.index)?.push(templatePattern(item.uriTemplate));
+    }
+    if (typeof result.nextCursor !== 'string') known.complete = true;
+  }
+
+  /** `up` lists `uri`: it is its, unless an upstream before it in config order listed it too. */
+  #owns(uri: string, up: Upstream): void {
+    const owner = this.#uris.get(uri);
+    if (owner === undefined || owner > up.index || this.#ups[owner]?.state !== 'up') {
+      this.#uris.set(uri, up.index);
+      return;
+    }
+    if (owner !== up.index)
+      this.#warnOnce(
+        `uri:${uri}`,
+        `resource ${uri} is listed by "${this.#ups[owner]!.name}" and "${up.name}": reads go to "${this.#ups[owner]!.name}"`,
+      );
+  }
+
+  #warnOnce(key: string, line: string): void {
+    if (this.#warned.has(key)) return;
+    this.#warned.add(key);
+    this.#log.warn('gateway.warning', line);
+  }
+
+  /** The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, or a clash under `never`). */
+  exposed(kind: 'tools' | 'prompts', up: Upstream, name: string): string | undefined {
+    let exposed = name;
+    if (this.#ups.length > 1 && this.#prefix !== 'never') {
+      const clash = this.#prefix === 'always' || this.#ups.some((other) => other !== up && this.knownOf(kind, other).names.has(name));
+      if (clash) exposed = `${up.name}${this.#separator}${name}`;
+    }
+    if (this.#prefix === 'never' && this.#ups.length > 1) {
+      const first = this.#ups.find((other) => this.knownOf(kind, other).names.has(name) && this.offers(other, kind));
+      if (first !== undefined && first !== up) {
+        this.#warnOnce(
+          `${kind}:${name}:${up.name}`,
+          `${kind === 'tools' ? 'tool' : 'prompt'} ${name} of "${up.name}" is left out: "${first.name}" offers one of that name`,
+        );
+        return undefined;
+      }
+    }
+    return this.#filters[kind].passes(exposed) ? exposed : undefined;
+  }
+
+  /**
+   * The Mcp-Param-* declarations (x-mcp-header) of the tool exposed as `exposed`, as its server last listed it
+   * through this gateway; undefined when the gateway has not seen it listed since the server last changed (the
+   * caller then reads the list). serve checks a modern call's headers by it, with no list read for the call.
+   */
+  declaredHeaders(exposed: string): readonly ParamHeader[] | undefined {
+    if (this.#prefix === 'always' || this.#ups.length === 1) {
+      const up =
+        this.#ups.length === 1
+          ? this.#ups[0]
+          : this.#ups.filter((u) => exposed.startsWith(`${u.name}${this.#separator}`)).sort((a, b) => b.name.length - a.name.length)[0];
+      if (up === undefined) return undefined;
+      const name = this.#ups.length === 1 ? exposed : exposed.slice(up.name.length + this.#separator.length);
+      return this.knownOf('tools', up).headers.get(name);
+    }
+    for (const up of this.#ups) {
+      for (const [name, headers] of this.knownOf('tools', up).headers) if (this.exposed('tools', up, name) === exposed) return headers;
+    }
+    return undefined;
+  }
+
+  /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
+  async resolve(kind: 'tools' | 'prompts', exposed: string): Promise<{ up: Upstream; name: string } | undefined> {
+    if (this.#ups.length === 1) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;
+    if (this.#prefix === 'always') {
+      // The longest server name first: "a__b" must not be taken by a server "a" when a server "a__b" exists.
+      const byLength = [...this.#ups].sort((a, b) => b.name.length - a.name.length);
+      const up = byLength.find((u) => exposed.startsWith(`${u.name}${this.#separator}`));
+      if (up === undefined || !this.#filters[kind].passes(exposed)) return undefined;
+      return { up, name: exposed.slice(up.name.length + this.#separator.length) };
+    }
+    await this.index(kind);
+    // An exact match, and only one: a name two servers' tools would both take is called on neither.
+    let found: { up: Upstream; name: string } | undefined;
+    for (const up of this.#ups) {
+      for (const name of this.knownOf(kind, up).names) {
+        if (this.exposed(kind, up, name) !== exposed) continue;
+        if (found !== undefined) {
+          this.#warnOnce(
+            `ambiguous:${exposed}`,
+            `${exposed} names a ${kind === 'tools' ? 'tool' : 'prompt'} of "${found.up.name}" and of "${up.name}": called on neither`,
+          );
+          return undefined;
+        }
+        found = { up, name };
+      }
+    }
+    return found;
+  }
+
+  /**
+   * One page of the gateway's merged list of `kind`: the upstreams' pages from the cursor's place on, in config
+   * order, until PAGE_ITEMS or PAGE_BYTES (every server's whole list, when the total is modest).
+   */
+  async list(kind: Kind, params: Json, allowed: (kind: 'tools' | 'prompts', exposed: string) => boolean): Promise<Json> {
+    let position: ListPosition | undefined = { upstream: 0, cursor: undefined };
+    if (typeof params.cursor === 'string') {
+      position = decodeCursor(kind, params.cursor);
+      if (position === undefined)
+        throw new RpcError(CODES.invalidParams, `Invalid cursor: ${JSON.stringify(params.cursor.slice(0, 40))} is not one this gateway gave`);
+    }
+    // Names that depend on the other upstreams' lists need those lists whole.
+    if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#ups.length > 1) await this.index(kind);
+    const info = KINDS[kind];
+    const items: unknown[] = [];
+    // The first page of every server from here on, asked at once: most lists are one page of each.
+    const firsts = new Map<number, Promise<unknown>>();
+    for (let i = position.cursor === undefined ? position.upstream : position.upstream + 1; i < this.#ups.length; i++) {
+      const up = this.#ups[i]!;
+      if (this.#listable(up, kind)) firsts.set(i, this.#listPage(kind, up, undefined));
+    }
+    let bytes = 0;
+    for (let steps = 0; position.upstream < this.#ups.length && steps < MAX_STEPS; steps++) {
+      const up = this.#ups[position.upstream]!;
+      let result: unknown;
+      if (this.#listable(up, kind)) {
+        result = await ((position.cursor === undefined ? firsts.get(up.index) : undefined) ?? this.#listPage(kind, up, position.cursor));
+        this.#learn(kind, up, result, position.cursor === undefined);
+      }
+      const page = isObject(result) && Array.isArray(result[info.key]) ? (result[info.key] as unknown[]) : [];
+      for (const item of page) {
+        if (!isObject(item)) continue;
+        let out: unknown;
+        if (kind === 'tools' || kind === 'prompts') {
+          const exposed = typeof item.name === 'string' ? this.exposed(kind, up, item.name) : undefined;
+          if (exposed !== undefined && allowed(kind, exposed)) out = { ...item, name: exposed };
+        } else if (kind !== 'resources' || typeof item.uri !== 'string' || this.#uris.get(item.uri) === up.index) out = item;
+        if (out === undefined) continue;
+        items.push(out);
+        bytes += JSON.stringify(out).length;
+      }
+      const next: string | undefined = isObject(result) && typeof result.nextCursor === 'string' ? result.nextCursor : undefined;
+      position = next === undefined ? { upstream: position.upstream + 1, cursor: undefined } : { upstream: position.upstream, cursor: next };
+      // An upstream that offers no such list gets no page of its own (a last, empty page for nothing).
+      while (next === undefined && position.upstream < this.#ups.length && !this.#listable(this.#ups[position.upstream]!, kind)) position.upstream++;
+      if (items.length >= PAGE_ITEMS || bytes >= PAGE_BYTES) break;
+    }
+    return {
+      [info.key]: items,
+      ...(position.upstream < this.#ups.length ? { nextCursor: encodeCursor(kind, position) } : {}),
+      ...this.#hints(kind),
+    };
+  }
+
+  /** Cache hints for a merged list: the smallest ttlMs, and private when any upstream says so; none when one gave none. */
+  #hints(kind: Kind): Json {
+    let ttlMs: number | undefined;
+    let scope: string | undefined = 'shared';
+    for (const up of this.#ups) {
+      if (!this.offers(up, kind)) continue;
+      const known = this.knownOf(kind, up);
+      if (known.ttlMs === undefined) return {};
+      ttlMs = Math.min(ttlMs ?? Infinity, known.ttlMs);
+      if (known.cacheScope === 'private' || known.cacheScope === undefined) scope = 'private';
+    }
+    return ttlMs === undefined ? {} : { ttlMs, cacheScope: scope };
+  }
+
+  /** The upstream that serves `uri`: the first in config order that listed it, else one whose template matches it. */
+  uriOwner(uri: string): Upstream | undefined {
+    const owner = this.#uris.get(uri);
+    if (owner !== undefined && this.#ups[owner]?.state === 'up') return this.#ups[owner];
+    return this.#ups.find((up) => up.state === 'up' && (this.#templates.get(up.index) ?? []).some((re) => re.test(uri)));
+  }
+
+  /** The names two upstreams both offer (tools and prompts), as `name (a, b)`: what `never` refuses at start. */
+  async clashes(): Promise<string[]> {
+    const out: string[] = [];
+    for (const kind of ['tools', 'prompts'] as const) {
+      await this.index(kind);
+      const owners = new Map<string, string[]>();
+      for (const up of this.#ups) for (const name of this.knownOf(kind, up).names) owners.set(name, [...(owners.get(name) ?? []), up.name]);
+      for (const [name, ups] of owners) if (ups.length > 1) out.push(`${kind === 'tools' ? 'tool' : 'prompt'} ${name} (${ups.join(', ')})`);
+    }
+    return out;
+  }
+
+  /** `up` said its list of `kind` changed (its list_changed notification). */
+  listChanged(up: Upstream, method: string): void {
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      if (KINDS[kind].changed !== method) continue;
+      const known = this.knownOf(kind, up);
+      known.complete = false;
+      // What a tool declares may have changed with it: read again before a call is checked by it.
+      known.headers.clear();
+    }
+  }
+
+  /** `up` came up or went down: what it offered is read again, or forgotten. */
+  upstreamChanged(up: Upstream, isUp: boolean): void {
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      const known = this.knownOf(kind, up);
+      known.complete = false;
+      known.headers.clear();
+      if (!isUp) known.names.clear();
+    }
+    if (!isUp) {
+      this.#templates.delete(up.index);
+      for (const [uri, owner] of this.#uris) if (owner === up.index) this.#uris.delete(uri);
+    }
+  }
+
+  /** The upstream (up now) one of whose templates `template` matches. */
+  templateOwner(template: string): Upstream | undefined {
+    return this.#ups.find((u) => u.state === 'up' && (this.#templates.get(u.index) ?? []).some((re) => re.test(template)));
+  }
+}
