@@ -7,13 +7,18 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { preview } from '../../errors.js';
-import { isLoopback } from '../../protocol/loopback.js';
 import { type AuthChallenge, ConnectionError } from '../errors.js';
 import { memoryAuthStore } from './store.js';
 import { DPOP_ALG, type DpopKey, DpopNonces, dpopKeyFor } from './dpop.js';
 import type { AuthEvent, AuthOptions, AuthRecord, AuthStore, StoredClient, StoredTokens } from './types.js';
-import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, pkcePair, randomState, signJwt } from './wire.js';
+import { type AuthHttpAnswer, oauthErrorText, pkcePair, randomState } from './wire.js';
 import { MIN_SECRET_LENGTH, replaceSecrets } from '../../redaction.js';
+import { type Discovery, discover } from './discovery.js';
+import { registerClient } from './registration.js';
+import { tokenRequest, tokensFrom } from './tokens.js';
+import { applicationType, canonicalResource, resourceAllowed, secureEndpoint, str, stringList } from './resource.js';
+
+export { applicationType, canonicalResource, resourceAllowed };
 
 /** Tokens are refreshed this long before they expire. */
 const REFRESH_EARLY_MS = 60_000;
@@ -45,24 +50,6 @@ export const FLOW_PARAMS: ReadonlySet<string> = new Set([
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
-type Json = Record<string, unknown>;
-
-/** What discovery found for one sign-in, reused for its token step. */
-interface Discovery {
-  /** The resource indicator to send, or undefined for none. */
-  resource: string | undefined;
-  /** The protected resource's scopes_supported. */
-  resourceScopes: string[] | undefined;
-  issuer: string;
-  /** The authorization server's metadata, when it has any. */
-  metadata: Json | undefined;
-  authorizationEndpoint: string;
-  tokenEndpoint: string;
-  registrationEndpoint: string | undefined;
-  /** The 2025-03-26 path (no protected resource metadata): the issuer is recorded, not enforced. */
-  legacy: boolean;
-}
-
 /** The redirect URI getter a loopbackAuthorizer() carries, and how to stop its callback server. */
 interface WithRedirect {
   redirectUri?: () => Promise<string>;
@@ -78,42 +65,12 @@ function authorizeParamsOf(options: AuthOptions): Record<string, string> {
   return params;
 }
 
-const trimSlash = (s: string): string => (s.endsWith('/') ? s.slice(0, -1) : s);
-
-function stringList(value: unknown): string[] | undefined {
-  return Array.isArray(value) && value.every((v) => typeof v === 'string') ? (value as string[]) : undefined;
-}
-
 /** Waits `ms`; a sign-in given up on (the connection closed) ends the wait with its reason. */
 async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   try {
     await delay(ms, undefined, { signal });
   } catch {
     throw signal.reason;
-  }
-}
-
-/** True for an https URL, or an http one on this machine (the only place a code or a secret may go in the clear). */
-function secureEndpoint(url: string | URL): boolean {
-  const parsed = typeof url === 'string' ? new URL(url) : url;
-  return parsed.protocol === 'https:' || (parsed.protocol === 'http:' && isLoopback(parsed.hostname));
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-/**
- * The OpenID `application_type` a redirect URI says (SEP-837): `native` for a loopback or private-use scheme
- * redirect, as a command line or a desktop app has; `web` for any other.
- */
-export function applicationType(redirectUri: string): 'native' | 'web' {
-  try {
-    const url = new URL(redirectUri);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'native';
-    return ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname) ? 'native' : 'web';
-  } catch {
-    return 'web';
   }
 }
 
@@ -126,31 +83,6 @@ function resourceHint(sent: string | undefined, error: string | null | undefined
   if (sent === undefined) return '';
   if (error !== 'invalid_target' && !/\bresource\b|AADSTS9010010/i.test(description ?? '')) return '';
   return '; the authorization server may not take the RFC 8707 resource parameter: leave it out with auth.resource: false (the command line: --no-resource, or "resource": false in the entry\'s auth)';
-}
-
-/** The server's URL as a resource: no fragment, no query. */
-export function canonicalResource(url: URL): string {
-  const u = new URL(url);
-  u.hash = '';
-  u.search = '';
-  return u.href;
-}
-
-/**
- * Whether the protected resource metadata's `resource` may stand for the server at `server`: the same origin,
- * and a path that is a prefix of the server's (by whole segments).
- */
-export function resourceAllowed(resource: string, server: URL): boolean {
-  let r: URL;
-  try {
-    r = new URL(resource);
-  } catch {
-    return false;
-  }
-  if (r.origin !== server.origin) return false;
-  const prefix = r.pathname.endsWith('/') ? r.pathname : `${r.pathname}/`;
-  const path = server.pathname.endsWith('/') ? server.pathname : `${server.pathname}/`;
-  return path.startsWith(prefix);
 }
 
 /** The Authorization header value for `tokens`: the DPoP scheme for a DPoP-bound token (RFC 9449 §7.1), else Bearer. */
@@ -429,7 +361,10 @@ export class AuthSession {
     }
     this.#signIns.push(now);
     const signal = this.#closed.signal;
-    const found = await this.#discover(challenge, signal);
+    const found = await discover(this.#server, challenge, signal).catch((err: unknown) => {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
+    });
+    if (found.dpopRequired) this.#dpopAsked = true;
     this.#event({ type: 'discovered', resource: found.resource, issuer: found.issuer, legacy: found.legacy });
     const record: AuthRecord = { ...(this.#record ?? { resource: found.resource ?? this.#key }) };
     record.resource = found.resource ?? this.#key;
@@ -722,291 +657,44 @@ export class AuthSession {
     return dpopKeyFor(found.issuer, this.#record?.dpopKey);
   }
 
+  /** The tokens of a token endpoint's answer (see tokensFrom), each a secret of this session's from now on. */
   #tokensFrom(answer: AuthHttpAnswer, scope: string | undefined, previousRefresh: string | undefined, key?: DpopKey): StoredTokens {
-    const json = answer.json!;
-    const accessToken = str(json.access_token);
-    const tokenType = str(json.token_type) ?? 'Bearer';
-    if (accessToken === undefined) throw this.#fail(new ConnectionError('AUTH_TOKEN', 'the token endpoint answered without an access_token'));
-    // A DPoP-bound token only when a proof was sent; an authorization server may still issue a bearer one.
-    const dpop = key !== undefined && tokenType.toLowerCase() === 'dpop';
-    if (!dpop && tokenType.toLowerCase() !== 'bearer') {
-      throw this.#fail(
-        new ConnectionError(
-          'AUTH_TOKEN',
-          `the token endpoint issued a ${preview(tokenType)} token; only Bearer${key === undefined ? '' : ' and DPoP'} tokens are used`,
-        ),
-      );
+    let tokens: StoredTokens;
+    try {
+      tokens = tokensFrom(answer, scope, previousRefresh, key);
+    } catch (err) {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
     }
-    const tokens: StoredTokens = { accessToken, tokenType: dpop ? 'DPoP' : 'Bearer' };
-    const refresh = str(json.refresh_token) ?? previousRefresh;
-    if (refresh !== undefined) tokens.refreshToken = refresh;
-    const expiresIn = Number(json.expires_in);
-    if (json.expires_in !== undefined && Number.isFinite(expiresIn) && expiresIn >= 0) {
-      tokens.expiresAt = Date.now() + expiresIn * 1000;
-      tokens.lifetimeMs = expiresIn * 1000;
-    }
-    const granted = str(json.scope) ?? scope;
-    if (granted !== undefined) tokens.scope = granted;
-    this.#remember(accessToken);
-    if (refresh !== undefined) this.#remember(refresh);
+    this.#remember(tokens.accessToken);
+    if (tokens.refreshToken !== undefined) this.#remember(tokens.refreshToken);
     return tokens;
   }
 
-  /**
-   * A POST to the token endpoint with the client's authentication, and with `key` a DPoP proof; an answer
-   * `use_dpop_nonce` with a DPoP-Nonce (RFC 9449 §8) is sent once more with a new proof carrying it.
-   */
-  async #tokenRequest(endpoint: string, client: StoredClient, body: Record<string, string>, issuer: string, key?: DpopKey): Promise<AuthHttpAnswer> {
-    const answer = await this.#tokenPost(endpoint, client, body, issuer, key);
-    if (key === undefined) return answer;
-    const fresh = this.#asNonces.note(new URL(endpoint), answer.headers.get('dpop-nonce') ?? undefined);
-    if (answer.status !== 400 || answer.json?.error !== 'use_dpop_nonce' || !fresh) return answer;
-    return this.#tokenPost(endpoint, client, body, issuer, key);
-  }
-
-  #tokenPost(
-    endpoint: string,
-    client: StoredClient,
-    body: Record<string, string>,
-    issuer: string,
-    key: DpopKey | undefined,
-  ): Promise<AuthHttpAnswer> {
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    const form = new URLSearchParams(body);
-    switch (client.authMethod) {
-      case 'client_secret_basic': {
-        // RFC 6749 §2.3.1: each part form-encoded before base64.
-        const id = encodeURIComponent(client.clientId);
-        const secret = encodeURIComponent(client.clientSecret ?? '');
-        headers.authorization = `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
-        // The client_id in the body too (RFC 6749 §3.2.1 lets a client identify itself there): some servers (the
-        // Python MCP SDK's) read it from the form only, and one that reads the header finds the same id.
-        form.set('client_id', client.clientId);
-        break;
-      }
-      case 'client_secret_post':
-        form.set('client_id', client.clientId);
-        form.set('client_secret', client.clientSecret ?? '');
-        break;
-      case 'private_key_jwt': {
-        const given = this.#options.client;
-        if (given?.privateKey === undefined) throw new TypeError('auth.client.privateKey is needed for private_key_jwt');
-        form.set('client_id', client.clientId);
-        form.set('client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer');
-        const assertion = signJwt(clientAssertionClaims(client.clientId, issuer), given.privateKey, given.signingAlg ?? 'ES256');
-        this.#remember(assertion);
-        form.set('client_assertion', assertion);
-        break;
-      }
-      default:
-        form.set('client_id', client.clientId);
-    }
-    if (key !== undefined) headers.dpop = key.proof('POST', endpoint, undefined, this.#asNonces.get(endpoint));
-    return authFetch(endpoint, { method: 'POST', headers, body: form.toString(), signal: this.#closed.signal });
-  }
-
-  /**
-   * A client ID metadata document when the server takes one, else dynamic registration (RFC 7591): for the
-   * browser flow (with `redirectUri`), or for the device grant (without one).
-   */
-  async #register(found: Discovery, redirectUri: string | undefined, signal: AbortSignal): Promise<StoredClient> {
-    const metadataUrl = this.#options.clientMetadataUrl;
-    if (metadataUrl !== undefined && found.metadata?.client_id_metadata_document_supported === true) {
-      this.#event({ type: 'registered', clientId: metadataUrl, how: 'metadata-document' });
-      return { clientId: metadataUrl, authMethod: 'none', ...(redirectUri === undefined ? {} : { redirectUri }), issuer: found.issuer };
-    }
-    if (found.registrationEndpoint === undefined) {
-      throw this.#fail(
-        new ConnectionError(
-          'AUTH_REQUIRED',
-          `the authorization server ${found.issuer} takes no registration: give auth.client (a client registered with it)${metadataUrl === undefined ? ' or auth.clientMetadataUrl' : ''}`,
-        ),
-      );
-    }
-    const supported = stringList(found.metadata?.token_endpoint_auth_methods_supported);
-    const method =
-      supported === undefined || supported.includes('none')
-        ? 'none'
-        : supported.includes('client_secret_basic')
-          ? 'client_secret_basic'
-          : (supported.find((m) => m === 'client_secret_post') ?? 'none');
-    const request = {
-      client_name: this.#options.clientName ?? 'mcp-frame',
-      // OpenID registration defaults to "web", which refuses loopback redirects: say which kind of client this is.
-      application_type: redirectUri === undefined ? 'native' : applicationType(redirectUri),
-      redirect_uris: redirectUri === undefined ? [] : [redirectUri],
-      grant_types: redirectUri === undefined ? [DEVICE_GRANT, 'refresh_token'] : ['authorization_code', 'refresh_token'],
-      response_types: redirectUri === undefined ? [] : ['code'],
-      token_endpoint_auth_method: method,
-    };
-    const answer = await authFetch(found.registrationEndpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(request),
-      signal,
-    });
-    const clientId = str(answer.json?.client_id);
-    if (answer.status < 200 || answer.status >= 300 || clientId === undefined) {
-      // No metadata anywhere and no registration at the 2025-03-26 default: the server takes a token, but offers
-      // no sign-in (a static bearer token, say).
-      if (found.legacy && found.metadata === undefined && [401, 403, 404, 405].includes(answer.status)) {
-        throw this.#fail(
-          new ConnectionError(
-            'AUTH_REQUIRED',
-            `"${this.#server.host}" requires authorization but offers no OAuth sign-in (no metadata; ${found.registrationEndpoint} answered HTTP ${answer.status}): give its credentials in a header`,
-          ),
-        );
-      }
-      throw this.#fail(
-        new ConnectionError(
-          'AUTH_DENIED',
-          `the authorization server refused the registration: ${oauthErrorText(answer, (text) => this.scrub(text))}`,
-        ),
-      );
-    }
-    const secret = str(answer.json?.client_secret);
-    const registered = str(answer.json?.token_endpoint_auth_method) as StoredClient['authMethod'] | undefined;
-    const authMethod =
-      registered ??
-      (secret === undefined
-        ? 'none'
-        : supported === undefined || supported.includes('client_secret_basic')
-          ? 'client_secret_basic'
-          : 'client_secret_post');
-    const client: StoredClient = { clientId, authMethod, ...(redirectUri === undefined ? {} : { redirectUri }), issuer: found.issuer };
-    if (secret !== undefined) {
-      client.clientSecret = secret;
-      this.#remember(secret);
-    }
-    this.#event({ type: 'registered', clientId, how: 'dynamic' });
-    return client;
-  }
-
-  /** Protected resource metadata, then the authorization server's; the 2025-03-26 fallbacks when there is none. */
-  async #discover(challenge: AuthChallenge | undefined, signal: AbortSignal): Promise<Discovery> {
-    const named = challenge?.params.resource_metadata;
-    let prm: Json | undefined;
-    if (named !== undefined && named !== '') {
-      let url: URL;
-      try {
-        url = new URL(named);
-      } catch {
-        throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the challenge's resource_metadata is not a URL: ${preview(named)}`));
-      }
-      if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-        throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the challenge's resource_metadata is not an http(s) URL: ${preview(named)}`));
-      }
-      prm = await this.#metadata(url, signal);
-      if (prm === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', `no protected resource metadata at ${url.origin}${url.pathname}`));
-    } else {
-      const origin = this.#server.origin;
-      const path = trimSlash(this.#server.pathname);
-      const candidates = path === '' ? [] : [`${origin}/.well-known/oauth-protected-resource${path}`];
-      candidates.push(`${origin}/.well-known/oauth-protected-resource`);
-      for (const candidate of candidates) {
-        prm = await this.#metadata(new URL(candidate), signal);
-        if (prm !== undefined) break;
-      }
-    }
-    if (prm === undefined) return this.#legacyDiscovery(signal);
-    if (prm.dpop_bound_access_tokens_required === true) this.#dpopAsked = true;
-    const resource = str(prm.resource);
-    if (resource === undefined || !resourceAllowed(resource, this.#server)) {
-      throw this.#fail(
-        new ConnectionError(
-          'AUTH_RESOURCE_MISMATCH',
-          `the protected resource metadata names resource ${preview(resource ?? '(none)')}, which is not ${canonicalResource(this.#server)}: not signing in for it`,
-        ),
-      );
-    }
-    const issuer = stringList(prm.authorization_servers)?.[0];
-    if (issuer === undefined) throw this.#fail(new ConnectionError('AUTH_REQUIRED', 'the protected resource metadata names no authorization server'));
-    let issuerUrl: URL;
-    try {
-      issuerUrl = new URL(issuer);
-    } catch {
-      throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the authorization server is not a URL: ${preview(issuer)}`));
-    }
-    if (!secureEndpoint(issuerUrl))
-      throw this.#fail(
-        new ConnectionError('AUTH_REQUIRED', `the authorization server ${preview(issuer)} is not https (plain http only on this machine)`),
-      );
-    const metadata = await this.#serverMetadata(issuerUrl, signal);
-    if (metadata !== undefined) {
-      const said = str(metadata.issuer);
-      // Identical to the issuer it was fetched for (RFC 8414 §3.3): a string comparison, nothing normalized.
-      if (said !== issuer) {
-        throw this.#fail(
-          new ConnectionError(
-            'AUTH_ISSUER_MISMATCH',
-            `the metadata of ${issuer} names issuer ${preview(said ?? '(none)')} (RFC 8414 §3.3): not signing in`,
-          ),
-        );
-      }
-    }
-    return this.#endpoints(issuer, issuerUrl, metadata, false, { resource, resourceScopes: stringList(prm.scopes_supported) });
-  }
-
-  /** No protected resource metadata (2025-03-26): the server's origin is the authorization server. */
-  async #legacyDiscovery(signal: AbortSignal): Promise<Discovery> {
-    const base = new URL(this.#server.origin);
-    const metadata = await this.#metadata(new URL('/.well-known/oauth-authorization-server', base), signal);
-    const issuer = str(metadata?.issuer) ?? base.origin;
-    return this.#endpoints(issuer, base, metadata, true, { resource: undefined, resourceScopes: undefined });
-  }
-
-  #endpoints(
-    issuer: string,
-    base: URL,
-    metadata: Json | undefined,
-    legacy: boolean,
-    found: { resource: string | undefined; resourceScopes: string[] | undefined },
-  ): Discovery {
-    const at = (key: string, fallback: string): string => str(metadata?.[key]) ?? new URL(fallback, base).href;
-    const registration = metadata === undefined ? new URL('/register', base).href : str(metadata.registration_endpoint);
-    for (const [name, url] of [
-      ['authorization_endpoint', at('authorization_endpoint', '/authorize')],
-      ['token_endpoint', at('token_endpoint', '/token')],
-      ['registration_endpoint', registration],
-    ] as const) {
-      if (url === undefined) continue;
-      if (!/^https?:\/\//.test(url)) throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the ${name} is not an http(s) URL: ${preview(url)}`));
-      // Codes, secrets and tokens travel there: in the clear only to this machine (the authorization spec's HTTPS rule).
-      if (!secureEndpoint(url))
-        throw this.#fail(new ConnectionError('AUTH_REQUIRED', `the ${name} ${preview(url)} is plain http on another host: it must be https`));
-    }
-    return {
-      resource: legacy ? undefined : found.resource,
-      resourceScopes: found.resourceScopes,
+  /** A POST to the token endpoint (see tokenRequest), with this session's nonces, client key and secrets. */
+  #tokenRequest(endpoint: string, client: StoredClient, body: Record<string, string>, issuer: string, key?: DpopKey): Promise<AuthHttpAnswer> {
+    return tokenRequest(endpoint, client, body, {
       issuer,
-      metadata,
-      authorizationEndpoint: at('authorization_endpoint', '/authorize'),
-      tokenEndpoint: at('token_endpoint', '/token'),
-      registrationEndpoint: registration,
-      legacy,
+      key,
+      nonces: this.#asNonces,
+      given: this.#options.client,
+      signal: this.#closed.signal,
+      remember: (secret) => this.#remember(secret),
+    });
+  }
+
+  /** Who the client is (see registerClient): remembered as a secret where it has one, and said. */
+  async #register(found: Discovery, redirectUri: string | undefined, signal: AbortSignal): Promise<StoredClient> {
+    const options = {
+      server: this.#server,
+      clientMetadataUrl: this.#options.clientMetadataUrl,
+      clientName: this.#options.clientName,
+      scrub: (text: string) => this.scrub(text),
     };
-  }
-
-  /**
-   * RFC 8414 metadata, then OpenID configuration: for an issuer with a path, the path-insertion forms and OpenID's
-   * path-appended form, never the root form (it belongs to another issuer on the same host).
-   */
-  async #serverMetadata(issuer: URL, signal: AbortSignal): Promise<Json | undefined> {
-    const path = trimSlash(issuer.pathname);
-    const candidates =
-      path === ''
-        ? ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']
-        : [`/.well-known/oauth-authorization-server${path}`, `/.well-known/openid-configuration${path}`, `${path}/.well-known/openid-configuration`];
-    for (const candidate of candidates) {
-      const found = await this.#metadata(new URL(candidate, issuer.origin), signal);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-
-  /** A metadata document: a JSON object with status 200, else undefined (a 404, a redirect, HTML, ...). */
-  async #metadata(url: URL, signal: AbortSignal): Promise<Json | undefined> {
-    const answer = await authFetch(url, { signal, headers: { 'mcp-protocol-version': '2025-11-25' } });
-    return answer.status === 200 ? answer.json : undefined;
+    const { client, how } = await registerClient(found, redirectUri, options, signal).catch((err: unknown) => {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
+    });
+    if (client.clientSecret !== undefined) this.#remember(client.clientSecret);
+    this.#event({ type: 'registered', clientId: client.clientId, how });
+    return client;
   }
 }
