@@ -5,8 +5,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { authorizationServerMetadata, discover, metadataAt } from '../../lib/client/auth/discovery.js';
 import { DpopNonces } from '../../lib/client/auth/dpop.js';
-import { type RegisterOptions, registerClient } from '../../lib/client/auth/registration.js';
-import { type TokenRequestOptions, tokenRequest, tokensFrom } from '../../lib/client/auth/tokens.js';
+import { authorizationUrl, codeOf, deviceAuthorization, deviceFlowOffered, pollDeviceToken } from '../../lib/client/auth/grants.js';
+import { clientOf, type RegisterOptions, registerClient } from '../../lib/client/auth/registration.js';
+import { dpopKeyOf, refreshRefused, scopeFor, type TokenRequestOptions, tokenRequest, tokensFrom } from '../../lib/client/auth/tokens.js';
+import type { Discovery } from '../../lib/client/auth/discovery.js';
 import { ConnectionError } from '../../lib/client/errors.js';
 import { rejection } from '../helpers/rejection.js';
 
@@ -177,7 +179,7 @@ describe('auth steps, each on its own', () => {
   });
 
   it('refuses an answer without an access token, or of a token type this client does not use', () => {
-    const answer = (json: Json) => ({ status: 200, json, headers: new Headers() }) as Parameters<typeof tokensFrom>[0];
+    const answer = (json: Json): Parameters<typeof tokensFrom>[0] => ({ status: 200, json, text: JSON.stringify(json), headers: new Headers() });
     expect(() => tokensFrom(answer({ token_type: 'Bearer' }), undefined, undefined)).to.throw(ConnectionError, /without an access_token/);
     expect(() => tokensFrom(answer({ access_token: 'x', token_type: 'mac' }), undefined, undefined)).to.throw(
       ConnectionError,
@@ -188,6 +190,135 @@ describe('auth steps, each on its own', () => {
       refreshToken: 'rt-kept',
       scope: 'a b',
       tokenType: 'Bearer',
+    });
+  });
+
+  const FOUND: Discovery = {
+    resource: 'https://mcp.example/mcp',
+    resourceScopes: ['read', 'write'],
+    issuer: 'https://id.example',
+    metadata: { scopes_supported: ['read', 'offline_access'], authorization_response_iss_parameter_supported: true },
+    authorizationEndpoint: 'https://id.example/authorize?tenant=1',
+    tokenEndpoint: 'https://id.example/token',
+    registrationEndpoint: undefined,
+    legacy: false,
+    dpopRequired: false,
+  };
+  const answer = (status: number, json: Json): Parameters<typeof tokensFrom>[0] => ({
+    status,
+    json,
+    text: JSON.stringify(json),
+    headers: new Headers(),
+  });
+
+  it("builds the authorization URL with PKCE S256, and takes a redirect's code only when it is this sign-in's", () => {
+    const url = authorizationUrl(FOUND, {
+      clientId: 'c-1',
+      redirectUri: 'http://127.0.0.1:5555/callback',
+      challenge: 'ch',
+      state: 'st',
+      scope: 'read offline_access',
+      resource: FOUND.resource,
+      extra: { login_hint: 'ada' },
+    });
+    expect(Object.fromEntries(url.searchParams)).to.deep.equal({
+      tenant: '1',
+      response_type: 'code',
+      client_id: 'c-1',
+      redirect_uri: 'http://127.0.0.1:5555/callback',
+      code_challenge: 'ch',
+      code_challenge_method: 'S256',
+      state: 'st',
+      scope: 'read offline_access',
+      resource: 'https://mcp.example/mcp',
+      prompt: 'consent',
+      login_hint: 'ada',
+    });
+    const back = (query: string): URL => new URL(`http://127.0.0.1:5555/callback?${query}`);
+    expect(codeOf(back('code=abc&state=st&iss=https%3A%2F%2Fid.example'), 'st', FOUND, undefined)).to.equal('abc');
+    expect(() => codeOf(back('code=abc&state=other&iss=https%3A%2F%2Fid.example'), 'st', FOUND, undefined)).to.throw(/another state/);
+    expect(() => codeOf(back('code=abc&state=st'), 'st', FOUND, undefined), 'the issuer is required here').to.throw(/RFC 9207/);
+    expect(() => codeOf(back('code=abc&state=st&iss=https%3A%2F%2Fid.example%2F'), 'st', FOUND, undefined), 'compared exactly').to.throw(/RFC 9207/);
+    expect(() => codeOf(back('error=invalid_target&state=st&iss=https%3A%2F%2Fid.example'), 'st', FOUND, 'r')).to.throw(
+      /invalid_target.*auth\.resource: false/,
+    );
+    expect(() => codeOf(back('state=st&iss=https%3A%2F%2Fid.example'), 'st', FOUND, undefined)).to.throw(/no authorization code/);
+  });
+
+  it('reads a device authorization, and polls for its token, slowing down when told', async function () {
+    this.timeout(20_000);
+    const device = deviceAuthorization(
+      answer(200, { device_code: 'dc', user_code: 'ABCD', verification_uri: 'https://id.example/device', interval: 1 }),
+      undefined,
+      (t) => t,
+    );
+    expect(device).to.deep.equal({
+      deviceCode: 'dc',
+      intervalS: 1,
+      prompt: { verificationUri: 'https://id.example/device', userCode: 'ABCD', expiresInS: 600 },
+    });
+    expect(() => deviceAuthorization(answer(400, { error: 'invalid_client' }), undefined, (t) => t)).to.throw(
+      ConnectionError,
+      /device authorization endpoint refused/,
+    );
+    const sent: Array<{ at: number; body: Json }> = [];
+    const answers = [answer(400, { error: 'authorization_pending' }), answer(400, { error: 'slow_down' }), answer(200, { access_token: 'at' })];
+    const began = Date.now();
+    const done = await pollDeviceToken(
+      async (body) => {
+        sent.push({ at: Date.now() - began, body });
+        return answers.shift()!;
+      },
+      { device, resource: 'https://mcp.example/mcp', limitMs: 15_000, signal, scrub: (t) => t },
+    );
+    expect(done.json).to.deep.equal({ access_token: 'at' });
+    expect(sent.map((s) => s.body)[0]).to.deep.equal({
+      grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+      device_code: 'dc',
+      resource: 'https://mcp.example/mcp',
+    });
+    // 1 s, 1 s, then 6 s after slow_down.
+    expect(sent[2]!.at - sent[1]!.at).to.be.at.least(5900);
+    expect(deviceFlowOffered(FOUND, undefined)).to.equal(false);
+    expect(
+      deviceFlowOffered(
+        { ...FOUND, metadata: { device_authorization_endpoint: 'https://id.example/device' } },
+        { when: 'offered', prompt: () => undefined },
+      ),
+    ).to.equal(true);
+    expect(deviceFlowOffered(FOUND, { when: 'offered', prompt: () => undefined }), 'offered only: none here').to.equal(false);
+    expect(() => deviceFlowOffered(FOUND, { prompt: () => undefined, when: 'always' })).to.throw(/offers no device authorization grant/);
+  });
+
+  it('asks the scope pinned, else the challenge’s, else the resource’s, with offline_access when the server lists it', () => {
+    const challenge = { scheme: 'Bearer', params: { scope: 'admin' } };
+    expect(scopeFor({}, undefined, FOUND, undefined)).to.equal('read write offline_access');
+    expect(scopeFor({}, challenge, FOUND, undefined)).to.equal('admin offline_access');
+    expect(scopeFor({ scope: 'mine', offlineAccess: false }, challenge, FOUND, undefined)).to.equal('mine');
+    expect(scopeFor({ offlineAccess: false }, challenge, FOUND, new Set(['read']))).to.equal('admin read');
+    expect(scopeFor({}, undefined, { ...FOUND, resourceScopes: undefined, metadata: undefined }, undefined)).to.equal(undefined);
+  });
+
+  it('binds tokens with DPoP only where the authorization server can, and refuses when the resource requires it', () => {
+    const server = new URL('https://mcp.example/mcp');
+    expect(dpopKeyOf(FOUND, false, server, undefined)).to.equal(undefined);
+    expect(() => dpopKeyOf(FOUND, true, server, undefined)).to.throw(ConnectionError, /takes only DPoP-bound tokens/);
+    const key = dpopKeyOf({ ...FOUND, metadata: { dpop_signing_alg_values_supported: ['ES256'] } }, false, server, undefined);
+    expect(key?.proof('POST', 'https://id.example/token')).to.match(/^ey[\w-]+\.ey[\w-]+\.[\w-]+$/);
+  });
+
+  it('tells a dead refresh token from a server that cannot answer now, and the client given from the one registered', () => {
+    expect(refreshRefused(answer(400, { error: 'invalid_grant' }), (t) => t).code).to.equal('AUTH_TOKEN');
+    expect(refreshRefused(answer(401, {}), (t) => t).code).to.equal('AUTH_TOKEN');
+    const later = refreshRefused(answer(503, { error: 'temporarily_unavailable' }), (t) => t);
+    expect([later.code, later.status]).to.deep.equal(['AUTH_UNAVAILABLE', 503]);
+    const registered = { clientId: 'reg', authMethod: 'none' as const, issuer: 'https://id.example' };
+    expect(clientOf(undefined, { resource: 'r', client: registered })).to.equal(registered);
+    expect(clientOf({ clientId: 'given', clientSecret: 's' }, { resource: 'r', issuer: 'https://id.example', client: registered })).to.deep.equal({
+      clientId: 'given',
+      clientSecret: 's',
+      authMethod: 'client_secret_basic',
+      issuer: 'https://id.example',
     });
   });
 });

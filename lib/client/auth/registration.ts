@@ -5,7 +5,7 @@
 import { ConnectionError } from '../errors.js';
 import type { Discovery } from './discovery.js';
 import { applicationType, str, stringList } from './resource.js';
-import type { StoredClient } from './types.js';
+import type { AuthOptions, AuthRecord, StoredClient } from './types.js';
 import { authFetch, oauthErrorText } from './wire.js';
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -94,4 +94,16 @@ export async function registerClient(
   const client: StoredClient = { clientId, authMethod, ...(redirectUri === undefined ? {} : { redirectUri }), issuer: found.issuer };
   if (secret !== undefined) client.clientSecret = secret;
   return { client, how: 'dynamic' };
+}
+
+/** The client a sign-in uses: the one the options give (its authentication method inferred), else the one registered. */
+export function clientOf(given: AuthOptions['client'], record: AuthRecord): StoredClient | undefined {
+  if (given === undefined) return record.client;
+  return {
+    clientId: given.clientId,
+    ...(given.clientSecret === undefined ? {} : { clientSecret: given.clientSecret }),
+    authMethod:
+      given.authMethod ?? (given.privateKey !== undefined ? 'private_key_jwt' : given.clientSecret !== undefined ? 'client_secret_basic' : 'none'),
+    issuer: record.issuer ?? '',
+  };
 }

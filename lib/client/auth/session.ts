@@ -5,17 +5,26 @@
  * RFC 8707 resource indicators, client credentials and jwt-bearer grants, and staying signed in: refresh before
  * expiry and on a 401, rotated refresh tokens saved before use, one sign-in or refresh at a time per server.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 import { preview } from '../../errors.js';
 import { type AuthChallenge, ConnectionError } from '../errors.js';
 import { memoryAuthStore } from './store.js';
-import { DPOP_ALG, type DpopKey, DpopNonces, dpopKeyFor } from './dpop.js';
+import { type DpopKey, DpopNonces, dpopKeyFor } from './dpop.js';
 import type { AuthEvent, AuthOptions, AuthRecord, AuthStore, StoredClient, StoredTokens } from './types.js';
 import { type AuthHttpAnswer, oauthErrorText, pkcePair, randomState } from './wire.js';
 import { MIN_SECRET_LENGTH, replaceSecrets } from '../../redaction.js';
 import { type Discovery, discover } from './discovery.js';
-import { registerClient } from './registration.js';
-import { tokenRequest, tokensFrom } from './tokens.js';
+import { clientOf, registerClient } from './registration.js';
+import { dpopKeyOf, refreshRefused, scopeFor, tokenRequest, tokensFrom } from './tokens.js';
+import {
+  authorizationUrl,
+  authorizeWithin,
+  codeOf,
+  type DeviceAuthorization,
+  deviceAuthorization,
+  deviceFlowOffered,
+  pollDeviceToken,
+  resourceHint,
+} from './grants.js';
 import { applicationType, canonicalResource, resourceAllowed, secureEndpoint, str, stringList } from './resource.js';
 
 export { applicationType, canonicalResource, resourceAllowed };
@@ -48,7 +57,6 @@ export const FLOW_PARAMS: ReadonlySet<string> = new Set([
 ]);
 
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
-const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 /** The redirect URI getter a loopbackAuthorizer() carries, and how to stop its callback server. */
 interface WithRedirect {
@@ -63,26 +71,6 @@ function authorizeParamsOf(options: AuthOptions): Record<string, string> {
     if (FLOW_PARAMS.has(key)) throw new TypeError(`auth.authorizeParams may not set "${key}": the authorization flow sets it`);
   }
   return params;
-}
-
-/** Waits `ms`; a sign-in given up on (the connection closed) ends the wait with its reason. */
-async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  try {
-    await delay(ms, undefined, { signal });
-  } catch {
-    throw signal.reason;
-  }
-}
-
-/**
- * What to add to an authorization server's refusal when it may be of the RFC 8707 `resource` parameter sent
- * (RFC 8707's invalid_target, or a description that names the parameter, as Entra ID's AADSTS9010010 does):
- * the option that leaves it out. Nothing when no resource was sent or the refusal is of something else.
- */
-function resourceHint(sent: string | undefined, error: string | null | undefined, description: string | null | undefined): string {
-  if (sent === undefined) return '';
-  if (error !== 'invalid_target' && !/\bresource\b|AADSTS9010010/i.test(description ?? '')) return '';
-  return '; the authorization server may not take the RFC 8707 resource parameter: leave it out with auth.resource: false (the command line: --no-resource, or "resource": false in the entry\'s auth)';
 }
 
 /** The Authorization header value for `tokens`: the DPoP scheme for a DPoP-bound token (RFC 9449 §7.1), else Bearer. */
@@ -300,31 +288,15 @@ export class AuthSession {
     const key = tokens.tokenType === 'DPoP' && record.issuer !== undefined ? dpopKeyFor(record.issuer, record.dpopKey) : undefined;
     const answer = await this.#tokenRequest(record.tokenEndpoint, client, body, record.issuer ?? record.tokenEndpoint, key);
     if (answer.status !== 200 || answer.json === undefined) {
-      const error = answer.json?.error;
-      // invalid_grant and invalid_client say the refresh token (or the client) is dead (RFC 6749 §5.2), and so does
-      // any 400 or 401 (the MCP SDK's example server answers a revoked refresh token 400 server_error): this token
-      // will not work, so a sign-in follows. Anything else (a 503, a 429, a network failure) says the server cannot
-      // answer now: the tokens stay, for the next try.
-      const dead = error === 'invalid_grant' || error === 'invalid_client' || answer.status === 400 || answer.status === 401;
-      if (!dead) {
-        throw this.#fail(
-          new ConnectionError(
-            'AUTH_UNAVAILABLE',
-            `the token endpoint could not refresh the tokens now (kept for a later try): ${oauthErrorText(answer, (text) => this.scrub(text))}`,
-            {
-              status: answer.status,
-            },
-          ),
-        );
+      const refused = refreshRefused(answer, (text) => this.scrub(text));
+      if (refused.code === 'AUTH_TOKEN') {
+        // The refresh token is spent or revoked: drop the tokens; a client the server forgot is dropped too.
+        const next: AuthRecord = { ...record };
+        delete next.tokens;
+        if (answer.json?.error === 'invalid_client' && this.#options.client === undefined) delete next.client;
+        await this.#save(next);
       }
-      // The refresh token is spent or revoked: drop the tokens; a client the server forgot is dropped too.
-      const next: AuthRecord = { ...record };
-      delete next.tokens;
-      if (error === 'invalid_client' && this.#options.client === undefined) delete next.client;
-      await this.#save(next);
-      throw this.#fail(
-        new ConnectionError('AUTH_TOKEN', `the token endpoint refused the refresh: ${oauthErrorText(answer, (text) => this.scrub(text))}`),
-      );
+      throw this.#fail(refused);
     }
     const fresh = this.#tokensFrom(answer, tokens.scope, tokens.refreshToken, key);
     await this.#save({ ...record, tokens: fresh });
@@ -332,17 +304,7 @@ export class AuthSession {
   }
 
   #clientFor(record: AuthRecord): StoredClient | undefined {
-    const given = this.#options.client;
-    if (given !== undefined)
-      return {
-        clientId: given.clientId,
-        ...(given.clientSecret === undefined ? {} : { clientSecret: given.clientSecret }),
-        authMethod:
-          given.authMethod ??
-          (given.privateKey !== undefined ? 'private_key_jwt' : given.clientSecret !== undefined ? 'client_secret_basic' : 'none'),
-        issuer: record.issuer ?? '',
-      };
-    return record.client;
+    return clientOf(this.#options.client, record);
   }
 
   #resourceParam(discovered: string | undefined): string | undefined {
@@ -412,19 +374,9 @@ export class AuthSession {
 
   /** The scope to ask for: pinned; else the challenge's (a step-up adds what was held); else the resource's; else none. */
   #scopeFor(challenge: AuthChallenge | undefined, found: Discovery, stepUp: boolean): string | undefined {
-    const asked = new Set<string>();
-    const add = (text: string | undefined): void => {
-      for (const s of text?.split(' ') ?? []) if (s !== '') asked.add(s);
-    };
-    if (this.#options.scope !== undefined) add(this.#options.scope);
-    else if (challenge?.params.scope !== undefined) add(challenge.params.scope);
-    else if (found.resourceScopes !== undefined) add(found.resourceScopes.join(' '));
-    if (stepUp) for (const s of this.#scopes) asked.add(s);
-    // offline_access: always when asked for, never when refused, else when the authorization server lists it.
-    const listed = stringList(found.metadata?.scopes_supported)?.includes('offline_access') === true;
-    if (this.#options.offlineAccess ?? listed) asked.add('offline_access');
-    for (const s of asked) this.#scopes.add(s);
-    return asked.size === 0 ? undefined : [...asked].join(' ');
+    const asked = scopeFor(this.#options, challenge, found, stepUp ? this.#scopes : undefined);
+    for (const scope of asked?.split(' ') ?? []) this.#scopes.add(scope);
+    return asked;
   }
 
   async #authorizationCode(found: Discovery, record: AuthRecord, scope: string | undefined, signal: AbortSignal): Promise<StoredTokens> {
@@ -463,42 +415,24 @@ export class AuthSession {
     else delete record.client;
     const pkce = pkcePair();
     const state = randomState();
-    const url = new URL(found.authorizationEndpoint);
-    url.searchParams.set('response_type', 'code');
-    url.searchParams.set('client_id', client.clientId);
-    url.searchParams.set('redirect_uri', redirectUri);
-    url.searchParams.set('code_challenge', pkce.challenge);
-    url.searchParams.set('code_challenge_method', 'S256');
-    url.searchParams.set('state', state);
-    if (scope !== undefined) url.searchParams.set('scope', scope);
     const resource = this.#resourceParam(found.resource);
-    if (resource !== undefined) url.searchParams.set('resource', resource);
-    // OpenID Connect Core §11: offline_access is granted only with prompt=consent; without it a provider drops
-    // the scope and every expiry sends the user back to the browser. authorizeParams can still set another prompt.
-    if (scope?.split(' ').includes('offline_access') === true) url.searchParams.set('prompt', 'consent');
-    for (const [key, value] of Object.entries(this.#params)) url.searchParams.set(key, value);
+    const url = authorizationUrl(found, {
+      clientId: client.clientId,
+      redirectUri,
+      challenge: pkce.challenge,
+      state,
+      scope,
+      resource,
+      extra: this.#params,
+    });
     this.#event({ type: 'authorizing', url, redirectUri });
     const returned = await this.#userAgent(authorize, url, redirectUri, signal);
-    const params = returned.searchParams;
-    if (params.get('state') !== state) {
-      throw this.#fail(new ConnectionError('AUTH_DENIED', 'the redirect carries another state than the one sent: not from this sign-in'));
+    let code: string;
+    try {
+      code = codeOf(returned, state, found, resource);
+    } catch (err) {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
     }
-    const iss = params.get('iss');
-    const issRequired = found.metadata?.authorization_response_iss_parameter_supported === true;
-    // Compared as strings, exactly (RFC 9207 §2.4, SEP-2468): no case folding, port or trailing-slash normalization.
-    if (!found.legacy && (iss !== null || issRequired) && iss !== found.issuer) {
-      throw this.#fail(
-        new ConnectionError('AUTH_ISSUER_MISMATCH', `the redirect names issuer ${preview(iss ?? '(none)')}, not ${found.issuer} (RFC 9207)`),
-      );
-    }
-    const error = params.get('error');
-    if (error !== null) {
-      const description = params.get('error_description');
-      const text = preview(description === null ? error : `${error}: ${description}`);
-      throw this.#fail(new ConnectionError('AUTH_DENIED', `the sign-in was refused: ${text}${resourceHint(resource, error, description)}`));
-    }
-    const code = params.get('code');
-    if (code === null || code === '') throw this.#fail(new ConnectionError('AUTH_DENIED', 'the redirect carries no authorization code'));
     const body: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: pkce.verifier };
     if (resource !== undefined) body.resource = resource;
     return this.#grant(found, client, body, scope);
@@ -506,15 +440,11 @@ export class AuthSession {
 
   /** Whether this sign-in takes the device grant: asked for, and offered (or asked for always: refused when not offered). */
   #deviceFlow(found: Discovery): boolean {
-    const device = this.#options.device;
-    if (device === undefined) return false;
-    const offered = str(found.metadata?.device_authorization_endpoint) !== undefined;
-    if (!offered && device.when === 'always') {
-      throw this.#fail(
-        new ConnectionError('AUTH_REQUIRED', `the authorization server ${found.issuer} offers no device authorization grant (RFC 8628)`),
-      );
+    try {
+      return deviceFlowOffered(found, this.#options.device);
+    } catch (err) {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
     }
-    return offered;
   }
 
   /**
@@ -541,49 +471,22 @@ export class AuthSession {
     const resource = this.#resourceParam(found.resource);
     if (resource !== undefined) body.resource = resource;
     const asked = await this.#tokenRequest(endpoint, client, body, found.issuer);
-    const deviceCode = str(asked.json?.device_code);
-    const userCode = str(asked.json?.user_code);
-    const verificationUri = str(asked.json?.verification_uri);
-    if (asked.status !== 200 || deviceCode === undefined || userCode === undefined || verificationUri === undefined) {
-      const hint = resourceHint(resource, str(asked.json?.error), str(asked.json?.error_description));
-      throw this.#fail(
-        new ConnectionError('AUTH_DENIED', `the device authorization endpoint refused: ${oauthErrorText(asked, (t) => this.scrub(t))}${hint}`),
-      );
+    let device: DeviceAuthorization;
+    try {
+      device = deviceAuthorization(asked, resource, (t) => this.scrub(t));
+    } catch (err) {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
     }
     // The device code is a bearer credential at the token endpoint until it is spent.
-    this.#remember(deviceCode);
-    const expiresIn = typeof asked.json?.expires_in === 'number' ? asked.json.expires_in : 600;
-    let intervalS = typeof asked.json?.interval === 'number' && asked.json.interval > 0 ? asked.json.interval : 5;
-    const complete = str(asked.json?.verification_uri_complete);
-    this.#options.device!.prompt({
-      verificationUri,
-      userCode,
-      expiresInS: expiresIn,
-      ...(complete === undefined ? {} : { verificationUriComplete: complete }),
-    });
-    const limit = Math.min(expiresIn * 1000, this.#options.authorizeTimeoutMs ?? AUTHORIZE_TIMEOUT_MS);
-    const deadline = Date.now() + limit;
+    this.#remember(device.deviceCode);
+    this.#options.device!.prompt(device.prompt);
+    const limit = Math.min(device.prompt.expiresInS * 1000, this.#options.authorizeTimeoutMs ?? AUTHORIZE_TIMEOUT_MS);
     const key = this.#dpopKey(found);
-    const poll: Record<string, string> = { grant_type: DEVICE_GRANT, device_code: deviceCode };
-    if (resource !== undefined) poll.resource = resource;
     return this.#userWait(async () => {
-      for (;;) {
-        await abortableSleep(Math.min(intervalS * 1000, Math.max(0, deadline - Date.now())), signal);
-        if (Date.now() >= deadline) throw new ConnectionError('AUTH_TIMEOUT', `no sign-in with the device code within ${limit} ms`);
-        const answer = await this.#tokenRequest(found.tokenEndpoint, client, poll, found.issuer, key);
-        if (answer.status === 200 && answer.json !== undefined) return this.#tokensFrom(answer, scope, undefined, key);
-        const error = str(answer.json?.error);
-        if (error === 'authorization_pending') continue;
-        if (error === 'slow_down') {
-          intervalS += 5;
-          continue;
-        }
-        if (error === 'expired_token') throw new ConnectionError('AUTH_TIMEOUT', 'the device code expired before the sign-in was done');
-        throw new ConnectionError(
-          error === 'access_denied' ? 'AUTH_DENIED' : 'AUTH_TOKEN',
-          `the token endpoint refused the device code: ${oauthErrorText(answer, (t) => this.scrub(t))}`,
-        );
-      }
+      const poll = (body: Record<string, string>): Promise<AuthHttpAnswer> =>
+        this.#tokenRequest(found.tokenEndpoint, client, body, found.issuer, key);
+      const answer = await pollDeviceToken(poll, { device, resource, limitMs: limit, signal, scrub: (t) => this.scrub(t) });
+      return this.#tokensFrom(answer, scope, undefined, key);
     });
   }
 
@@ -609,19 +512,7 @@ export class AuthSession {
   /** authorize() within its time limit and the session's life; its answer as a URL. */
   async #userAgent(authorize: NonNullable<AuthOptions['authorize']>, url: URL, redirectUri: string, closed: AbortSignal): Promise<URL> {
     const limit = this.#options.authorizeTimeoutMs ?? AUTHORIZE_TIMEOUT_MS;
-    const timeout = AbortSignal.timeout(limit);
-    const signal = AbortSignal.any([closed, timeout]);
-    const answer = await this.#userWait(
-      () =>
-        new Promise<URL | string>((resolve, reject) => {
-          const onAbort = (): void =>
-            reject(timeout.aborted ? new ConnectionError('AUTH_TIMEOUT', `no sign-in within ${limit} ms`) : (closed.reason as ConnectionError));
-          signal.addEventListener('abort', onAbort, { once: true });
-          authorize({ url, redirectUri, signal })
-            .then(resolve, reject)
-            .finally(() => signal.removeEventListener('abort', onAbort));
-        }),
-    );
+    const answer = await this.#userWait(() => authorizeWithin(authorize, url, redirectUri, closed, limit));
     try {
       return new URL(answer);
     } catch {
@@ -644,17 +535,11 @@ export class AuthSession {
   #dpopKey(found: Discovery): DpopKey | undefined {
     const option = this.#options.dpop;
     if (option === false || (option !== true && !this.#dpopAsked)) return undefined;
-    const algs = stringList(found.metadata?.dpop_signing_alg_values_supported);
-    if (algs?.includes(DPOP_ALG) !== true) {
-      if (!this.#dpopAsked) return undefined;
-      throw this.#fail(
-        new ConnectionError(
-          'AUTH_REQUIRED',
-          `"${this.#server.host}" takes only DPoP-bound tokens, and the authorization server ${found.issuer} does not list ${DPOP_ALG} in dpop_signing_alg_values_supported`,
-        ),
-      );
+    try {
+      return dpopKeyOf(found, this.#dpopAsked, this.#server, this.#record?.dpopKey);
+    } catch (err) {
+      throw err instanceof ConnectionError ? this.#fail(err) : err;
     }
-    return dpopKeyFor(found.issuer, this.#record?.dpopKey);
   }
 
   /** The tokens of a token endpoint's answer (see tokensFrom), each a secret of this session's from now on. */

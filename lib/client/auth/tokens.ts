@@ -6,10 +6,12 @@
  */
 import { preview } from '../../errors.js';
 import { ConnectionError } from '../errors.js';
-import type { DpopKey, DpopNonces } from './dpop.js';
-import { str } from './resource.js';
+import { DPOP_ALG, type DpopKey, type DpopNonces, dpopKeyFor } from './dpop.js';
+import type { Discovery } from './discovery.js';
+import type { AuthChallenge } from '../errors.js';
+import { str, stringList } from './resource.js';
 import type { AuthOptions, StoredClient, StoredTokens } from './types.js';
-import { type AuthHttpAnswer, authFetch, clientAssertionClaims, signJwt } from './wire.js';
+import { type AuthHttpAnswer, authFetch, clientAssertionClaims, oauthErrorText, signJwt } from './wire.js';
 
 /** What a token request needs besides the client and the grant's body. */
 export interface TokenRequestOptions {
@@ -107,4 +109,66 @@ function tokenPost(endpoint: string, client: StoredClient, body: Record<string, 
   }
   if (key !== undefined) headers.dpop = key.proof('POST', endpoint, undefined, options.nonces.get(endpoint));
   return authFetch(endpoint, { method: 'POST', headers, body: form.toString(), signal: options.signal });
+}
+
+/**
+ * The scope to ask for: the one pinned in the options; else the challenge's; else the resource's scopes_supported;
+ * else none. A step-up adds the scopes held so far (`held`); offline_access is added when asked for, or (unless
+ * refused) when the authorization server lists it.
+ */
+export function scopeFor(
+  options: Pick<AuthOptions, 'scope' | 'offlineAccess'>,
+  challenge: AuthChallenge | undefined,
+  found: Discovery,
+  held: ReadonlySet<string> | undefined,
+): string | undefined {
+  const asked = new Set<string>();
+  const add = (text: string | undefined): void => {
+    for (const s of text?.split(' ') ?? []) if (s !== '') asked.add(s);
+  };
+  if (options.scope !== undefined) add(options.scope);
+  else if (challenge?.params.scope !== undefined) add(challenge.params.scope);
+  else if (found.resourceScopes !== undefined) add(found.resourceScopes.join(' '));
+  for (const s of held ?? []) asked.add(s);
+  const listed = stringList(found.metadata?.scopes_supported)?.includes('offline_access') === true;
+  if (options.offlineAccess ?? listed) asked.add('offline_access');
+  return asked.size === 0 ? undefined : [...asked].join(' ');
+}
+
+/**
+ * The key pair to bind a grant's tokens to: the stored one of this issuer, or a new one. undefined when the
+ * authorization server does not list the algorithm and DPoP was only offered; a ConnectionError when the
+ * protected resource `server` takes only DPoP-bound tokens (`required`) and the authorization server cannot bind.
+ */
+export function dpopKeyOf(found: Discovery, required: boolean, server: URL, stored: Parameters<typeof dpopKeyFor>[1]): DpopKey | undefined {
+  const algs = stringList(found.metadata?.dpop_signing_alg_values_supported);
+  if (algs?.includes(DPOP_ALG) !== true) {
+    if (!required) return undefined;
+    throw new ConnectionError(
+      'AUTH_REQUIRED',
+      `"${server.host}" takes only DPoP-bound tokens, and the authorization server ${found.issuer} does not list ${DPOP_ALG} in dpop_signing_alg_values_supported`,
+    );
+  }
+  return dpopKeyFor(found.issuer, stored);
+}
+
+/**
+ * Why a refresh failed, as the error to throw: AUTH_TOKEN when the refresh token (or the client) is dead, so that
+ * a sign-in follows (invalid_grant and invalid_client, RFC 6749 §5.2, and any 400 or 401: the MCP SDK's example
+ * server answers a revoked refresh token 400 server_error); AUTH_UNAVAILABLE when the server cannot answer now (a
+ * 503, a 429), and the tokens stay for the next try.
+ */
+export function refreshRefused(answer: AuthHttpAnswer, scrub: (text: string) => string): ConnectionError {
+  const error = answer.json?.error;
+  const dead = error === 'invalid_grant' || error === 'invalid_client' || answer.status === 400 || answer.status === 401;
+  if (!dead) {
+    return new ConnectionError(
+      'AUTH_UNAVAILABLE',
+      `the token endpoint could not refresh the tokens now (kept for a later try): ${oauthErrorText(answer, scrub)}`,
+      {
+        status: answer.status,
+      },
+    );
+  }
+  return new ConnectionError('AUTH_TOKEN', `the token endpoint refused the refresh: ${oauthErrorText(answer, scrub)}`);
 }
