@@ -69,6 +69,20 @@ describe('the README and docs/', () => {
     });
   }
 
+  it('names no file of the repository that the package does not ship (a reader of the package has only those)', () => {
+    const named: string[] = [];
+    for (const page of PAGES) {
+      const text = readFileSync(`${ROOT}${page}`, 'utf8');
+      // Paths of the repository's own folders that a reader would look for (bench/, lib/, docs/).
+      for (const m of prose(text).matchAll(/(?<![\w./-])((?:bench|docs)\/[\w.-]+\.(?:md|svg|json))\b/g)) {
+        const path = m[1]!;
+        const shippedHere = shipped.some((entry) => path === entry || path.startsWith(`${entry}/`));
+        if (!shippedHere) named.push(`${page}: ${path}`);
+      }
+    }
+    expect(named).to.deep.equal([]);
+  });
+
   it("names every event of serve's log and every channel it publishes on, and no other", () => {
     const sources = (readdirSync(`${ROOT}lib`, { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
     const events = new Set<string>();

@@ -7,7 +7,7 @@
  * go (one per HTTP response, one per socket client) every quiet spell with two full collections in it costs
  * the next decoder its optimized code. One idle instance keeps the shapes, and the code, alive. Measured on the
  * bench's small SSE messages, where a full collection runs before each timing and six other peers run between two
- * FrameDecoder runs: see bench/analysis.md (its section on the idle decoders). FrameEncoder has none: its code also depends
+ * FrameDecoder runs: see bench/RESULTS.md (its section on the idle decoders, under "Reading the results"). FrameEncoder has none: its code also depends
  * on the shape a stream's writable state takes once written to, which an idle instance does not have, and it lost
  * its optimized code with an idle instance kept as without one.
  */
