@@ -47,7 +47,8 @@ options:
   --log-format <f>         text (default) or json (one object a line)
   --log-level <l>          debug (a line per request too), info (default), warn or error
   --metrics                Prometheus metrics at /metrics (needs prom-client: npm install prom-client)
-  --metrics-port <n>       serve /metrics on this port of 127.0.0.1 instead, without a token
+  --metrics-port <n>       serve /metrics on this port instead, without a token (127.0.0.1 unless --metrics-host)
+  --metrics-host <addr>    the address of the --metrics-port listener (0.0.0.0: scraped from other machines)
 gateway (several servers behind one endpoint):
   --all                    every server of the config
   --name <name>            the gateway's name in its serverInfo (default mcp-frame)
@@ -105,6 +106,7 @@ const OPTIONS = {
   'log-level': { type: 'string' },
   metrics: { type: 'boolean', default: false },
   'metrics-port': { type: 'string' },
+  'metrics-host': { type: 'string' },
   all: { type: 'boolean', default: false },
   name: { type: 'string' },
   prefix: { type: 'string' },
@@ -246,7 +248,7 @@ function pathOptions(values: Values): ServeOptions {
 
 const PREFIX_MODES = ['always', 'conflicts', 'never'] as const;
 
-/** --log-format, --log-level, --metrics and --metrics-port, checked. */
+/** --log-format, --log-level, --metrics, --metrics-port and --metrics-host, checked. */
 function logOptions(values: Values): ServeOptions {
   const options: ServeOptions = {};
   const format = values['log-format'] as string | undefined;
@@ -265,6 +267,11 @@ function logOptions(values: Values): ServeOptions {
   if (port !== undefined && port > 65535) throw new CliError(`--metrics-port takes a port number, got ${port}`, EXIT.usage);
   if (values.metrics === true || port !== undefined) options.metrics = true;
   if (port !== undefined) options.metricsPort = port;
+  const metricsHost = values['metrics-host'] as string | undefined;
+  if (metricsHost !== undefined) {
+    if (port === undefined) throw new CliError('--metrics-host is the address of the --metrics-port listener: give --metrics-port too', EXIT.usage);
+    options.metricsHost = metricsHost;
+  }
   return options;
 }
 
@@ -470,6 +477,7 @@ async function serveUntilStopped(
     ...(bridge.url === undefined ? {} : { url: bridge.url }),
     ...(bridge.socketPath === undefined ? {} : { socket: bridge.socketPath }),
   });
+  if (bridge.metricsUrl !== undefined) log.info('serve.metrics', `metrics on ${bridge.metricsUrl}`, { url: bridge.metricsUrl });
   // With a policy, SIGHUP reloads it (a file that is not one is refused, the old policy kept); else it stops.
   const reload = (): void => {
     readPolicy(policyPath!).then(

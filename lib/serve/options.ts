@@ -130,8 +130,13 @@ export interface ServeOptions {
    * @defaultValue false
    */
   metrics?: boolean | MetricsRegistry;
-  /** Serve /metrics on this port of 127.0.0.1 instead (no token asked: loopback only). */
+  /** Serve /metrics on this port instead, of `metricsHost` (no token asked; the Host check of /mcp). */
   metricsPort?: number;
+  /**
+   * The address the `metricsPort` listener binds: `0.0.0.0` (or a pod's address) lets a Prometheus on another
+   * machine scrape. Its Host check admits that address, localhost and `allowHosts`. @defaultValue '127.0.0.1'
+   */
+  metricsHost?: string;
   /**
    * A span per request, and per request a gateway sends on, through @opentelemetry/api when it is installed (a
    * no-op until the host registers an SDK); trace context goes on in `_meta` either way. @defaultValue true
@@ -226,6 +231,8 @@ export function checkOptions(options: ServeOptions): void {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
       throw new TypeError(`serve: ${key} takes a whole number of at least 1, got ${String(value)}`);
   }
+  if (options.metricsHost !== undefined && options.metricsPort === undefined)
+    throw new TypeError('serve: metricsHost is the address of the metricsPort listener: give metricsPort too');
   if (options.auth !== undefined && options.socket !== undefined)
     throw new TypeError('serve: auth (sign-in) checks HTTP callers, and a socket has none to check: serve the socket from another serve');
 }

@@ -144,10 +144,15 @@ async function subscribe(ctx: ServeContext, options: ServeOptions, tracing: bool
 }
 
 /**
- * /metrics on a port of its own, on loopback only: a scraper on this machine (or a sidecar) needs no token. The
- * Host rule is /mcp's: a page that a DNS-rebound name made same-origin with it reads nothing.
+ * /metrics on a port of its own (loopback unless `host` says another address, for a scraper in another pod): no
+ * token is asked. The Host rule is /mcp's: a page that a DNS-rebound name made same-origin with it reads nothing.
  */
-async function metricsPort(registry: MetricsRegistry, port: number, allowHosts: string[]): Promise<{ url: string; close(): Promise<void> }> {
+async function metricsPort(
+  registry: MetricsRegistry,
+  host: string,
+  port: number,
+  allowHosts: string[],
+): Promise<{ url: string; close(): Promise<void> }> {
   let guard: Guard | undefined;
   const server = http.createServer((req, res) => {
     const refusal = guard?.check(req);
@@ -158,10 +163,10 @@ async function metricsPort(registry: MetricsRegistry, port: number, allowHosts: 
       (err: Error) => res.writeHead(500).end(safeLine(err.message)),
     );
   });
-  const listening = await listenHttp(server, '127.0.0.1', port);
-  guard = new Guard({ host: '127.0.0.1', port: listening, allowHosts, allowOrigins: [], token: undefined });
+  const listening = await listenHttp(server, host, port);
+  guard = new Guard({ host, port: listening, allowHosts, allowOrigins: [], token: undefined });
   return {
-    url: `http://127.0.0.1:${listening}/metrics`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${listening}/metrics`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -324,7 +329,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const metricsServer =
     metrics === undefined || options.metricsPort === undefined
       ? undefined
-      : await metricsPort(metrics, options.metricsPort, options.allowHosts ?? []);
+      : await metricsPort(metrics, options.metricsHost ?? '127.0.0.1', options.metricsPort, options.allowHosts ?? []);
   const idleMs = options.sessionIdleMs ?? 1_800_000;
   const sweeper = sweepIdle(table, idleMs, Math.min(idleMs, options.openIdleMs ?? 60_000));
   const running: Running = { ctx, options, table, gate, modern, socketChildren, servers: [httpServer, socketServer], sweeper, metricsServer };

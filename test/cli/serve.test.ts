@@ -8,6 +8,8 @@ import { cli } from '../helpers/run.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { rawSession, serveProcess } from '../helpers/served.js';
 import { tempDir } from '../helpers/temp.js';
+import { rawRequest } from '../helpers/raw-http.js';
+import { freePort } from '../helpers/ports.js';
 import { within } from '../helpers/poll.js';
 
 describe('mcp-frame serve', () => {
@@ -134,6 +136,29 @@ describe('mcp-frame serve', () => {
     } finally {
       busy.close();
     }
+  });
+
+  it('says where the metrics port listens (--metrics-host with --metrics-port), and refuses --metrics-host alone', async () => {
+    const alone = await cli(['serve', '--metrics-host', '0.0.0.0', '--', process.execPath, `${ROOT}dist/examples/server.js`]);
+    expect(alone.code).to.equal(2);
+    expect(alone.stderr).to.include('--metrics-host is the address of the --metrics-port listener: give --metrics-port too');
+    const port = await freePort();
+    const { proc, stderr, exited } = await serveProcess([
+      '--metrics-port',
+      String(port),
+      '--metrics-host',
+      '127.0.0.2',
+      '--',
+      process.execPath,
+      `${ROOT}dist/examples/server.js`,
+    ]);
+    const url = await within(5000, 'the metrics line', () => /metrics on (http:\/\/127\.0\.0\.2:\d+\/metrics)/.exec(stderr())?.[1], 20);
+    expect(url).to.equal(`http://127.0.0.2:${port}/metrics`);
+    const scraped = await rawRequest(url, {});
+    expect(scraped.status).to.equal(200);
+    expect(scraped.body).to.include('process_cpu_user_seconds_total');
+    proc.kill('SIGTERM');
+    expect(await exited).to.equal(0);
   });
 
   it('answers on the paths --path, --sse-path and --messages-path give, and names them in a 404', async function () {

@@ -6,6 +6,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { expect } from 'chai';
+import { checkOptions } from '../../lib/serve/options.js';
 import type { ServerConfig } from '../../lib/client/config.js';
 import { connect } from '../../lib/client/connect.js';
 import type { Connection } from '../../lib/client/connection.js';
@@ -131,6 +132,26 @@ describe('serve: metrics, traces and logs', function () {
     expect((await rawRequest(own.metricsUrl!, { headers: { host: `localhost:${port}` } })).status).to.equal(200);
     expect(sample(counted, 'mcp_frame_requests_total', { method: 'tools/call', tool: 'echo', era: 'legacy', outcome: 'ok' })).to.equal(1);
     expect(sample(counted, 'mcp_frame_children_alive')).to.equal(1);
+  });
+
+  it('serves the metrics port on the address --metrics-host names, with the process and runtime metrics, behind the Host check', async () => {
+    const s = await start(ONE, { metricsPort: 0, metricsHost: '127.0.0.2', metrics: true });
+    expect(s.metricsUrl).to.match(/^http:\/\/127\.0\.0\.2:\d+\/metrics$/);
+    const text = await scrape(s.metricsUrl!);
+    // prom-client's default collectors, beside serve's own.
+    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'mcp_frame_sessions_open'])
+      expect(text, name).to.match(new RegExp(`^${name}(\\{[^}]*\\})? `, 'm'));
+    const port = new URL(s.metricsUrl!).port;
+    expect((await rawRequest(s.metricsUrl!, { headers: { host: `scraper.example:${port}` } })).status).to.equal(403);
+    await s.close();
+    // A registry given is the host's: serve adds no collector of its own to it.
+    const { Registry } = await import('prom-client');
+    const given = new Registry();
+    const mine = await start(ONE, { metrics: given });
+    expect(await given.metrics()).to.include('mcp_frame_sessions_open');
+    expect(await given.metrics()).to.not.include('process_cpu_user_seconds_total');
+    await mine.close();
+    expect(() => checkOptions({ metricsHost: '0.0.0.0' })).to.throw(TypeError, /metricsHost is the address of the metricsPort listener/);
   });
 
   it("takes a tool label only from the server's list: made-up names the MCP SDK answers with isError are no labels, nor log lines", async () => {

@@ -76,6 +76,9 @@ function sourceGauges(prom: PromClient, on: { registers: Registry[] }, sources: 
 export async function prometheusMetrics(telemetry: Telemetry, sources: MetricsSources, given?: MetricsRegistry): Promise<MetricsRegistry> {
   const prom = await loadPromClient();
   const registry = (given as Registry | undefined) ?? new prom.Registry();
+  // A registry of serve's own also holds the process's and the runtime's (memory, CPU, event loop lag, handles):
+  // prom-client's default collectors, as every Node service exports them. A registry given is the host's to fill.
+  if (given === undefined) prom.collectDefaultMetrics({ register: registry });
   const on = { registers: [registry] };
   sourceGauges(prom, on, sources);
   const counter = (name: string, help: string, labelNames: string[] = []) => new prom.Counter({ name, help, labelNames, ...on });
