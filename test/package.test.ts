@@ -92,6 +92,7 @@ const ENTRY_POINTS = {
       'LoopbackAuthorizer',
       'LoopbackAuthorizerOptions',
       'PreRegisteredClient',
+      'Progress',
       'RemoteAuthConfig',
       'StoredClient',
       'StoredTokens',

@@ -1,4 +1,4 @@
-import { withProgressView } from './progress.js';
+import { clearProgressLine, withProgressView } from './progress.js';
 import { isObject } from '../jsonrpc.js';
 import { basename } from 'node:path';
 import { listNames } from '../client/config.js';
@@ -456,6 +456,8 @@ export async function callCommand(args: string[], action: CallAction = 'call'): 
     interrupted = true;
     // A closed terminal fails the write; the server is closed all the same.
     process.stderr.on('error', () => undefined);
+    // A progress bar on the line is cleared first: the message starts a line of its own.
+    clearProgressLine(process.stderr);
     process.stderr.write(`mcp-frame ${action}: ${signal}: closing the server (again to stop at once)\n`);
     connection?.cancelAll(`the user interrupted ${action} (${signal})`);
     void (connection?.close() ?? Promise.resolve()).finally(() => process.exit(code));

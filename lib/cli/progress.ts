@@ -16,6 +16,18 @@ export interface ProgressStream {
 }
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+/** Streams a view has drawn a line on that is still there (no newline after it). */
+const drawnOn = new Set<ProgressStream>();
+
+/**
+ * Clears a progress line drawn on `stream`, if one is there: what is written next (an interruption's message)
+ * starts at the line's beginning instead of after the bar.
+ */
+export function clearProgressLine(stream: ProgressStream = process.stderr): void {
+  if (!drawnOn.delete(stream)) return;
+  stream.write('\r\x1b[2K');
+}
 const BAR = 20;
 
 /** One line of the view: `⠋ [#####-----] 3/10 message`, cut to the terminal's width. */
@@ -52,6 +64,7 @@ export function withProgressView(
       `\r\x1b[2K${progressLine(frame++, progress, typeof total === 'number' ? total : undefined, typeof message === 'string' ? message : undefined, stream.columns ?? 80)}`,
     );
     drawn = true;
+    drawnOn.add(stream);
   };
   connection.on('notification', listener);
   const meta = isObject(params._meta) ? params._meta : {};
@@ -59,7 +72,7 @@ export function withProgressView(
     params: { ...params, _meta: { ...meta, progressToken: token } },
     done() {
       connection.off('notification', listener);
-      if (drawn) stream.write('\r\x1b[2K');
+      if (drawn) clearProgressLine(stream);
     },
   };
 }

@@ -53,6 +53,19 @@ export interface RequestOptions {
    * request (`input_required`) this request gets, so that a handler serving several callers knows whose it is.
    */
   related?: unknown;
+  /**
+   * Called with each progress notification of this request (the server's `progress`, and `total` and `message`
+   * when it gives them): a progress token of the connection's own is put in the request's `_meta` (one given
+   * there is replaced), and the notifications stop reaching it once the request settles.
+   */
+  onProgress?: (progress: Progress) => void;
+}
+
+/** A progress notification's news (notifications/progress). */
+export interface Progress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 export interface ConnectOptions extends StdioOptions {
@@ -258,6 +271,7 @@ interface Pending {
  */
 export class Connection extends EventEmitter {
   #closeAsked = false;
+  #progressTokens = 1;
   readonly #channel: Channel;
   readonly #pending = new Map<number, Pending>();
   /** The session is opening (the era probe, the handshake): a server that ends now failed to start. */
@@ -362,10 +376,31 @@ export class Connection extends EventEmitter {
    * an UnsupportedProtocolVersion error is retried once with a version from the server's list.
    */
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
+    if (options.onProgress !== undefined) return this.#withProgress(method, params, options, options.onProgress);
     // The active trace (a host's OpenTelemetry span) goes with the request, in _meta.
     if (traceApi() !== undefined) params = withActiveTrace(params);
     if (this.#meta === undefined) return this.#call(method, params, options);
     return this.#modernRequest(method, params, options);
+  }
+
+  /** A request whose progress goes to `onProgress` (see RequestOptions.onProgress). */
+  async #withProgress(method: string, params: unknown, options: RequestOptions, onProgress: (progress: Progress) => void): Promise<unknown> {
+    const token = `mcp-frame-progress-${this.#progressTokens++}`;
+    const listener = (msg: Json): void => {
+      if (msg.method !== 'notifications/progress' || !isObject(msg.params) || msg.params.progressToken !== token) return;
+      const { progress, total, message } = msg.params;
+      if (typeof progress !== 'number') return;
+      onProgress({ progress, ...(typeof total === 'number' ? { total } : {}), ...(typeof message === 'string' ? { message } : {}) });
+    };
+    this.on('notification', listener);
+    const own = isObject(params) ? params : {};
+    const meta = isObject(own._meta) ? own._meta : {};
+    const { onProgress: _given, ...rest } = options;
+    try {
+      return await this.request(method, { ...own, _meta: { ...meta, progressToken: token } }, rest);
+    } finally {
+      this.off('notification', listener);
+    }
   }
 
   /**

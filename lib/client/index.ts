@@ -58,6 +58,7 @@ export {
   SUPPORTED_PROTOCOL_VERSIONS,
   type ConnectOptions,
   type ListenFilter,
+  type Progress,
   type RequestOptions,
   type Subscription,
   MAX_INPUT_ROUNDS,

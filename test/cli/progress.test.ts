@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { connect } from '../../lib/client/connect.js';
-import { type ProgressStream, progressLine, withProgressView } from '../../lib/cli/progress.js';
+import { clearProgressLine, type ProgressStream, progressLine, withProgressView } from '../../lib/cli/progress.js';
+import type { Progress } from '../../lib/client/connection.js';
 import { ROOT } from '../helpers/fixtures.js';
 
 const PEER = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, 'p'] };
@@ -29,6 +30,50 @@ describe('call: the progress view', () => {
       expect(piped.params).to.deep.equal({ name: 'progress', arguments: {} });
       await c.request('tools/call', piped.params);
       piped.done();
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('clears a bar on the line before an interruption is said, once, and the view then writes nothing more', async () => {
+    const c = await connect(PEER, { protocolVersion: '2025-11-25' });
+    try {
+      const written: string[] = [];
+      const tty: ProgressStream = { isTTY: true, columns: 80, write: (t: string) => written.push(t) };
+      clearProgressLine(tty);
+      expect(written, 'nothing drawn: nothing cleared').to.deep.equal([]);
+      const view = withProgressView(c, { name: 'progress', arguments: {} }, tty);
+      await c.request('tools/call', view.params);
+      const drawn = written.length;
+      expect(drawn).to.equal(3);
+      clearProgressLine(tty);
+      clearProgressLine(tty);
+      view.done();
+      expect(written.slice(drawn)).to.deep.equal(['\r\x1b[2K']);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("gives a request's progress to onProgress, with a token of the connection's own, and nothing once it settled", async () => {
+    const c = await connect(PEER, { protocolVersion: '2025-11-25' });
+    try {
+      const got: Progress[] = [];
+      const result = await c.request(
+        'tools/call',
+        { name: 'progress', arguments: {}, _meta: { progressToken: 'mine' } },
+        { onProgress: (p) => got.push(p) },
+      );
+      expect(result).to.deep.equal({ content: [{ type: 'text', text: 'p: 3 steps' }] });
+      expect(got.map((p) => [p.progress, p.total])).to.deep.equal([
+        [1, 3],
+        [2, 3],
+        [3, 3],
+      ]);
+      // The token given ('mine') was replaced by the connection's own: the server's progress matched it.
+      // Another request's progress (no onProgress) reaches nobody's callback.
+      await c.request('tools/call', { name: 'progress', arguments: {} });
+      expect(got).to.have.length(3);
     } finally {
       await c.close();
     }
