@@ -366,6 +366,16 @@ describe('serve: a gateway in front of several servers', function () {
     expect(body.servers.broken!.reason).to.match(/DEMO_API_KEY is not set|exit/);
   });
 
+  it('says on /healthz that a server whose command cannot start is down, with why, before any session', async () => {
+    const g = await gateway({ a: PEER('a'), gone: { command: '/nonexistent/mcp-server' } });
+    const health = await rawRequest(g.url!.replace('/mcp', '/healthz'));
+    expect(health.status).to.equal(200);
+    const body = JSON.parse(health.body) as { status: string; servers: Record<string, { state: string; reason?: string }> };
+    expect(body.status).to.equal('degraded');
+    expect(body.servers.gone).to.deep.equal({ state: 'down', reason: 'cannot start "/nonexistent/mcp-server": no executable file there' });
+    expect(body.servers.a).to.deep.equal({ state: 'idle' });
+  });
+
   it('answers /healthz 503 when every server behind it is down', async () => {
     const g = await gateway({ one: CRASH, two: CRASH });
     const c = await client(g.url!);

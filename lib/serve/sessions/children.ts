@@ -147,6 +147,12 @@ export async function gatewayChildren(
 ): Promise<Children> {
   refuseClashingPrefixes(servers, settings);
   const health = new UpstreamHealth(servers.map(([name]) => name));
+  // A server whose command cannot start is down from the start (for /healthz), before any session tries it.
+  for (const [name, entry] of servers) {
+    if (!isStdioServer(entry)) continue;
+    const missing = await commandProblem(entry);
+    if (missing !== undefined) health.set(name, 'down', `cannot start ${JSON.stringify(entry.command)}: ${missing}`);
+  }
   const { startTimeoutMs, inheritEnv, shutdownGraceMs, policy, upstreamAuth, ...given } = settings;
   // What was not given is left out, so that the gateway's own default applies.
   const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
