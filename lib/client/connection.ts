@@ -271,7 +271,6 @@ interface Pending {
  */
 export class Connection extends EventEmitter {
   #closeAsked = false;
-  #progressTokens = 1;
   readonly #channel: Channel;
   readonly #pending = new Map<number, Pending>();
   /** The session is opening (the era probe, the handshake): a server that ends now failed to start. */
@@ -306,14 +305,7 @@ export class Connection extends EventEmitter {
     // A channel that resumes streams says so; a host may show it (mcp-frame call --trace does).
     channel.on('reconnecting', (info: unknown) => this.emit('reconnecting', info));
     channel.on('reconnected', (info: unknown) => this.emit('reconnected', info));
-    channel.on('undeliverable', (ids: Array<string | number>, error: ConnectionError) => {
-      for (const id of ids) {
-        const pending = typeof id === 'number' ? this.#pending.get(id) : undefined;
-        pending?.reject(
-          new ConnectionError(error.code, `request ${pending.method} failed: ${error.message}`, { status: error.status, cause: error }),
-        );
-      }
-    });
+    channel.on('undeliverable', (ids: Array<string | number>, error: ConnectionError) => undeliverable(this.#pending, ids, error));
     // No answer can come any more: the requests waiting for one fail now, not at their timeouts. While the
     // session opens, the user asked for no request: the server failed to start, whatever the probe was.
     const why = (method: string): string => (this.#opening ? 'the server did not start' : `request ${method} failed`);
@@ -329,12 +321,12 @@ export class Connection extends EventEmitter {
     return this.#closeAsked;
   }
 
-  /** The server's process id, when the channel is a child process. */
   /** How the messages travel: `stdio`, `streamable-http`, `sse` (the deprecated HTTP+SSE transport), or undefined for another channel. */
   get transport(): 'stdio' | 'streamable-http' | 'sse' | undefined {
     return this.#channel.transport;
   }
 
+  /** The server's process id, when the channel is a child process. */
   get pid(): number | undefined {
     return this.#channel.pid;
   }
@@ -376,31 +368,11 @@ export class Connection extends EventEmitter {
    * an UnsupportedProtocolVersion error is retried once with a version from the server's list.
    */
   request(method: string, params?: unknown, options: RequestOptions = {}): Promise<unknown> {
-    if (options.onProgress !== undefined) return this.#withProgress(method, params, options, options.onProgress);
+    if (options.onProgress !== undefined) return withProgress(this, method, params, options, options.onProgress);
     // The active trace (a host's OpenTelemetry span) goes with the request, in _meta.
     if (traceApi() !== undefined) params = withActiveTrace(params);
     if (this.#meta === undefined) return this.#call(method, params, options);
     return this.#modernRequest(method, params, options);
-  }
-
-  /** A request whose progress goes to `onProgress` (see RequestOptions.onProgress). */
-  async #withProgress(method: string, params: unknown, options: RequestOptions, onProgress: (progress: Progress) => void): Promise<unknown> {
-    const token = `mcp-frame-progress-${this.#progressTokens++}`;
-    const listener = (msg: Json): void => {
-      if (msg.method !== 'notifications/progress' || !isObject(msg.params) || msg.params.progressToken !== token) return;
-      const { progress, total, message } = msg.params;
-      if (typeof progress !== 'number') return;
-      onProgress({ progress, ...(typeof total === 'number' ? { total } : {}), ...(typeof message === 'string' ? { message } : {}) });
-    };
-    this.on('notification', listener);
-    const own = isObject(params) ? params : {};
-    const meta = isObject(own._meta) ? own._meta : {};
-    const { onProgress: _given, ...rest } = options;
-    try {
-      return await this.request(method, { ...own, _meta: { ...meta, progressToken: token } }, rest);
-    } finally {
-      this.off('notification', listener);
-    }
   }
 
   /**
@@ -428,28 +400,12 @@ export class Connection extends EventEmitter {
           `server "${this.#channel.name}" still asked for input after ${MAX_INPUT_ROUNDS} rounds of ${method}; giving up`,
         );
       }
-      const responses: Json = {};
-      const asked = isObject(result.inputRequests) ? result.inputRequests : {};
-      for (const [key, input] of Object.entries(asked)) {
-        const inputMethod = isObject(input) && typeof input.method === 'string' ? input.method : undefined;
-        const handler = inputMethod === undefined ? undefined : this.#requestHandlers.get(inputMethod);
-        if (handler === undefined) {
-          throw new ConnectionError(
-            'NO_HANDLER',
-            `server "${this.#channel.name}" asks for ${inputMethod ?? 'an input of no method'} to complete ${method}, and no handler answers it: connection.onRequest('${inputMethod}', ...)`,
-          );
-        }
-        const inputParams = (input as Json).params;
-        Object.defineProperty(responses, key, {
-          value: await this.#handled(handler, { jsonrpc: '2.0', method: inputMethod!, params: inputParams }, options.related),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      }
-      const base = isObject(params) ? params : {};
+      const responses = await inputResponses(result, method, this.#channel.name, (inputMethod, inputParams) => {
+        const handler = this.#requestHandlers.get(inputMethod);
+        return handler && (() => this.#handled(handler, { jsonrpc: '2.0', method: inputMethod, params: inputParams }, options.related));
+      });
       current = {
-        ...base,
+        ...(isObject(params) ? params : {}),
         ...(Object.keys(responses).length > 0 ? { inputResponses: responses } : {}),
         ...(typeof result.requestState === 'string' ? { requestState: result.requestState } : {}),
       };
@@ -472,7 +428,7 @@ export class Connection extends EventEmitter {
         return this.#modernCall(method, params, options, budget, true);
       }
       if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
-      this.#useModern(this.#versionFrom(err, asked, true));
+      this.#useModern(versionFrom(err, asked, this.#channel.name, true));
       return this.#call(method, withModernMeta(params, this.#metaNow()), budget.options(options));
     }
   }
@@ -494,22 +450,6 @@ export class Connection extends EventEmitter {
       this.#metaCache = { base: this.#meta, meta: { ...this.#meta!, capabilities: this.#capabilities() } };
     }
     return this.#metaCache.meta;
-  }
-
-  /**
-   * The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. The
-   * newest both speak; the one just tried again only when `again` (the revision's SHOULD is to pick a mutually
-   * supported version and retry, and a server may refuse a version it lists once, say mid-deployment: one retry).
-   */
-  #versionFrom(err: RpcError, asked: string, again = false): string {
-    const offered = isObject(err.data) ? err.data.supported : undefined;
-    const version = pickModernVersion(offered);
-    if (version !== undefined && (version !== asked || again)) return version;
-    const theirs = Array.isArray(offered) ? offered.map(String).join(', ') : 'none named';
-    throw new ConnectionError(
-      'UNSUPPORTED_VERSION',
-      `server "${this.#channel.name}" does not speak protocol ${asked}; it speaks ${preview(theirs)}, this client ${[...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS].join(', ')}`,
-    );
   }
 
   /** One request, as is. `cancelOnTimeout: false` sends no notifications/cancelled (for the era probe). */
@@ -588,7 +528,7 @@ export class Connection extends EventEmitter {
    * once the server has acknowledged, with what it agreed to send and a close() that ends it.
    */
   async listen(filter: ListenFilter, onNotification: (msg: Json) => void): Promise<Subscription> {
-    if (this.#meta === undefined) return this.#legacyListen(filter, onNotification);
+    if (this.#meta === undefined) return legacyListen(this, filter, onNotification);
     const id = this.#nextId;
     const abort = new AbortController();
     let acknowledge!: (agreed: ListenFilter) => void;
@@ -614,23 +554,6 @@ export class Connection extends EventEmitter {
         abort.abort();
         this.#subscriptions.delete(id);
         await done.catch(() => undefined);
-      },
-    };
-  }
-
-  async #legacyListen(filter: ListenFilter, onNotification: (msg: Json) => void): Promise<Subscription> {
-    const agreed = legacyAgreed(filter, this.#initializeResult?.capabilities);
-    const uris = agreed.resourceSubscriptions ?? [];
-    for (const uri of uris) await this.request('resources/subscribe', { uri });
-    const listener = (msg: Json): void => {
-      if (wantedBy(agreed, msg)) onNotification(msg);
-    };
-    this.on('notification', listener);
-    return {
-      acknowledged: agreed,
-      close: async () => {
-        this.off('notification', listener);
-        for (const uri of uris) await this.request('resources/unsubscribe', { uri }).catch(() => undefined);
       },
     };
   }
@@ -707,26 +630,11 @@ export class Connection extends EventEmitter {
         this.#legacyVersion ?? LATEST_LEGACY_PROTOCOL_VERSION,
       );
     } catch (err) {
-      if (err instanceof RpcError) {
-        // A server that fixed its era on the probe it answered late (it started slowly) refuses initialize naming
-        // a modern version: it is modern, and is spoken to so.
-        const modernVersion =
-          err.code === MODERN_ERRORS.unsupportedProtocolVersion && isObject(err.data) ? pickModernVersion(err.data.supported) : undefined;
-        if (modernVersion !== undefined) {
-          await this.#probe({ ...options, timeoutMs: left(deadline, options.timeoutMs) }, { ...meta, protocolVersion: modernVersion }, true);
-          if (eraKey !== undefined) cache?.set(eraKey, 'modern');
-          return;
-        }
-        throw new ConnectionError('REFUSED', `server "${this.#channel.name}" refused the handshake: error ${err.code}: ${preview(err.message)}`, {
-          cause: err,
-        });
-      }
-      if (!(probed && err instanceof ConnectionError && err.code === 'TIMEOUT')) throw err;
-      throw new ConnectionError(
-        'TIMEOUT',
-        `server "${this.#channel.name}" answered neither server/discover nor initialize within ${options.timeoutMs} ms`,
-        { cause: err },
-      );
+      // A server that fixed its era on the probe it answered late (it started slowly) refuses initialize naming
+      // a modern version: it is modern, and is spoken to so.
+      const modernVersion = handshakeFailure(err, probed, this.#channel.name, options.timeoutMs);
+      await this.#probe({ ...options, timeoutMs: left(deadline, options.timeoutMs) }, { ...meta, protocolVersion: modernVersion }, true);
+      if (eraKey !== undefined) cache?.set(eraKey, 'modern');
     }
   }
 
@@ -750,22 +658,14 @@ export class Connection extends EventEmitter {
       // A DiscoverResult names the versions; a server that answers any method with some result is not modern.
       if (!isObject(result) || !Array.isArray(result.supportedVersions)) return this.#legacy();
       if (!result.supportedVersions.includes(meta.protocolVersion)) {
-        this.#useModern(this.#versionFrom(new RpcError(0, '', { supported: result.supportedVersions }), meta.protocolVersion));
+        this.#useModern(versionFrom(new RpcError(0, '', { supported: result.supportedVersions }), meta.protocolVersion, this.#channel.name));
       }
       this.#initializeResult = result;
       return true;
     } catch (err) {
-      if (err instanceof RpcError && err.code === MODERN_ERRORS.unsupportedProtocolVersion) {
-        const offered = isObject(err.data) ? err.data.supported : undefined;
-        // Only legacy versions offered: the handshake follows, at the newest one both sides speak.
-        const legacy = Array.isArray(offered) ? LEGACY_PROTOCOL_VERSIONS.find((v) => offered.includes(v)) : undefined;
-        if (!strict && pickModernVersion(offered) === undefined && legacy !== undefined) {
-          this.#legacyVersion = legacy;
-          return this.#legacy();
-        }
-        if (!retried) return this.#probe(options, { ...meta, protocolVersion: this.#versionFrom(err, meta.protocolVersion, true) }, strict, true);
-      }
-      if (strict || (err instanceof RpcError && isModernError(err.code)) || !isLegacyVerdict(err, http)) throw err;
+      const verdict = probeVerdict(err, { strict, retried, http, asked: meta.protocolVersion, server: this.#channel.name });
+      if ('retry' in verdict) return this.#probe(options, { ...meta, protocolVersion: verdict.retry }, strict, true);
+      if (verdict.version !== undefined) this.#legacyVersion = verdict.version;
       return this.#legacy();
     }
   }
@@ -785,19 +685,7 @@ export class Connection extends EventEmitter {
       { protocolVersion: asked, capabilities: this.#capabilities(), clientInfo: options.clientInfo ?? { name: 'mcp-frame', version: VERSION } },
       { timeoutMs: options.timeoutMs ?? 30_000 },
     );
-    if (!isObject(result) || typeof result.protocolVersion !== 'string') {
-      throw new ConnectionError(
-        'INVALID_RESPONSE',
-        `server "${this.#channel.name}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`,
-      );
-    }
-    // The server may negotiate down to any revision this client speaks; one it does not is an error naming both.
-    if (result.protocolVersion !== asked && !LEGACY_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
-      throw new ConnectionError(
-        'INVALID_RESPONSE',
-        `server "${this.#channel.name}" speaks protocol ${preview(result.protocolVersion)}; this client asked for ${asked} and speaks ${LEGACY_PROTOCOL_VERSIONS.join(', ')}`,
-      );
-    }
+    checkInitialized(result, asked, this.#channel.name);
     this.#initializeResult = result;
     this.#era = 'legacy';
     await this.notify('notifications/initialized');
@@ -831,26 +719,16 @@ export class Connection extends EventEmitter {
     const pending = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
     if (pending === undefined) return void this.emit('unmatched', msg);
     const problem = jsonRpcProblem(msg);
+    const scrub = (text: string): string => this.#channel.scrub?.(text) ?? text;
     if (problem !== undefined) {
       // `{"error": "boom"}` or no result at all is no answer: the request fails, and the frame is reported.
-      const json = JSON.stringify(msg);
-      const text = preview(this.#channel.scrub?.(json) ?? json);
+      const text = preview(scrub(JSON.stringify(msg)));
       this.emit('invalid', new FrameError('INVALID_MESSAGE', `not a JSON-RPC 2.0 response: ${problem}`, {}, text));
-      pending.reject(
-        new ConnectionError(
-          'INVALID_RESPONSE',
-          `server "${this.#channel.name}" answered ${pending.method} with a response that is not JSON-RPC 2.0 (${problem}): ${text}`,
-        ),
-      );
-      return;
+      const why = `server "${this.#channel.name}" answered ${pending.method} with a response that is not JSON-RPC 2.0 (${problem}): ${text}`;
+      return pending.reject(new ConnectionError('INVALID_RESPONSE', why));
     }
-    if (isObject(msg.error)) {
-      const { code, message, data } = msg.error;
-      const text = typeof message === 'string' ? (this.#channel.scrub?.(message) ?? message) : 'error without a message';
-      pending.reject(new RpcError(typeof code === 'number' ? code : CODES.internalError, text, data));
-    } else {
-      pending.resolve(msg.result);
-    }
+    if (isObject(msg.error)) pending.reject(rpcErrorOf(msg.error, scrub));
+    else pending.resolve(msg.result);
   }
 
   #notification(msg: Json): void {
@@ -883,21 +761,7 @@ export class Connection extends EventEmitter {
   async #answer(request: Json): Promise<void> {
     const { id, method } = request as { id: unknown; method: string };
     const handler = this.#requestHandlers.get(method) ?? (method === 'ping' ? () => ({}) : undefined);
-    let reply: Json;
-    if (handler === undefined) {
-      reply = { jsonrpc: '2.0', id, error: { code: CODES.methodNotFound, message: `Method not found: ${method}` } };
-    } else {
-      try {
-        reply = { jsonrpc: '2.0', id, result: await this.#handled(handler, request) };
-      } catch (err) {
-        const code = (err as { code?: unknown }).code;
-        reply = {
-          jsonrpc: '2.0',
-          id,
-          error: { code: Number.isInteger(code) ? code : CODES.internalError, message: (err as Error).message ?? String(err) },
-        };
-      }
-    }
+    const reply = await replyOf(id, method, handler === undefined ? undefined : () => this.#handled(handler, request));
     await this.#send(reply).catch(() => undefined);
   }
 }
@@ -919,4 +783,185 @@ export async function connectOver(channel: Channel, options: ConnectOptions = {}
     throw err;
   }
   return connection;
+}
+
+/**
+ * The version to retry with after UnsupportedProtocolVersion, or a ConnectionError naming both sides. The newest
+ * both speak; the one just tried again only when `again` (the revision's SHOULD is to pick a mutually supported
+ * version and retry, and a server may refuse a version it lists once, say mid-deployment: one retry).
+ */
+function versionFrom(err: RpcError, asked: string, server: string, again = false): string {
+  const offered = isObject(err.data) ? err.data.supported : undefined;
+  const version = pickModernVersion(offered);
+  if (version !== undefined && (version !== asked || again)) return version;
+  const theirs = Array.isArray(offered) ? offered.map(String).join(', ') : 'none named';
+  throw new ConnectionError(
+    'UNSUPPORTED_VERSION',
+    `server "${server}" does not speak protocol ${asked}; it speaks ${preview(theirs)}, this client ${[...MODERN_PROTOCOL_VERSIONS, ...LEGACY_PROTOCOL_VERSIONS].join(', ')}`,
+  );
+}
+
+/**
+ * Throws a ConnectionError (INVALID_RESPONSE) for an initialize result this client cannot take: one must name a
+ * protocolVersion, the one asked for or another legacy revision this client speaks (a server may negotiate down);
+ * one it does not is an error naming both.
+ */
+function checkInitialized(result: unknown, asked: string, server: string): asserts result is Json & { protocolVersion: string } {
+  if (!isObject(result) || typeof result.protocolVersion !== 'string') {
+    throw new ConnectionError(
+      'INVALID_RESPONSE',
+      `server "${server}" answered initialize without a protocolVersion: ${preview(JSON.stringify(result) ?? '')}`,
+    );
+  }
+  if (result.protocolVersion !== asked && !LEGACY_PROTOCOL_VERSIONS.includes(result.protocolVersion)) {
+    throw new ConnectionError(
+      'INVALID_RESPONSE',
+      `server "${server}" speaks protocol ${preview(result.protocolVersion)}; this client asked for ${asked} and speaks ${LEGACY_PROTOCOL_VERSIONS.join(', ')}`,
+    );
+  }
+}
+
+/** The answer to a server's request `id`: what `run` (its handler) gives, its error, or Method not found without one. */
+async function replyOf(id: unknown, method: string, run: (() => Promise<unknown>) | undefined): Promise<Json> {
+  if (run === undefined) return { jsonrpc: '2.0', id, error: { code: CODES.methodNotFound, message: `Method not found: ${method}` } };
+  try {
+    return { jsonrpc: '2.0', id, result: await run() };
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    return {
+      jsonrpc: '2.0',
+      id,
+      error: { code: Number.isInteger(code) ? code : CODES.internalError, message: (err as Error).message ?? String(err) },
+    };
+  }
+}
+
+/**
+ * The answers to an `input_required` result's inputRequests, by key, each from `answer(method, params)` (the
+ * onRequest handler of its method); an input no handler answers is a ConnectionError (NO_HANDLER) naming it.
+ */
+async function inputResponses(
+  result: Json,
+  method: string,
+  server: string,
+  answer: (method: string, params: unknown) => (() => Promise<unknown>) | undefined,
+): Promise<Json> {
+  const responses: Json = {};
+  const asked = isObject(result.inputRequests) ? result.inputRequests : {};
+  for (const [key, input] of Object.entries(asked)) {
+    const inputMethod = isObject(input) && typeof input.method === 'string' ? input.method : undefined;
+    const run = inputMethod === undefined ? undefined : answer(inputMethod, (input as Json).params);
+    if (run === undefined) {
+      throw new ConnectionError(
+        'NO_HANDLER',
+        `server "${server}" asks for ${inputMethod ?? 'an input of no method'} to complete ${method}, and no handler answers it: connection.onRequest('${inputMethod}', ...)`,
+      );
+    }
+    // A key such as __proto__ is an answer's name like any other: defined, never assigned.
+    Object.defineProperty(responses, key, { value: await run(), enumerable: true, writable: true, configurable: true });
+  }
+  return responses;
+}
+
+let progressTokens = 1;
+
+/** A request whose progress goes to `onProgress` (see RequestOptions.onProgress). */
+async function withProgress(
+  connection: Connection,
+  method: string,
+  params: unknown,
+  options: RequestOptions,
+  onProgress: (progress: Progress) => void,
+): Promise<unknown> {
+  const token = `mcp-frame-progress-${progressTokens++}`;
+  const listener = (msg: Json): void => {
+    if (msg.method !== 'notifications/progress' || !isObject(msg.params) || msg.params.progressToken !== token) return;
+    const { progress, total, message } = msg.params;
+    if (typeof progress !== 'number') return;
+    onProgress({ progress, ...(typeof total === 'number' ? { total } : {}), ...(typeof message === 'string' ? { message } : {}) });
+  };
+  connection.on('notification', listener);
+  const own = isObject(params) ? params : {};
+  const meta = isObject(own._meta) ? own._meta : {};
+  const { onProgress: _given, ...rest } = options;
+  try {
+    return await connection.request(method, { ...own, _meta: { ...meta, progressToken: token } }, rest);
+  } finally {
+    connection.off('notification', listener);
+  }
+}
+
+/**
+ * After a failed handshake: the modern version to speak when the server refused initialize naming one (it fixed its
+ * era on a probe it answered late), else the error to throw: REFUSED for any other refusal, and TIMEOUT naming
+ * both requests when a probed server answered neither.
+ */
+function handshakeFailure(err: unknown, probed: boolean, server: string, timeoutMs: number | undefined): string {
+  if (err instanceof RpcError) {
+    const modernVersion =
+      err.code === MODERN_ERRORS.unsupportedProtocolVersion && isObject(err.data) ? pickModernVersion(err.data.supported) : undefined;
+    if (modernVersion !== undefined) return modernVersion;
+    throw new ConnectionError('REFUSED', `server "${server}" refused the handshake: error ${err.code}: ${preview(err.message)}`, { cause: err });
+  }
+  if (!(probed && err instanceof ConnectionError && err.code === 'TIMEOUT')) throw err;
+  throw new ConnectionError('TIMEOUT', `server "${server}" answered neither server/discover nor initialize within ${timeoutMs} ms`, { cause: err });
+}
+
+/** A JSON-RPC error object as the RpcError a request rejects with, its message scrubbed of the channel's secrets. */
+function rpcErrorOf(error: Json, scrub: (text: string) => string): RpcError {
+  const { code, message, data } = error;
+  return new RpcError(
+    typeof code === 'number' ? code : CODES.internalError,
+    typeof message === 'string' ? scrub(message) : 'error without a message',
+    data,
+  );
+}
+
+/**
+ * What a failed server/discover probe says: a legacy server (`version`: the newest legacy revision it named, when
+ * it named only legacy ones), a modern one to ask again at another version (`retry`, once), or an error to throw
+ * (any failure when a modern version was asked for, a modern error, or no legacy verdict: see isLegacyVerdict).
+ */
+function probeVerdict(
+  err: unknown,
+  probe: { strict: boolean; retried: boolean; http: boolean; asked: string; server: string },
+): { version: string | undefined } | { retry: string } {
+  if (err instanceof RpcError && err.code === MODERN_ERRORS.unsupportedProtocolVersion) {
+    const offered = isObject(err.data) ? err.data.supported : undefined;
+    // Only legacy versions offered: the handshake follows, at the newest one both sides speak.
+    const legacy = Array.isArray(offered) ? LEGACY_PROTOCOL_VERSIONS.find((v) => offered.includes(v)) : undefined;
+    if (!probe.strict && pickModernVersion(offered) === undefined && legacy !== undefined) return { version: legacy };
+    if (!probe.retried) return { retry: versionFrom(err, probe.asked, probe.server, true) };
+  }
+  if (probe.strict || (err instanceof RpcError && isModernError(err.code)) || !isLegacyVerdict(err, probe.http)) throw err;
+  return { version: undefined };
+}
+
+/**
+ * A listen on a legacy server: what its initialize result's capabilities can give of `filter` (its list changes;
+ * resource updates through resources/subscribe), its notifications filtered to those.
+ */
+async function legacyListen(connection: Connection, filter: ListenFilter, onNotification: (msg: Json) => void): Promise<Subscription> {
+  const agreed = legacyAgreed(filter, connection.initializeResult?.capabilities);
+  const uris = agreed.resourceSubscriptions ?? [];
+  for (const uri of uris) await connection.request('resources/subscribe', { uri });
+  const listener = (msg: Json): void => {
+    if (wantedBy(agreed, msg)) onNotification(msg);
+  };
+  connection.on('notification', listener);
+  return {
+    acknowledged: agreed,
+    close: async () => {
+      connection.off('notification', listener);
+      for (const uri of uris) await connection.request('resources/unsubscribe', { uri }).catch(() => undefined);
+    },
+  };
+}
+
+/** Requests whose messages the channel could not deliver (`ids`): each fails with the channel's error, naming it. */
+function undeliverable(pending: ReadonlyMap<number, Pending>, ids: Array<string | number>, error: ConnectionError): void {
+  for (const id of ids) {
+    const waiting = typeof id === 'number' ? pending.get(id) : undefined;
+    waiting?.reject(new ConnectionError(error.code, `request ${waiting.method} failed: ${error.message}`, { status: error.status, cause: error }));
+  }
 }
