@@ -359,6 +359,8 @@ function gatewayOptions(values: Values): ServeOptions {
     options.separator = values.separator as string;
   }
   if (values.name !== undefined) options.name = values.name as string;
+  // Every server of the config behind one endpoint: named as a gateway names them even while there is one.
+  if (values.all === true) options.gateway = true;
   const globs = { allowTools: 'allow-tools', denyTools: 'deny-tools', allowPrompts: 'allow-prompts', denyPrompts: 'deny-prompts' } as const;
   for (const [key, flag] of Object.entries(globs)) {
     const list = values[flag] as string[] | undefined;

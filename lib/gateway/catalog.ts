@@ -70,6 +70,8 @@ interface CatalogOptions {
   /** How long a list request may take before the server is skipped for that list (LIST_RETRY_MS). */
   listTimeoutMs: number;
   log: Logger;
+  /** One server's names are prefixed too (as beside others); without it one server keeps its names. */
+  prefixOne?: boolean;
 }
 
 export class Catalog {
@@ -79,6 +81,8 @@ export class Catalog {
   readonly #filters: Record<'tools' | 'prompts', NameFilter>;
   readonly #listTimeoutMs: number;
   readonly #log: Logger;
+  /** Names carry their server's prefix (per the prefix mode): with several servers, or one when asked. */
+  readonly #prefixed: boolean;
   /** Lists a server did not answer in time, by `kind:index`: until when it is skipped for them. */
   readonly #stalled = new Map<string, number>();
   /** Lists being read whole, by `kind:index`: one reading at a time, whoever asks. */
@@ -96,6 +100,7 @@ export class Catalog {
     this.#filters = options.filters;
     this.#listTimeoutMs = options.listTimeoutMs;
     this.#log = options.log;
+    this.#prefixed = options.ups.length > 1 || options.prefixOne === true;
   }
 
   knownOf(kind: Kind, up: Upstream): Known {
@@ -226,11 +231,11 @@ export class Catalog {
   /** The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, or a clash under `never`). */
   exposed(kind: 'tools' | 'prompts', up: Upstream, name: string): string | undefined {
     let exposed = name;
-    if (this.#ups.length > 1 && this.#prefix !== 'never') {
+    if (this.#prefixed && this.#prefix !== 'never') {
       const clash = this.#prefix === 'always' || this.#ups.some((other) => other !== up && this.knownOf(kind, other).names.has(name));
       if (clash) exposed = `${up.name}${this.#separator}${name}`;
     }
-    if (this.#prefix === 'never' && this.#ups.length > 1) {
+    if (this.#prefix === 'never' && this.#prefixed) {
       const first = this.#ups.find((other) => this.knownOf(kind, other).names.has(name) && this.offers(other, kind));
       if (first !== undefined && first !== up) {
         this.#warnOnce(
@@ -249,13 +254,12 @@ export class Catalog {
    * caller then reads the list). serve checks a modern call's headers by it, with no list read for the call.
    */
   declaredHeaders(exposed: string): readonly ParamHeader[] | undefined {
-    if (this.#prefix === 'always' || this.#ups.length === 1) {
-      const up =
-        this.#ups.length === 1
-          ? this.#ups[0]
-          : this.#ups.filter((u) => exposed.startsWith(`${u.name}${this.#separator}`)).sort((a, b) => b.name.length - a.name.length)[0];
+    if (this.#prefix === 'always' || !this.#prefixed) {
+      const up = !this.#prefixed
+        ? this.#ups[0]
+        : this.#ups.filter((u) => exposed.startsWith(`${u.name}${this.#separator}`)).sort((a, b) => b.name.length - a.name.length)[0];
       if (up === undefined) return undefined;
-      const name = this.#ups.length === 1 ? exposed : exposed.slice(up.name.length + this.#separator.length);
+      const name = !this.#prefixed ? exposed : exposed.slice(up.name.length + this.#separator.length);
       return this.knownOf('tools', up).headers.get(name);
     }
     for (const up of this.#ups) {
@@ -266,7 +270,7 @@ export class Catalog {
 
   /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
   async resolve(kind: 'tools' | 'prompts', exposed: string): Promise<{ up: Upstream; name: string } | undefined> {
-    if (this.#ups.length === 1) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;
+    if (!this.#prefixed) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;
     if (this.#prefix === 'always') {
       // The longest server name first: "a__b" must not be taken by a server "a" when a server "a__b" exists.
       const byLength = [...this.#ups].sort((a, b) => b.name.length - a.name.length);
@@ -305,7 +309,7 @@ export class Catalog {
         throw new RpcError(CODES.invalidParams, `Invalid cursor: ${JSON.stringify(params.cursor.slice(0, 40))} is not one this gateway gave`);
     }
     // Names that depend on the other upstreams' lists need those lists whole.
-    if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#ups.length > 1) await this.index(kind);
+    if ((kind === 'tools' || kind === 'prompts') && this.#prefix !== 'always' && this.#prefixed) await this.index(kind);
     const info = KINDS[kind];
     const items: unknown[] = [];
     // The first page of every server from here on, asked at once: most lists are one page of each.

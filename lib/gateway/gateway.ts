@@ -47,6 +47,11 @@ export interface GatewayOptions {
   separator?: string;
   /** @defaultValue 'always' */
   prefix?: PrefixMode;
+  /**
+   * Name one server's tools and prompts with its prefix too, as they would be beside others (a policy written for
+   * the gateway then holds when a server is added). @defaultValue false: one server keeps its names
+   */
+  prefixOne?: boolean;
   /** Globs on the exposed tool names: a tool must match one of `allow` (when any is given) and none of `deny`. */
   allowTools?: readonly string[];
   denyTools?: readonly string[];
@@ -192,6 +197,7 @@ export class Gateway extends EventEmitter implements Channel {
       filters: this.#filters,
       listTimeoutMs: this.#listTimeoutMs,
       log: this.#log,
+      prefixOne: options.prefixOne === true,
     });
   }
 

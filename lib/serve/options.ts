@@ -82,6 +82,12 @@ export interface ServeOptions {
    * where two servers offer the same name, or never (a name two offer is refused at start). @defaultValue 'always'
    */
   prefix?: PrefixMode;
+  /**
+   * Serve the servers as a gateway even when there is one: its tools and prompts named `<server>__<name>` as they
+   * would be beside others (`serve --all` does), so that a policy or a filter written for the gateway holds when a
+   * second server is added. @defaultValue false: one stdio server is served as it is
+   */
+  gateway?: boolean;
   /** A gateway: what joins a server's name and its tool's. @defaultValue '__' */
   separator?: string;
   /** A gateway: globs on the exposed tool names to offer (any of them; all when none is given). */

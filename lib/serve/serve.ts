@@ -75,7 +75,8 @@ async function childrenOf(
   const servers = serversOf(target);
   const settings = { inheritEnv: options.inheritEnv ?? false, shutdownGraceMs: options.shutdownGraceMs ?? 2000 };
   const only = servers.length === 1 ? servers[0]! : undefined;
-  if (only !== undefined && isStdioServer(only[1]) && options.policy === undefined && options.forwardClaims === undefined) {
+  const plain = options.gateway !== true && options.policy === undefined && options.forwardClaims === undefined;
+  if (only !== undefined && isStdioServer(only[1]) && plain) {
     const name = options.name ?? only[0];
     return { children: stdioChildren(only[1] as StdioServerConfig, { name, ...settings }, watchers), policy: undefined };
   }
@@ -99,6 +100,7 @@ async function childrenOf(
       callTimeoutMs: options.upstreamCallMs,
       maxPendingPerUpstream: options.maxPendingPerUpstream,
       forwardClaims: options.forwardClaims,
+      prefixOne: options.gateway === true,
     },
     watchers,
     log,

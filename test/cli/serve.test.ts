@@ -161,6 +161,37 @@ describe('mcp-frame serve', () => {
     expect(await exited).to.equal(0);
   });
 
+  it('names the tools of a config of one server <server>__<tool> behind --all, so that a policy for the gateway holds', async () => {
+    const dir = tempDir('serve-all-one');
+    const config = join(dir, 'mcp.json');
+    const policy = join(dir, 'policy.json');
+    writeFileSync(config, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] } } }));
+    writeFileSync(policy, JSON.stringify({ rules: [{ tools: ['demo__echo'] }] }));
+    const { proc, exited, url } = await serveProcess(['--all', '--config', config, '--policy', policy]);
+    const c = await connect({ type: 'http', url: url! }, { protocolVersion: '2025-11-25' });
+    try {
+      const listed = ((await c.request('tools/list')) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+      expect(listed).to.deep.equal(['demo__echo']);
+      expect(await c.request('tools/call', { name: 'demo__echo', arguments: { text: 'one ✓' } })).to.deep.include({
+        content: [{ type: 'text', text: 'one ✓' }],
+      });
+    } finally {
+      await c.close();
+    }
+    proc.kill('SIGTERM');
+    expect(await exited).to.equal(0);
+    // Named, one server is served as it is.
+    const named = await serveProcess(['demo', '--config', config]);
+    const d = await connect({ type: 'http', url: named.url! }, { protocolVersion: '2025-11-25' });
+    try {
+      expect(((await d.request('tools/list')) as { tools: Array<{ name: string }> }).tools.map((t) => t.name)).to.include('echo');
+    } finally {
+      await d.close();
+    }
+    named.proc.kill('SIGTERM');
+    expect(await named.exited).to.equal(0);
+  });
+
   it('answers on the paths --path, --sse-path and --messages-path give, and names them in a 404', async function () {
     this.timeout(20_000);
     const { proc, exited, url } = await serveProcess([

@@ -56,6 +56,16 @@ describe('gateway/gateway: several servers as one, in process', () => {
     expect(unknown.message).to.include('c.echo');
   });
 
+  it('names one server as it is, or with its prefix when asked (prefixOne), routing either way', async () => {
+    const { client: plain } = await open({ upstreams: [['a', ENTRY]] });
+    expect(await names(plain)).to.deep.equal(['echo', 'add', 'blob']);
+    await plain.close();
+    const { client: c } = await open({ upstreams: [['a', ENTRY]], prefixOne: true });
+    expect(await names(c)).to.deep.equal(['a__echo', 'a__add', 'a__blob']);
+    expect(await c.request('tools/call', { name: 'a__add', arguments: { a: 1, b: 2 } })).to.deep.include({ content: [{ type: 'text', text: '3' }] });
+    expect(((await rejection(c.request('tools/call', { name: 'add', arguments: { a: 1, b: 2 } }))) as Error).message).to.include('add');
+  });
+
   it('prefixes only the names two servers share with prefix conflicts, and filters exposed names by globs', async () => {
     const opener: UpstreamOpener = (name, entry, options) =>
       name === 'a'

@@ -112,6 +112,7 @@ function watchChild(
 type PassedOn =
   | 'separator'
   | 'prefix'
+  | 'prefixOne'
   | 'allowTools'
   | 'denyTools'
   | 'allowPrompts'
