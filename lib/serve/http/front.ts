@@ -287,33 +287,61 @@ export class HttpFront {
     });
   }
 
+  /**
+   * A request through the front's steps, in order: its target (a path, or 400); the guard (Host, Origin, token),
+   * which answers /healthz and a CORS preflight itself and passes a request another replica carried (the guard
+   * passed there); identity (the caller, from the token, for the endpoints that take one); the endpoint.
+   */
   async #route(req: IncomingMessage, res: ServerResponse, forwarded: boolean): Promise<void> {
-    const target = requestTarget(req.url);
-    // Before the guard: a target that is not a path is nothing this server can route, whoever sends it.
-    if (target === undefined) refuse(400, `the request-target is not a path (origin form: ${this.#ctx.paths.mcp})`);
-    const path = target!.path;
-    if (!forwarded) {
-      // For a balancer: no token, and no Host check (it probes the address, under whatever name).
-      if (path === '/healthz') return this.#health(req, res);
-      const origin = req.headers.origin;
-      if (origin !== undefined && this.#guard.originAllowed(origin)) corsHeaders(res, origin);
-      if (req.method === 'OPTIONS' && origin !== undefined && req.headers['access-control-request-method'] !== undefined) {
-        return preflight(req, res, this.#guard);
-      }
-      const refusal = this.#guard.check(req);
-      if (refusal?.status === 401)
-        this.#ctx.telemetry.publish('auth:refused', { reason: req.headers.authorization === undefined ? 'missing' : 'invalid' });
-      if (refusal !== undefined) throw refusal;
-    }
+    const path = this.#target(req);
+    if (!forwarded && (await this.#guarded(req, res, path))) return;
     const rs = this.#identity;
     if (rs?.metadataPaths.includes(path)) return this.#metadata(req, res, rs);
+    const caller = await this.#identify(req, path, forwarded);
+    return this.#endpoint(req, res, path, forwarded, caller);
+  }
+
+  /** The target step: the request's path; a target that is not one is nothing this server can route, whoever sends it. */
+  #target(req: IncomingMessage): string {
+    const target = requestTarget(req.url);
+    if (target === undefined) refuse(400, `the request-target is not a path (origin form: ${this.#ctx.paths.mcp})`);
+    return target!.path;
+  }
+
+  /** The guard step: true when the request was answered here (/healthz, a preflight); a refusal is thrown. */
+  async #guarded(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> {
+    // For a balancer: no token, and no Host check (it probes the address, under whatever name).
+    if (path === '/healthz') {
+      await this.#health(req, res);
+      return true;
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && this.#guard.originAllowed(origin)) corsHeaders(res, origin);
+    if (req.method === 'OPTIONS' && origin !== undefined && req.headers['access-control-request-method'] !== undefined) {
+      preflight(req, res, this.#guard);
+      return true;
+    }
+    const refusal = this.#guard.check(req);
+    if (refusal?.status === 401)
+      this.#ctx.telemetry.publish('auth:refused', { reason: req.headers.authorization === undefined ? 'missing' : 'invalid' });
+    if (refusal !== undefined) throw refusal;
+    return false;
+  }
+
+  /** The identity step: the caller of a request to an endpoint that takes one (see #caller), else nobody. */
+  #identify(req: IncomingMessage, path: string, forwarded: boolean): Promise<Caller | undefined> {
     const paths = this.#ctx.paths;
-    const caller = [paths.mcp, paths.sse, paths.messages, '/metrics'].includes(path) ? await this.#caller(req, forwarded) : undefined;
+    return [paths.mcp, paths.sse, paths.messages, '/metrics'].includes(path) ? this.#caller(req, forwarded) : Promise.resolve(undefined);
+  }
+
+  /** The routing step: the endpoint of `path`, or 404 naming the endpoints there are. */
+  #endpoint(req: IncomingMessage, res: ServerResponse, path: string, forwarded: boolean, caller: Caller | undefined): Promise<void> | void {
+    const paths = this.#ctx.paths;
     if (path === '/metrics' && this.#metrics !== undefined) return this.#scrape(req, res, this.#metrics);
     if (path === paths.mcp) return this.#mcp(req, res, forwarded, caller);
     if (path === paths.sse) return this.#legacyStream(req, res, caller);
     if (path === paths.messages) return this.#legacyPost(req, res, forwarded, caller);
-    refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is ${paths.mcp}; the legacy SSE one ${paths.sse})`);
+    return refuse(404, `no such path ${JSON.stringify(path.slice(0, 60))} (the MCP endpoint is ${paths.mcp}; the legacy SSE one ${paths.sse})`);
   }
 
   /** GET of the protected resource metadata (RFC 9728): no token asked, it says how to get one. */
