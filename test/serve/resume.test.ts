@@ -82,6 +82,36 @@ describe('serve: streams that drop and resume', () => {
     }
   });
 
+  it('lets a resume (Last-Event-ID) take over a stream whose old connection has not ended yet; a second plain GET is still 409', async () => {
+    ({ bridge } = await served(STEPS));
+    const url = bridge.url!;
+    const id = await rawSession(url);
+    const session = { ...MCP_HEADERS, 'mcp-session-id': id };
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'steps', arguments: { n: 4, ms: 60 }, _meta: { progressToken: 't' } },
+    });
+    const old = await openStream(url, { method: 'POST', headers: session, body });
+    await old.until(2);
+    const last = old.events.filter((e) => e.data !== '').at(-1)!.id!;
+    // The old connection is still open: its client has not gone, as a cut at another replica is not yet known here.
+    const resumed = await openStream(url, { headers: { ...session, accept: 'text/event-stream', 'last-event-id': last } });
+    expect(resumed.status).to.equal(200);
+    await old.ended;
+    await resumed.ended;
+    const messages = [...old.events, ...resumed.events]
+      .filter((e) => e.data !== '')
+      .map((e) => JSON.parse(e.data) as { method?: string; id?: number; params?: { progress?: number } });
+    expect(messages.filter((m) => m.method === 'notifications/progress').map((m) => m.params!.progress)).to.deep.equal([1, 2, 3, 4]);
+    expect(messages.filter((m) => m.id === 2)).to.have.length(1);
+    const get = await openStream(url, { headers: { ...session, accept: 'text/event-stream' } });
+    const second = await rawRequest(url, { headers: { ...session, accept: 'text/event-stream' } });
+    expect(second.status).to.equal(409);
+    get.drop();
+  });
+
   it('connect() through a proxy that cuts the GET and the POST stream mid-response: every message arrives once', async () => {
     proxy = await cutProxy();
     ({ bridge } = await served(STEPS, { allowHosts: [`127.0.0.1:${proxy.port}`] }));

@@ -140,6 +140,19 @@ export class EventStream {
     return this.#res !== undefined;
   }
 
+  /**
+   * Lets go of the response carrying this stream (it is ended), for a client that resumes the stream with its
+   * Last-Event-ID: that client lost it, though the old connection's end may not have reached this replica yet
+   * (it was cut at another). False, and nothing done, while the stream waits for its first event.
+   */
+  release(): boolean {
+    const res = this.#res;
+    if (res === undefined || this.#deferred !== undefined) return false;
+    this.#res = undefined;
+    res.end();
+    return true;
+  }
+
   /** True once the stream has everything it will ever carry (a POST stream whose requests are all answered). */
   get complete(): boolean {
     return this.#complete;

@@ -158,7 +158,10 @@ export class StreamableSession {
       stream = found;
       after = event.seq;
     }
-    if (stream.attached) return new Refusal(409, `stream ${stream.number} of the session is open already`);
+    // A resume (Last-Event-ID) takes the stream over: its client lost it, though the end of the old response may
+    // not have come yet (cut at another replica, carried here later). A second GET without one is refused.
+    if (stream.attached && (after === undefined || !stream.release()))
+      return new Refusal(409, `stream ${stream.number} of the session is open already`);
     if (this.attachedStreams >= this.#ctx.maxStreamsPerSession) {
       return new Refusal(429, `the session has ${this.#ctx.maxStreamsPerSession} streams open already`);
     }
