@@ -2,10 +2,10 @@ import { constants } from 'node:os';
 import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../client/config.js';
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
-import { createLogger, type Logger } from '../log.js';
+import type { Logger } from '../log.js';
 import { advertiseProblem, pathsProblem, type ServeOptions, type ServeTarget } from '../serve/options.js';
 import { parseClusterUrl, parseSentinelUrl } from '../serve/replicas/index.js';
-import { serve } from '../serve/serve.js';
+import { loggerOf, serve } from '../serve/serve.js';
 import { commandProblem } from '../serve/sessions/index.js';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
@@ -440,19 +440,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * serve's lines on stderr: text lines after `mcp-frame serve: ` and the time (as a service's log has them), or one
- * JSON object a line (`--log-format json`, which has its own `time`); the token never in either.
+ * serve's lines on stderr, made by serve's own logger (see loggerOf): text lines after `mcp-frame serve: ` and the
+ * time (as a service's log has them), or one JSON object a line (`--log-format json`, which has its own `time`); the
+ * token never in either.
  */
 function serveLogger(options: ServeOptions): Logger {
   const json = options.logFormat === 'json';
-  return createLogger({
-    write: (line) => void process.stderr.write(json ? `${line}\n` : `mcp-frame serve: ${line}\n`),
-    format: json ? 'json' : 'text',
-    level: options.logLevel ?? 'info',
-    time: true,
-    secrets: options.token === undefined ? [] : [options.token],
-    debugName: 'serve',
-  });
+  return loggerOf({ ...options, logTime: true, ...(json ? { log: (line: string) => void process.stderr.write(`${line}\n`) } : {}) });
 }
 
 async function serveUntilStopped(

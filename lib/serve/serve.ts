@@ -48,7 +48,7 @@ const SHORT_TOKEN = 16;
  * serve's logger: the one given, or lines on stderr (`mcp-frame serve: ...`) as the options say. Either way the
  * token serve checks never reaches a line (see createLogger: whole session ids do not either).
  */
-function loggerOf(options: ServeOptions): Logger {
+export function loggerOf(options: ServeOptions): Logger {
   if (options.logger !== undefined) return options.logger;
   return createLogger({
     write: options.log ?? ((line) => void process.stderr.write(`mcp-frame serve: ${line}\n`)),

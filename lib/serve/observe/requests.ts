@@ -3,7 +3,7 @@
  * every message through outgoing() (which publishes `request:start` and gives back the message to send, its params
  * as the subscribers left them), and the tap hears the child's answers (`request:end`) and its close (every
  * request still open ends `gone`). Nothing is wrapped or replaced on the child: it is listened to. With nobody
- * listening, a message costs one check; the work per request otherwise is a Map entry and a clock read
+ * listening, a child is not watched and a message costs one lookup; the work per request otherwise is a Map entry and a clock read
  * (bench/observe.ts measures it against serve's own).
  */
 import { idKey, isObject, isRequest, isResponse } from '../../jsonrpc.js';
@@ -62,8 +62,12 @@ export class RequestTap {
     this.#telemetry = telemetry;
   }
 
-  /** Hears `child`'s answers from now on, its requests known by `era` and `label`. */
+  /**
+   * Hears `child`'s answers from now on, its requests known by `era` and `label`; nothing at all when nobody
+   * listens to requests (serve's subscribers are in place before any child starts).
+   */
   watch(child: Heard, era: 'legacy' | 'modern', label: string): void {
+    if (!this.#listened()) return;
     const state: ChildState = { era, label, open: new Map(), listed: new Set(), lists: new Map() };
     this.#children.set(child, state);
     child.on('message', (msg: unknown) => this.#answered(state, msg));
@@ -80,7 +84,6 @@ export class RequestTap {
     if (LISTS[msg.method] !== undefined) state.lists.set(idKey(msg.id), LISTS[msg.method]!);
     // serve's own requests (the era probe, the translated initialize) are no client's.
     if (typeof msg.id === 'string' && msg.id.startsWith('mcp-frame-')) return msg;
-    if (!this.#telemetry.listened('request:start') && !this.#telemetry.listened('request:end')) return msg;
     const params = isObject(msg.params) ? msg.params : undefined;
     const start = { label: state.label, era: state.era, method: msg.method, params, caller: caller?.subject, at: performance.now() };
     this.#telemetry.publish('request:start', start);
@@ -88,6 +91,10 @@ export class RequestTap {
     state.open.set(idKey(msg.id), { start: start as RequestStart, name });
     // A new params only when a subscriber gave one: a request without params stays without.
     return start.params === params ? msg : { ...msg, params: start.params };
+  }
+
+  #listened(): boolean {
+    return this.#telemetry.listened('request:start') || this.#telemetry.listened('request:end');
   }
 
   #answered(state: ChildState, msg: unknown): void {
