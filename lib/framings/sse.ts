@@ -1,17 +1,10 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
-import { ByteAccumulator } from './accumulator.js';
 import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit, startsWithBom } from './bytes.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, type LargeParse, parseLarge } from './large.js';
+import { EventData, HeldLine, isWord, Region } from './sse-reading.js';
 import { keepShape } from './shapes.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
-
-/** `buf[start, end)` holds exactly the ASCII `word`, compared as bytes. */
-function isWord(buf: Buffer, start: number, end: number, word: string): boolean {
-  if (end - start !== word.length) return false;
-  for (let i = 0; i < word.length; i++) if (buf[start + i] !== word.charCodeAt(i)) return false;
-  return true;
-}
 
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
@@ -32,17 +25,6 @@ function isDataLine(head: Buffer): boolean {
   let colon = 0;
   while (colon < head.length && colon < 5 && head[colon] !== COLON) colon++;
   return fieldName(head, 0, colon) === 'data';
-}
-
-/** The fast path's decoded lines, and a known point (a character and its byte offset) to measure from. */
-interface Region {
-  text: string;
-  byteStart: number;
-  byteEnd: number;
-  /** One byte per character: offsets need no measuring. */
-  ascii: boolean;
-  char: number;
-  byte: number;
 }
 
 /**
@@ -116,32 +98,12 @@ export function frameSse(msg: unknown, id?: string | number): string {
 export class SseDecoder implements FrameDecoderCore {
   readonly #limit: SizeLimit;
   readonly #maxDepth: number;
-  /** Bytes of a line that spans chunks. */
-  readonly #line: ByteAccumulator;
-  /** The current line is over the limit: its bytes are dropped up to its end. */
-  #lineTooLong = false;
-  /**
-   * The held line is a data line, held without its `data: ` (its value only): a message's bytes are held, not
-   * the framing's, so that an event's data of a given size takes a buffer of that size.
-   */
-  #heldValue = false;
+  /** A line that spans chunks. */
+  readonly #line: HeldLine;
   /** The previous chunk ended with CR: an LF first in this one belongs to it. */
   #afterCR = false;
   #bomChecked = false;
-  #data: string[] = [];
-  /**
-   * The event's one data line, parsed from its bytes (see parseLarge) when it was large, a message, and its
-   * blank line came with it; `#data` then holds '' for it.
-   */
-  #parsed: LargeParse | undefined;
-  /**
-   * The size of #data as bytes (each line's bytes and one for its LF), except for the lines the fast path
-   * added to #dataUnits as UTF-16 units: at most 3 bytes each, so that the limit needs no measuring until
-   * 3 times the units could pass it (then #countData measures them, and the rest of the event is measured).
-   */
-  #dataBytes = 0;
-  #dataUnits = 0;
-  #measureData = false;
+  readonly #data = new EventData();
   #eventType = '';
   /** The id of the last event dispatched; `#idBuffer` the last `id:` line read, which becomes it at dispatch. */
   #lastEventId = '';
@@ -175,7 +137,7 @@ export class SseDecoder implements FrameDecoderCore {
   constructor({ maxMessageBytes, maxDepth = DEFAULT_MAX_DEPTH }: DecoderLimits) {
     this.#maxDepth = maxDepth;
     this.#limit = new SizeLimit(maxMessageBytes, FIELD_SLACK);
-    this.#line = new ByteAccumulator(this.#limit.holdCap);
+    this.#line = new HeldLine(this.#limit.holdCap);
     keepShape(SseDecoder, () => new SseDecoder({ maxMessageBytes, maxDepth }));
   }
 
@@ -198,12 +160,12 @@ export class SseDecoder implements FrameDecoderCore {
   }
 
   get bufferedBytes(): number {
-    return this.#line.length + this.#dataBytes + this.#dataUnits;
+    return this.#line.length + this.#data.held;
   }
 
   lastPosition(): FrameErrorPosition {
     if (this.#lastPosChar !== -1) {
-      this.#lastOffset = this.#byteAt(this.#lastPosChar);
+      this.#lastOffset = this.#region!.byteAt(this.#lastPosChar);
       this.#lastPosChar = -1;
     }
     return this.#lastIndex === 0 ? {} : { index: this.#lastIndex, line: this.#lastLine, offset: this.#lastOffset };
@@ -214,9 +176,8 @@ export class SseDecoder implements FrameDecoderCore {
     if (!this.#eventStarted) this.#startEvent();
     const at = this.#position();
     // The rest of a half-read line is dropped with it, and so are the event's lines up to its blank line.
-    this.#lineTooLong ||= this.#line.length > 0;
+    this.#line.tooLong ||= this.#line.length > 0;
     this.#line.clear();
-    this.#heldValue = false;
     this.#dropEvent();
     return at;
   }
@@ -228,7 +189,7 @@ export class SseDecoder implements FrameDecoderCore {
     // checked, and no line pending from the last chunk (that one line is finished here first).
     if (this.#afterCR || buf.indexOf(CR) !== -1) return this.#writeLines(buf, sink);
     let pos = 0;
-    if (this.#line.length > 0 || this.#lineTooLong || !this.#bomChecked) {
+    if (this.#line.length > 0 || this.#line.tooLong || !this.#bomChecked) {
       const firstLF = buf.indexOf(LF);
       pos = firstLF === -1 ? buf.length : firstLF + 1;
       // A held line is most often an event's last data line: its blank line is read with it, so that #heldData
@@ -255,14 +216,7 @@ export class SseDecoder implements FrameDecoderCore {
   #writeRegion(buf: Buffer, pos: number, end: number, sink: DecodeSink): boolean | undefined {
     const text = decodeUtf8(buf, pos, end);
     if (text === undefined) return undefined;
-    this.#region = {
-      text,
-      byteStart: this.#offset,
-      byteEnd: this.#offset + (end - pos),
-      ascii: text.length === end - pos,
-      char: 0,
-      byte: this.#offset,
-    };
+    this.#region = new Region(text, this.#offset, this.#offset + (end - pos));
     let ok = true;
     // The next colon at or after the current line's start; text.length when there is none.
     let colon = -1;
@@ -294,7 +248,7 @@ export class SseDecoder implements FrameDecoderCore {
     }
     if (ok) {
       // Nothing of the region may be needed once it is gone: the positions still pending are worked out now.
-      if (this.#eventStartChar !== -1) this.#eventOffset = this.#byteAt(this.#eventStartChar);
+      if (this.#eventStartChar !== -1) this.#eventOffset = this.#region.byteAt(this.#eventStartChar);
       this.lastPosition();
       this.#offset = this.#region.byteEnd;
     }
@@ -351,38 +305,28 @@ export class SseDecoder implements FrameDecoderCore {
     if (name === 5 && text.startsWith('event', start)) {
       this.#eventType = eol - valueStart === 7 && text.startsWith('message', valueStart) ? 'message' : text.slice(valueStart, eol);
     } else if (name === 2 && text.startsWith('id', start)) {
-      const id = text.slice(valueStart, eol);
-      if (!id.includes('\0')) this.#idBuffer = id;
+      this.#otherField('id', text.slice(valueStart, eol));
     } else if (name === 5 && text.startsWith('retry', start)) {
-      const value = text.slice(valueStart, eol);
-      if (/^[0-9]+$/.test(value)) this.#retry = Number(value);
+      this.#otherField('retry', text.slice(valueStart, eol));
     }
     return true;
   }
 
-  #regionData(text: string, start: number, valueStart: number, eol: number, sink: DecodeSink): boolean {
-    this.#regionEventStart(start);
-    const value = text.slice(valueStart, eol);
-    this.#data.push(value);
-    // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
-    if (this.#region!.ascii) this.#dataBytes += value.length + 1;
-    else if (this.#measureData) this.#dataBytes += Buffer.byteLength(value) + 1;
-    else this.#dataUnits += value.length + 1;
-    if (!this.#limit.over(this.#dataBytes + 3 * this.#dataUnits - 1)) return true;
-    if (this.#dataUnits > 0) {
-      this.#countData();
-      if (!this.#limit.over(this.#dataBytes - 1)) return true;
+  /** The value of an `id` line (kept unless it holds NUL) or a `retry` line (kept when it is digits). */
+  #otherField(name: 'id' | 'retry', value: string): void {
+    if (name === 'id' ? !value.includes('\0') : /^[0-9]+$/.test(value)) {
+      if (name === 'id') this.#idBuffer = value;
+      else this.#retry = Number(value);
     }
-    const error = this.#limit.error('event data', this.#position(), this.#data[0]!);
-    this.#dropEvent();
-    return sink.invalid(error);
   }
 
-  /** Measures the event's data as bytes, and every data line of it from now on. */
-  #countData(): void {
-    this.#dataBytes = Buffer.byteLength(this.#data.join('\n')) + 1;
-    this.#dataUnits = 0;
-    this.#measureData = true;
+  #regionData(text: string, start: number, valueStart: number, eol: number, sink: DecodeSink): boolean {
+    this.#regionEventStart(start);
+    if (!this.#limit.over(this.#data.addText(text.slice(valueStart, eol), this.#region!.ascii))) return true;
+    if (!this.#limit.over(this.#data.measure())) return true;
+    const error = this.#limit.error('event data', this.#position(), this.#data.lines[0]!);
+    this.#dropEvent();
+    return sink.invalid(error);
   }
 
   /** A field line of the region: the event starts there if it has not yet; its offset is worked out if asked. */
@@ -391,16 +335,6 @@ export class SseDecoder implements FrameDecoderCore {
     this.#eventStarted = true;
     this.#eventLine = this.#lineNo;
     this.#eventStartChar = char;
-  }
-
-  /** The byte offset in the stream of character `char` of the region, measured from the nearer known point. */
-  #byteAt(char: number): number {
-    const r = this.#region!;
-    if (r.ascii) return r.byteStart + char;
-    if (char < r.char || r.text.length - char < char - r.char) return r.byteEnd - Buffer.byteLength(r.text.slice(char));
-    r.byte += Buffer.byteLength(r.text.slice(r.char, char));
-    r.char = char;
-    return r.byte;
   }
 
   /** Line by line, as bytes: any line ends, a line that spans chunks, the BOM. */
@@ -417,7 +351,7 @@ export class SseDecoder implements FrameDecoderCore {
     let nextLF = buf.indexOf(LF, pos);
     let nextCR = buf.indexOf(CR, pos);
     while (pos < buf.length) {
-      if (this.#line.length === 0 && !this.#lineTooLong) this.#lineStart = this.#offset;
+      if (this.#line.length === 0 && !this.#line.tooLong) this.#lineStart = this.#offset;
       if (nextLF !== -1 && nextLF < pos) nextLF = buf.indexOf(LF, pos);
       if (nextCR !== -1 && nextCR < pos) nextCR = buf.indexOf(CR, pos);
       const eol = nextLF === -1 ? nextCR : nextCR === -1 ? nextLF : Math.min(nextLF, nextCR);
@@ -435,13 +369,13 @@ export class SseDecoder implements FrameDecoderCore {
         }
       }
       let ok: boolean;
-      if (this.#line.length > 0 || this.#lineTooLong) {
+      if (this.#line.length > 0 || this.#line.tooLong) {
         if (!this.#hold(buf, pos, eol, sink)) return false;
-        const tooLong = this.#lineTooLong;
-        this.#lineTooLong = false;
+        const tooLong = this.#line.tooLong;
+        this.#line.tooLong = false;
         const eventEnds = lineEnd < buf.length && (buf[lineEnd] === LF || buf[lineEnd] === CR);
-        ok = tooLong ? true : this.#heldValue ? this.#heldData(sink, eventEnds) : this.#processLine(this.#line.bytes(), 0, this.#line.length, sink);
-        this.#heldValue = false;
+        const held = this.#line.bytes;
+        ok = tooLong ? true : this.#line.value ? this.#heldData(sink, eventEnds) : this.#processLine(held.bytes(), 0, held.length, sink);
         this.#line.clear();
       } else {
         ok = this.#processLine(buf, pos, eol, sink);
@@ -455,81 +389,47 @@ export class SseDecoder implements FrameDecoderCore {
   }
 
   end(sink: DecodeSink): void {
-    const pending = this.#line.length > 0 || (this.#eventStarted && (this.#data.length > 0 || this.#eventType !== ''));
+    const pending = this.#line.length > 0 || (this.#eventStarted && (this.#data.lines.length > 0 || this.#eventType !== ''));
     if (pending && !this.#dropping) {
       if (!this.#eventStarted) this.#startEvent();
-      const text = this.#data.join('\n') + this.#line.bytes().toString('utf8');
+      const text = this.#data.lines.join('\n') + this.#line.bytes.bytes().toString('utf8');
       sink.invalid(new FrameError('TRUNCATED', 'input ended inside an event; it is not dispatched', this.#position(), preview(text)));
     }
     this.#line.clear();
-    this.#heldValue = false;
     this.#resetEvent();
   }
 
   /** Bytes of a line that has not ended yet; false when the sink said stop. */
   #hold(buf: Buffer, start: number, end: number, sink: DecodeSink): boolean {
-    if (this.#lineTooLong || start === end) return true;
-    if (!this.#heldValue && this.#line.length > 0 && this.#line.length <= 6 && this.#bomChecked && !this.#dropping) {
-      start = this.#heldToValue(buf, start, end);
-    }
-    if (this.#line.length === 0 && this.#bomChecked && !this.#dropping && end - start > 5 && isWord(buf, start, start + 5, 'data:')) {
-      // At least one byte of the value is held, so that the line is known to be pending.
-      const value = buf[start + 5] === 0x20 ? start + 6 : start + 5;
-      if (value < end) {
-        this.#heldValue = true;
-        start = value;
-      }
-    }
-    if (!this.#limit.heldTooLong(this.#line.length + (end - start))) {
-      this.#line.append(buf, start, end);
+    const line = this.#line;
+    if (line.tooLong || start === end) return true;
+    if (this.#bomChecked && !this.#dropping) start = line.valueStart(buf, start, end);
+    if (!this.#limit.heldTooLong(line.length + (end - start))) {
+      line.bytes.append(buf, start, end);
       return true;
     }
-    const head = this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start, end);
+    const head = line.length > 0 ? line.bytes.bytes() : buf.subarray(start, end);
     if (this.#dropping) {
       // A line of an event being dropped is dropped whatever it holds, as it is when it comes whole.
-      this.#line.clear();
-      this.#heldValue = false;
-      this.#lineTooLong = true;
+      line.clear();
+      line.tooLong = true;
       return true;
     }
     // The field name is read from the line's first bytes, held or not: held bytes alone may stop inside it
     // (`data` held, `x: ...` to come), which would make a line of another field look like data.
     const name = head.length >= 6 ? head : Buffer.concat([head, buf.subarray(start, Math.min(end, start + 6))]);
-    if (!this.#heldValue && !isDataLine(name)) {
+    if (!line.value && !isDataLine(name)) {
       // A comment or another field this long carries no message: it is dropped, as it is when it comes whole.
-      this.#line.clear();
-      this.#lineTooLong = true;
+      line.clear();
+      line.tooLong = true;
       return true;
     }
     if (!this.#eventStarted) this.#startEvent();
-    const error = this.#limit.error('event data', this.#position(), this.#line.length > 0 ? this.#line.bytes() : buf.subarray(start));
-    this.#line.clear();
-    this.#heldValue = false;
-    this.#lineTooLong = true;
+    const error = this.#limit.error('event data', this.#position(), line.length > 0 ? line.bytes.bytes() : buf.subarray(start));
+    line.clear();
+    line.tooLong = true;
     this.#dropEvent();
     return sink.invalid(error);
-  }
-
-  /**
-   * A line begun in an earlier chunk whose first bytes, with these, show a data field: from now on only its
-   * value is held, as when the line starts within one chunk, so that the limit counts the same bytes however
-   * the line is split. Returns where the value's bytes start in `buf`.
-   */
-  #heldToValue(buf: Buffer, start: number, end: number): number {
-    const held = this.#line.length;
-    const head = Buffer.concat([this.#line.bytes(), buf.subarray(start, Math.min(end, start + 7))]);
-    if (head.length <= 5 || !isWord(head, 0, 5, 'data:')) return start;
-    const value = head[5] === 0x20 ? 6 : 5;
-    if (value >= head.length) return start;
-    this.#heldValue = true;
-    if (value >= held) {
-      this.#line.clear();
-      return start + (value - held);
-    }
-    const rest = Buffer.from(this.#line.bytes().subarray(value));
-    this.#line.clear();
-    this.#line.append(rest, 0, rest.length);
-    return start;
   }
 
   /** The event starts at the line being read. */
@@ -548,18 +448,14 @@ export class SseDecoder implements FrameDecoderCore {
 
   #position(): FrameErrorPosition {
     if (this.#eventStartChar !== -1) {
-      this.#eventOffset = this.#byteAt(this.#eventStartChar);
+      this.#eventOffset = this.#region!.byteAt(this.#eventStartChar);
       this.#eventStartChar = -1;
     }
     return { index: this.#eventIndex, line: this.#eventLine, offset: this.#eventOffset };
   }
 
   #resetEvent(): void {
-    this.#data = [];
-    this.#parsed = undefined;
-    this.#dataBytes = 0;
-    this.#dataUnits = 0;
-    this.#measureData = false;
+    this.#data.reset();
     this.#eventType = '';
     this.#eventStarted = false;
     this.#eventStartChar = -1;
@@ -586,43 +482,27 @@ export class SseDecoder implements FrameDecoderCore {
       valueStart = colon + 1;
       if (valueStart < end && buf[valueStart] === 0x20) valueStart++;
     }
-    switch (fieldName(buf, start, colon)) {
-      case 'data':
-        return this.#dataValue(buf, valueStart, end, sink);
-      case 'event':
-        // `event: message` comes with nearly every MCP event: compared as bytes, not decoded each time.
-        this.#eventType = isWord(buf, valueStart, end, 'message') ? 'message' : buf.toString('utf8', valueStart, end);
-        return true;
-      case 'id': {
-        const id = buf.toString('utf8', valueStart, end);
-        if (!id.includes('\0')) this.#idBuffer = id;
-        return true;
-      }
-      case 'retry': {
-        const value = buf.toString('latin1', valueStart, end);
-        if (/^[0-9]+$/.test(value)) this.#retry = Number(value);
-        return true;
-      }
-      default:
-        return true;
-    }
+    const name = fieldName(buf, start, colon);
+    if (name === 'data') return this.#dataValue(buf, valueStart, end, sink);
+    // `event: message` comes with nearly every MCP event: compared as bytes, not decoded each time.
+    if (name === 'event') this.#eventType = isWord(buf, valueStart, end, 'message') ? 'message' : buf.toString('utf8', valueStart, end);
+    else if (name !== undefined) this.#otherField(name, buf.toString('utf8', valueStart, end));
+    return true;
   }
 
   /** A data line held without its field name, now complete; `eventEnds`: a blank line follows it. */
   #heldData(sink: DecodeSink, eventEnds: boolean): boolean {
     if (this.#dropping) return true;
     if (!this.#eventStarted) this.#startEvent();
-    const bytes = this.#line.bytes();
+    const bytes = this.#line.bytes.bytes();
     // An event of one large data line, the usual shape of a large MCP message, is parsed from its bytes now:
     // nothing can follow it but its dispatch, which takes the message as it is.
-    const single = eventEnds && this.#data.length === 0 && (this.#eventType === '' || this.#eventType === 'message');
+    const single = eventEnds && this.#data.lines.length === 0 && (this.#eventType === '' || this.#eventType === 'message');
     if (single && bytes.length >= LARGE_FRAME && sink.textUnused === true && !this.#limit.over(bytes.length)) {
       const parsed = parseLarge(bytes);
       // A bad one (nested too deep) goes the text way, which reports it with a preview of its text.
       if (parsed !== undefined && problemOf(parsed.msg, parsed.skeleton, this.#maxDepth) === undefined) {
-        this.#parsed = parsed;
-        this.#data.push('');
-        this.#dataBytes += bytes.length + 1;
+        this.#data.addParsed(parsed, bytes.length);
         return true;
       }
     }
@@ -631,16 +511,13 @@ export class SseDecoder implements FrameDecoderCore {
 
   /** The value `buf[valueStart, end)` of a data line read as bytes. */
   #dataValue(buf: Buffer, valueStart: number, end: number, sink: DecodeSink): boolean {
-    if (this.#dataUnits > 0) this.#countData();
-    // Each data line adds its bytes and the LF that joins it to the next; the last has no LF.
-    this.#dataBytes += end - valueStart + 1;
     let error: FrameError | undefined;
-    if (this.#limit.over(this.#dataBytes - 1)) {
-      error = this.#limit.error('event data', this.#position(), this.#data[0] ?? buf.subarray(valueStart));
+    if (this.#limit.over(this.#data.reserve(end - valueStart))) {
+      error = this.#limit.error('event data', this.#position(), this.#data.lines[0] ?? buf.subarray(valueStart));
     } else {
       const value = decodeUtf8(buf, valueStart, end);
       if (value !== undefined) {
-        this.#data.push(value);
+        this.#data.lines.push(value);
         return true;
       }
       error = new FrameError('INVALID_UTF8', 'event data is not valid UTF-8', this.#position(), preview(buf.subarray(valueStart, end)));
@@ -665,10 +542,10 @@ export class SseDecoder implements FrameDecoderCore {
     const line = this.#eventLine;
     if (lazyChar === -1) this.#position();
     const offset = this.#eventOffset;
-    const hadData = this.#data.length > 0;
-    const data = this.#data.length === 1 ? this.#data[0]! : this.#data.join('\n');
+    const hadData = this.#data.lines.length > 0;
+    const data = this.#data.text();
     const type = this.#eventType === '' ? 'message' : this.#eventType;
-    const parsed = this.#parsed;
+    const parsed = this.#data.parsed;
     this.#resetEvent();
     if (!hadData) return true;
     this.#eventIndex++;
@@ -711,7 +588,7 @@ export class SseDecoder implements FrameDecoderCore {
   #checkFurther(msg: unknown, data: string, index: number, line: number, offset: number, lazyChar: number, sink: DecodeSink): boolean {
     const problem = problemOf(msg, data, this.#maxDepth);
     if (problem === undefined) return this.#handOn(msg, data, index, line, offset, lazyChar, sink);
-    if (lazyChar !== -1) offset = this.#byteAt(lazyChar);
+    if (lazyChar !== -1) offset = this.#region!.byteAt(lazyChar);
     const what = problem.code === 'INVALID_JSON' ? `event data ${problem.reason}` : problem.reason;
     return sink.invalid(new FrameError(problem.code, what, { index, line, offset }, preview(data)));
   }
