@@ -8,20 +8,19 @@
 import { isObject } from '../jsonrpc.js';
 import { EventEmitter } from 'node:events';
 import type * as http from 'node:http';
-import { FrameError, preview, reasonText, redact } from '../errors.js';
+import { FrameError, redact } from '../errors.js';
 import { debug, debugFrameError } from '../debug.js';
-import { decodeUtf8 } from '../framings/bytes.js';
-import { DEFAULT_MAX_DEPTH } from '../framings/index.js';
-import { problemOf, serialize, tryParse } from '../framings/json.js';
+import { serialize } from '../framings/json.js';
 import type { Channel } from './channel.js';
 import type { SignIn } from './sign-in.js';
 import { ConnectionError, type ExitStatus } from './errors.js';
-import { META_SUBSCRIPTION_ID, modernHeaders, type ProtocolEra } from '../protocol/modern.js';
+import { modernHeaders, type ProtocolEra } from '../protocol/modern.js';
+import { Resends } from './resends.js';
+import { errorAnswer, type EventStream, newEventStream, readJsonBody, SEEN_IDS, SessionRenewal, stopStream } from './http-responses.js';
 import { ToolPolicy } from './tool-policy.js';
 import {
   type HttpChannelOptions,
   ownCopy,
-  PREVIEW_BODY_BYTES,
   RecentIds,
   scrubFrameError,
   type RemoteSettings,
@@ -31,7 +30,6 @@ import {
   pathOf,
   remoteSettings,
 } from './remote.js';
-import { readCapped } from '../protocol/body.js';
 
 export type { HttpChannelOptions, ReconnectOptions } from './remote.js';
 
@@ -44,32 +42,8 @@ type Id = string | number;
  */
 const GET_OPEN_WAIT_MS = 500;
 
-/** Modern era: how many times at most a harmless request is sent again after its stream broke. */
-const RESEND_ATTEMPTS = 2;
-
-/** How many recent event ids are kept to drop replayed duplicates. */
-const SEEN_IDS = 4096;
-
 /** How long close() waits for the server to answer the DELETE that ends the session. */
 const DELETE_TIMEOUT_MS = 2000;
-
-/** A stream of events from the server: a POST's answer, or the GET stream. */
-interface EventStream {
-  kind: 'post' | 'get';
-  /** Requests whose responses this stream still owes. */
-  owed: Set<Id>;
-  /** The last event id seen on it, for Last-Event-ID. */
-  lastEventId: string | undefined;
-  /** Modern era (no session): event ids this stream delivered already, the most recent of them. */
-  seen: RecentIds;
-  /** The server's `retry:`, in ms. */
-  retry: number | undefined;
-  /** Failed reconnection attempts in a row. */
-  failures: number;
-  response: http.IncomingMessage | undefined;
-  /** Stops the idle watchdog of the response being read. */
-  stopWatch: (() => void) | undefined;
-}
 
 /**
  * A Streamable HTTP channel. The session above it is unaware of HTTP: it sends messages and receives them.
@@ -84,13 +58,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   readonly #remote: RemoteSettings;
   #sessionId: string | undefined;
   #protocolVersion: string | undefined;
-  /** The initialize request as the session sent it, and its id, to start a new session after a 404. */
-  #initialize: Json | undefined;
-  #initializeId: Id | undefined;
-  /** A new session being started after a 404; sends wait for it. */
-  #renewing: Promise<void> | undefined;
-  /** The last 404 has not been followed by a success: a second one in a row is an error, not a new session. */
-  #expiredOnce = false;
+  /** What starts a new session after a 404. */
+  readonly #renewal = new SessionRenewal();
   #getStream: EventStream | undefined;
   readonly #streams = new Set<EventStream>();
   /** The event ids of the session's streams delivered most recently (legacy era: ids are unique in a session). */
@@ -104,13 +73,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   #closed = false;
   #ended: ConnectionError | undefined;
   #modern = false;
-  /** Modern era: the requests in flight as sent, by id, to send again when their stream breaks. */
-  readonly #inFlight = new Map<Id, Json>();
-  /** Modern era: the id a request was sent again under, to the id the session knows it by. */
-  readonly #aliases = new Map<Id, Id>();
-  /** Modern era: how many times each request (by its first id) was sent again. */
-  readonly #resent = new Map<Id, number>();
-  #nextAlias = 1;
+  /** Modern era: the requests in flight, to send again when their stream breaks. */
+  readonly #resends: Resends;
   /** Holds on the input taken by holdInput() and not released yet. */
   #holds = 0;
   /** Modern era: what the server's tools/list says of its tools (harmless ones, x-mcp-header declarations). */
@@ -123,6 +87,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     this.#remote = remoteSettings(url, options);
     this.name = this.#remote.name;
     this.#policy = options.toolPolicy ?? new ToolPolicy();
+    this.#resends = new Resends(this.#policy);
   }
 
   /**
@@ -176,10 +141,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (isObject(msg) && msg.method === 'initialize' && 'id' in msg) {
-      this.#initialize = msg;
-      this.#initializeId = msg.id as Id;
-    }
+    this.#renewal.sent(msg);
     if (this.listenerCount('wire') > 0) this.emit('wire', 'send', `${text}\n`);
     return this.#deliver(msg, text);
   }
@@ -196,7 +158,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     this.#remote.auth?.close();
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
-    for (const stream of this.#streams) this.#stopStream(stream);
+    for (const stream of this.#streams) stopStream(stream);
     if (this.#sessionId !== undefined) {
       // A server that never answers the DELETE must not keep the caller (bridge, call) from exiting.
       let timer: NodeJS.Timeout | undefined;
@@ -217,9 +179,9 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   async #deliver(msg: unknown, text: string): Promise<void> {
-    if (this.#renewing !== undefined && this.#initializeId !== undefined && !isInitialize(msg)) await this.#renewing;
+    await this.#renewal.before(msg);
     const owed = requestIds(msg);
-    if (this.#modern && isObject(msg) && owed.size === 1) this.#inFlight.set(msg.id as Id, msg);
+    if (this.#modern && isObject(msg) && owed.size === 1) this.#resends.track(msg);
     const [only] = owed;
     const res = await this.#request(
       'POST',
@@ -236,11 +198,12 @@ export class HttpChannel extends EventEmitter implements Channel {
     }
     if (res.statusCode === undefined || res.statusCode < 200 || res.statusCode >= 300) {
       // A JSON-RPC error answering the request (modern servers send them with 400 and 404) is its answer.
-      const error = await this.#errorAnswer(res, owed);
-      if (error !== undefined) throw error;
-      return;
+      const answer = await errorAnswer(res, owed, `"${this.name}" answered POST ${pathOf(this.#remote.url)}`, this.#remote.scrub);
+      if (answer instanceof ConnectionError) throw answer;
+      if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(answer.text));
+      return this.#receive(answer.value);
     }
-    this.#expiredOnce = false;
+    this.#renewal.succeeded();
     const session = res.headers['mcp-session-id'];
     if (typeof session === 'string' && session !== '') this.#sessionId = session;
     const type = String(res.headers['content-type'] ?? '');
@@ -262,29 +225,12 @@ export class HttpChannel extends EventEmitter implements Channel {
     }
   }
 
-  /**
-   * A JSON body: one message or a batch, read within the message limit and checked as a frame is (UTF-8, the
-   * nesting limit). Returns the problem, reported on 'invalid' too, when it is not one.
-   */
+  /** A JSON body: its message or batch received, or the problem (reported on 'invalid' too) when it is not one. */
   async #readJson(res: http.IncomingMessage): Promise<FrameError | undefined> {
-    const { body, over } = await readCapped(res, this.#remote.maxBytes);
-    if (over) {
-      res.destroy();
-      return this.#invalid(new FrameError('MESSAGE_TOO_LARGE', `a response body larger than maxMessageBytes (${this.#remote.maxBytes})`, {}, ''));
-    }
-    const text = decodeUtf8(body, 0, body.length);
-    if (text === undefined) {
-      return this.#invalid(new FrameError('INVALID_UTF8', 'a response body that is not valid UTF-8', {}, preview(this.scrub(body.toString('utf8')))));
-    }
-    const value = tryParse(text);
-    const problem = problemOf(value, text, DEFAULT_MAX_DEPTH);
-    if (problem !== undefined) {
-      const what =
-        problem.code === 'INVALID_JSON' ? 'a response body that is not valid JSON' : `a response body that is no message: ${problem.reason}`;
-      return this.#invalid(new FrameError(problem.code, what, {}, preview(this.scrub(text))));
-    }
-    if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(text));
-    for (const message of Array.isArray(value) ? value : [value]) this.#receive(message);
+    const read = await readJsonBody(res, this.#remote.maxBytes, this.#remote.scrub);
+    if (read instanceof FrameError) return this.#invalid(read);
+    if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(read.text));
+    for (const message of Array.isArray(read.value) ? read.value : [read.value]) this.#receive(message);
     return undefined;
   }
 
@@ -294,16 +240,7 @@ export class HttpChannel extends EventEmitter implements Channel {
   }
 
   #newStream(kind: EventStream['kind'], owed: Set<Id>): EventStream {
-    const stream: EventStream = {
-      kind,
-      owed,
-      lastEventId: undefined,
-      seen: new RecentIds(SEEN_IDS),
-      retry: undefined,
-      failures: 0,
-      response: undefined,
-      stopWatch: undefined,
-    };
+    const stream = newEventStream(kind, owed);
     for (const id of owed) this.#owedBy.set(id, stream);
     this.#streams.add(stream);
     return stream;
@@ -347,34 +284,19 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (this.#holds > 0) res.pause();
   }
 
-  #receive(msg: unknown): void {
-    // A notification of a listen stream opened again carries the id it was opened under: the session knows the first.
-    if (this.#aliases.size > 0 && isObject(msg) && 'method' in msg && !('id' in msg) && isObject(msg.params) && isObject(msg.params._meta)) {
-      const alias = msg.params._meta[META_SUBSCRIPTION_ID];
-      const first = alias === undefined ? undefined : this.#aliases.get(alias as Id);
-      if (first !== undefined) {
-        this.emit('message', { ...msg, params: { ...msg.params, _meta: { ...msg.params._meta, [META_SUBSCRIPTION_ID]: first } } });
-        return;
-      }
-    }
+  #receive(received: unknown): void {
+    const msg = this.#resends.incoming(received);
     if (isObject(msg) && !('method' in msg) && 'id' in msg) {
       const id = msg.id as Id;
       // A response may come on its own stream or, resumed, on another: the map says which stream owed it.
       this.#owedBy.get(id)?.owed.delete(id);
       this.#owedBy.delete(id);
-      if (id === this.#initializeId && isObject(msg.result) && typeof msg.result.protocolVersion === 'string') {
+      if (this.#renewal.isInitialize(id) && isObject(msg.result) && typeof msg.result.protocolVersion === 'string') {
         this.#protocolVersion = msg.result.protocolVersion;
       }
-      const first = this.#aliases.get(id);
-      if (this.#modern) this.#policy.learn(this.#inFlight.get(first ?? id), msg, this.name);
-      this.#inFlight.delete(first ?? id);
-      this.#resent.delete(first ?? id);
-      if (first !== undefined) {
-        // An answer to a request sent again: the session knows it by its first id.
-        this.#aliases.delete(id);
-        this.emit('message', { ...msg, id: first });
-        return;
-      }
+      // An answer to a request sent again: the session knows it by its first id.
+      const first = this.#resends.answered(id, msg, this.name, this.#modern);
+      if (first !== undefined) return void this.emit('message', { ...msg, id: first });
     }
     this.emit('message', msg);
   }
@@ -468,34 +390,21 @@ export class HttpChannel extends EventEmitter implements Channel {
    */
   #sendAgain(id: Id, reason: string): void {
     this.#owedBy.delete(id);
-    const first = this.#aliases.get(id) ?? id;
-    this.#aliases.delete(id);
-    const request = this.#inFlight.get(first);
     const policy = this.#remote.reconnect;
-    const attempts = this.#resent.get(first) ?? 0;
-    const safe = request !== undefined && policy !== false && (policy.resend === 'all' || this.#policy.harmlessTwice(request));
-    if (request === undefined || policy === false || !safe || attempts >= Math.min(RESEND_ATTEMPTS, policy.maxAttempts)) {
-      this.#inFlight.delete(first);
-      this.#resent.delete(first);
-      const why =
-        policy === false
-          ? 'and reconnect is off'
-          : !safe
-            ? `before its answer; it may have run, and it is not sent again since running it twice could do harm (${String(request?.method)}; reconnect.resend: 'all' sends every request again)`
-            : `${attempts + 1} times`;
+    const plan = this.#resends.plan(id, policy);
+    const { first } = plan;
+    if ('why' in plan || policy === false) {
+      const why = 'why' in plan ? plan.why : '';
       this.#undeliverable(new Set([first]), new ConnectionError('STREAM_LOST', `the response stream from "${this.name}" broke (${reason}) ${why}`));
       return;
     }
-    this.#resent.set(first, attempts + 1);
-    const waitMs = reconnectWait(policy, undefined, attempts);
-    debug(`"${this.name}": sending a request again in ${waitMs} ms (attempt ${attempts + 1}): ${reason}`);
-    this.emit('reconnecting', { attempt: attempts + 1, waitMs, reason });
+    const waitMs = reconnectWait(policy, undefined, plan.attempt - 1);
+    debug(`"${this.name}": sending a request again in ${waitMs} ms (attempt ${plan.attempt}): ${reason}`);
+    this.emit('reconnecting', { attempt: plan.attempt, waitMs, reason });
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      if (this.#closed || !this.#inFlight.has(first)) return;
-      const alias = `mcp-frame-again-${this.#nextAlias++}`;
-      this.#aliases.set(alias, first);
-      const again = { ...request, id: alias };
+      if (this.#closed || !this.#resends.pending(first)) return;
+      const again = this.#resends.again(first, plan.request);
       this.#deliver(again, serialize(again)).catch((err: Error) => this.#undeliverable(new Set([first]), toConnectionError(err)));
     }, waitMs);
     this.#timers.add(timer);
@@ -518,7 +427,7 @@ export class HttpChannel extends EventEmitter implements Channel {
     if (stream !== undefined) {
       stream.owed.delete(id);
       if (stream.kind === 'post' && stream.owed.size === 0) {
-        this.#stopStream(stream);
+        stopStream(stream);
         this.#streams.delete(stream);
       }
     }
@@ -531,37 +440,8 @@ export class HttpChannel extends EventEmitter implements Channel {
   #cancel(params: unknown): void {
     const asked = isObject(params) ? (params.requestId as Id) : undefined;
     if (asked === undefined) return;
-    this.#inFlight.delete(asked);
-    this.#resent.delete(asked);
     this.#abandon(asked);
-    for (const [alias, first] of this.#aliases) {
-      if (first !== asked) continue;
-      this.#aliases.delete(alias);
-      this.#abandon(alias);
-    }
-  }
-
-  /**
-   * The answer of a POST that failed with an HTTP status: a JSON-RPC error response to one of its requests is
-   * delivered as that request's answer (undefined is returned); anything else is an HTTP_STATUS error.
-   */
-  async #errorAnswer(res: http.IncomingMessage, owed: Set<Id>): Promise<ConnectionError | undefined> {
-    const { body, over } = await readCapped(res, PREVIEW_BODY_BYTES * 16);
-    if (over) res.destroy();
-    const value = tryParse(body.toString('utf8'));
-    if (isObject(value) && isObject(value.error) && owed.has(value.id as Id)) {
-      if (this.listenerCount('wire') > 0) this.emit('wire', 'receive', this.scrub(body.toString('utf8')));
-      this.#receive(value);
-      return undefined;
-    }
-    const text = reasonText(this.scrub(body.subarray(0, PREVIEW_BODY_BYTES).toString('utf8')));
-    return new ConnectionError(
-      'HTTP_STATUS',
-      `"${this.name}" answered POST ${pathOf(this.#remote.url)} with HTTP ${res.statusCode}${text ? `: ${text}` : ''}`,
-      {
-        status: res.statusCode,
-      },
-    );
+    for (const alias of this.#resends.cancel(asked)) this.#abandon(alias);
   }
 
   #giveUp(stream: EventStream, reason: string): void {
@@ -609,29 +489,21 @@ export class HttpChannel extends EventEmitter implements Channel {
    * initialize request the session sent, and later requests use it. A second 404 in a row is an error.
    */
   async #sessionExpired(): Promise<ConnectionError> {
-    if (this.#expiredOnce) {
-      return new ConnectionError('HTTP_STATUS', `"${this.name}" answered 404 again for the new session`, { status: 404 });
-    }
-    this.#expiredOnce = true;
+    if (!this.#renewal.expired()) return new ConnectionError('HTTP_STATUS', `"${this.name}" answered 404 again for the new session`, { status: 404 });
     const error = new ConnectionError('SESSION_EXPIRED', `the session with "${this.name}" expired (HTTP 404); the request was not sent again`);
     for (const stream of [...this.#streams]) {
-      this.#stopStream(stream);
+      stopStream(stream);
       this.#undeliverable(stream.owed, error);
       this.#streams.delete(stream);
     }
     this.#getStream = undefined;
     this.#sessionId = undefined;
     this.#seen.clear();
-    this.#renewing ??= this.#renewSession().finally(() => {
-      this.#renewing = undefined;
-    });
-    await this.#renewing.catch(() => undefined);
+    await this.#renewal.renew((init) => this.#renewSession(init));
     return error;
   }
 
-  async #renewSession(): Promise<void> {
-    const init = this.#initialize;
-    if (init === undefined) return;
+  async #renewSession(init: Json): Promise<void> {
     const renewal = { ...init, id: `mcp-frame-renew-${Date.now()}` };
     const res = await this.#request('POST', serialize(renewal), {});
     if (res.statusCode !== 200) {
@@ -646,13 +518,6 @@ export class HttpChannel extends EventEmitter implements Channel {
     const done = await this.#request('POST', serialize({ jsonrpc: '2.0', method: 'notifications/initialized' }), {});
     done.resume();
     await this.#openGetStream();
-  }
-
-  #stopStream(stream: EventStream): void {
-    stream.stopWatch?.();
-    stream.stopWatch = undefined;
-    stream.response?.destroy();
-    stream.response = undefined;
   }
 
   /** One HTTP request with the configured headers, the session id and the protocol version. */
@@ -684,10 +549,6 @@ export class HttpChannel extends EventEmitter implements Channel {
 
 function toConnectionError(err: Error): ConnectionError {
   return err instanceof ConnectionError ? err : new ConnectionError('STREAM_LOST', err.message, { cause: err });
-}
-
-function isInitialize(msg: unknown): boolean {
-  return isObject(msg) && msg.method === 'initialize';
 }
 
 /** The ids of the requests in a message or batch: what a POST's answer owes. */
