@@ -13,6 +13,8 @@ import { listPages } from '../protocol/paging.js';
 import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
 import { decodeCursor, encodeCursor, type ListPosition, type NameFilter, type PrefixMode, templatePattern } from './names.js';
 import type { Upstream } from './upstream.js';
+import { LATEST_LEGACY_PROTOCOL_VERSION } from '../protocol/versions.js';
+import { VERSION } from '../version.js';
 
 type Json = Record<string, unknown>;
 
@@ -413,4 +415,31 @@ export class Catalog {
   templateOwner(template: string): Upstream | undefined {
     return this.#ups.find((u) => u.state === 'up' && (this.#templates.get(u.index) ?? []).some((re) => re.test(template)));
   }
+}
+
+/**
+ * A gateway's initialize result: the union of the capabilities of its upstreams that are up (every list change
+ * notified, since upstreams come and go), their instructions under their names, and `name` as its serverInfo.
+ */
+export function initializeResult(ups: readonly Upstream[], name: string): Record<string, unknown> {
+  const capabilities: Record<string, unknown> = { tools: { listChanged: true } };
+  const parts: string[] = [];
+  for (const up of ups) {
+    const caps = up.capabilities;
+    if (caps.prompts !== undefined) capabilities.prompts = { listChanged: true };
+    if (isObject(caps.resources)) {
+      const subscribe = caps.resources.subscribe === true || (isObject(capabilities.resources) && capabilities.resources.subscribe === true);
+      capabilities.resources = { listChanged: true, ...(subscribe ? { subscribe: true } : {}) };
+    }
+    if (caps.logging !== undefined) capabilities.logging = {};
+    if (caps.completions !== undefined) capabilities.completions = {};
+    const instructions = up.info?.instructions;
+    if (typeof instructions === 'string' && instructions.trim() !== '') parts.push(`## ${up.name}\n\n${instructions.trim()}`);
+  }
+  return {
+    protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
+    capabilities,
+    serverInfo: { name, version: VERSION },
+    ...(parts.length === 0 ? {} : { instructions: parts.join('\n\n') }),
+  };
 }

@@ -17,8 +17,9 @@
  *   with an error that names it; it is restarted with backoff (see Upstream).
  */
 import type { ParamHeader } from '../protocol/param-headers.js';
-import { Catalog, type Kind } from './catalog.js';
-import { RunningCalls } from './running.js';
+import { Catalog, initializeResult, type Kind } from './catalog.js';
+import { type Call, RunningCalls } from './running.js';
+import { LISTEN_ENDED, ModernFace } from './modern.js';
 import { createLogger, type Logger, lineLogger } from '../log.js';
 import { EventEmitter } from 'node:events';
 import type { Channel } from '../client/channel.js';
@@ -26,11 +27,10 @@ import type { ServerConfig } from '../client/config.js';
 import { type Connection, RpcError } from '../client/connection.js';
 import { ConnectionError, type ExitStatus } from '../client/errors.js';
 import { idKey, isObject, isRequest, isResponse } from '../jsonrpc.js';
-import { INPUT_CAPABILITIES } from '../protocol/modern.js';
+import { INPUT_CAPABILITIES, RELAYED_CAPABILITIES, takeModernMeta } from '../protocol/modern.js';
 import { startRequestSpan } from '../protocol/trace.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
-import { VERSION } from '../version.js';
-import type { Policy } from './policy.js';
+import { type Policy, SERVE_ITSELF, withCaller } from './policy.js';
 import type { Caller } from '../protocol/caller.js';
 import { NameFilter, type PrefixMode } from './names.js';
 import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
@@ -87,6 +87,8 @@ export interface GatewayOptions {
   listTimeoutMs?: number;
   /** How long a client's request sent on to a server may take before it is cancelled there. @defaultValue 600000 */
   callTimeoutMs?: number;
+  /** What the requestStates of its input_required results start with (serve's replica id, with replicas). */
+  statePrefix?: string;
 }
 
 /** What a gateway reports (to serve's metrics). */
@@ -98,24 +100,9 @@ export interface GatewayObserver {
 /** A logger that writes nothing: a gateway given no log. */
 const SILENT: Logger = createLogger({ write: () => undefined, level: 'error' });
 
-/** Where forwarded requests carry the caller's claims (with forwardClaims). */
-export const CALLER_META = 'mcp-frame/caller';
-
-/**
- * serve itself as a caller: its own requests to a gateway (the tool list it reads to learn header declarations)
- * see every tool, whatever the policy hides from callers, and carry no caller's claims. Known by identity: no
- * token can make a caller that is this object.
- */
-export const SERVE_ITSELF: Caller = Object.freeze({ subject: 'mcp-frame serve', scopes: Object.freeze([]), claims: Object.freeze({}) });
+export { CALLER_META, SERVE_ITSELF } from './policy.js';
 
 type Json = Record<string, unknown>;
-
-/** A client's request: its id, the id as a map key, and who sent it. */
-interface Call {
-  key: string;
-  id: unknown;
-  caller: Caller | undefined;
-}
 
 export class Gateway extends EventEmitter implements Channel {
   readonly name: string;
@@ -150,6 +137,9 @@ export class Gateway extends EventEmitter implements Channel {
   /** What the gateway knows of its upstreams' lists, and the merged lists it answers with. */
   readonly #catalog: Catalog;
   #clientCapabilities: Json = {};
+  /** A client of the initialize era has initialized: list changes go to it (a modern client has listens). */
+  #legacyClient = false;
+  readonly #modern: ModernFace;
   #initialized: Promise<Json> | undefined;
   #ready = false;
   #next = 1;
@@ -190,6 +180,16 @@ export class Gateway extends EventEmitter implements Channel {
       up.on('restarting', () => this.#observer?.upstreamRestart?.(up.name));
       return up;
     });
+    this.#modern = new ModernFace(
+      {
+        start: () => this.start(RELAYED_CAPABILITIES),
+        dispatch: (call, method, params) => this.#dispatch(call, method, params),
+        uriRequest: (method, uri) => this.#uriRequest(method, uri),
+        emit: (msg) => !this.#closed && this.emit('message', msg),
+        calls: this.#calls,
+      },
+      options.statePrefix,
+    );
     this.#catalog = new Catalog({
       ups: this.#ups,
       separator: this.#separator,
@@ -205,8 +205,12 @@ export class Gateway extends EventEmitter implements Channel {
   send(msg: unknown, caller?: Caller): Promise<void> {
     if (this.#closed) return Promise.reject(this.endError('the gateway'));
     const who = caller ?? this.#caller;
-    if (isRequest(msg)) void this.#request({ key: idKey(msg.id), id: msg.id, caller: who }, msg.method, isObject(msg.params) ? msg.params : {});
-    else if (isResponse(msg)) this.#answered(msg as unknown as Json, who);
+    if (isRequest(msg)) {
+      const call: Call = { key: idKey(msg.id), id: msg.id, caller: who };
+      const modern = takeModernMeta(msg.params);
+      if (modern !== undefined) call.modern = { capabilities: modern.capabilities, interrupt: () => false };
+      void this.#request(call, msg.method, modern?.params ?? (isObject(msg.params) ? msg.params : {}));
+    } else if (isResponse(msg)) this.#answered(msg as unknown as Json, who);
     else if (isObject(msg) && typeof msg.method === 'string') this.#notification(msg.method, isObject(msg.params) ? msg.params : {}, who);
     return Promise.resolve();
   }
@@ -235,6 +239,7 @@ export class Gateway extends EventEmitter implements Channel {
   close(): Promise<ExitStatus> {
     this.#closing ??= (async () => {
       this.#closed = true;
+      this.#modern.close(this.endError('the request'));
       for (const ask of this.#asks.values()) ask.reject(this.endError('the request'));
       this.#asks.clear();
       this.#calls.close();
@@ -271,7 +276,7 @@ export class Gateway extends EventEmitter implements Channel {
             why: up.why ?? 'starting',
           });
       this.#ready = true;
-      return this.#result();
+      return initializeResult(this.#ups, this.name);
     })();
     return this.#initialized;
   }
@@ -300,11 +305,16 @@ export class Gateway extends EventEmitter implements Channel {
 
   async #request(call: Call, method: string, params: Json): Promise<void> {
     const { key, id } = call;
+    // A cancelled request of the initialize era gets no answer; a modern one's is dropped by whoever cancelled it,
+    // and one the gateway ended itself (-32021) must reach its client.
+    const silenced = (): boolean => call.modern === undefined && this.#calls.get(key)?.cancelled === true;
     try {
-      const result = await this.#dispatch(call, method, params);
-      if (this.#calls.get(key)?.cancelled !== true) this.#emit({ jsonrpc: '2.0', id, result });
+      const result =
+        call.modern === undefined ? await this.#dispatch(call, method, params) : await this.#modern.request(call as Required<Call>, method, params);
+      if (result === LISTEN_ENDED) return;
+      if (!silenced()) this.#emit({ jsonrpc: '2.0', id, result });
     } catch (err) {
-      if (this.#calls.get(key)?.cancelled === true) return;
+      if (silenced()) return;
       const error =
         err instanceof RpcError
           ? { code: err.code, message: err.message, ...(err.data === undefined ? {} : { data: err.data }) }
@@ -347,39 +357,17 @@ export class Gateway extends EventEmitter implements Channel {
   }
 
   async #initialize(params: Json): Promise<Json> {
+    this.#legacyClient = true;
     const asked = typeof params.protocolVersion === 'string' ? params.protocolVersion : undefined;
     const result = await this.start(isObject(params.capabilities) ? params.capabilities : {});
     const protocolVersion = asked !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_LEGACY_PROTOCOL_VERSION;
     return { ...result, protocolVersion };
   }
 
-  /** The gateway's initialize result: the union of the capabilities of the upstreams up, their instructions under their names. */
-  #result(): Json {
-    const capabilities: Json = { tools: { listChanged: true } };
-    const parts: string[] = [];
-    for (const up of this.#ups) {
-      const caps = up.capabilities;
-      if (caps.prompts !== undefined) capabilities.prompts = { listChanged: true };
-      if (isObject(caps.resources)) {
-        const subscribe = caps.resources.subscribe === true || (isObject(capabilities.resources) && capabilities.resources.subscribe === true);
-        capabilities.resources = { listChanged: true, ...(subscribe ? { subscribe: true } : {}) };
-      }
-      if (caps.logging !== undefined) capabilities.logging = {};
-      if (caps.completions !== undefined) capabilities.completions = {};
-      const instructions = up.info?.instructions;
-      if (typeof instructions === 'string' && instructions.trim() !== '') parts.push(`## ${up.name}\n\n${instructions.trim()}`);
-    }
-    return {
-      protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
-      capabilities,
-      serverInfo: { name: this.name, version: VERSION },
-      ...(parts.length === 0 ? {} : { instructions: parts.join('\n\n') }),
-    };
-  }
-
   #notification(method: string, params: Json, caller: Caller | undefined): void {
     if (method === 'notifications/cancelled') {
       this.#calls.cancel(idKey(params.requestId), typeof params.reason === 'string' ? params.reason : 'cancelled by the client');
+      this.#modern.cancelled(idKey(params.requestId));
       return;
     }
     if (method === 'notifications/initialized') {
@@ -389,7 +377,7 @@ export class Gateway extends EventEmitter implements Channel {
       return;
     }
     // roots/list_changed, and anything else a client tells its server: every upstream hears it.
-    if (method === 'notifications/roots/list_changed') for (const up of this.#ups) up.notify(method, this.#withCaller(params, caller));
+    if (method === 'notifications/roots/list_changed') for (const up of this.#ups) up.notify(method, withCaller(this.#forwardClaims, params, caller));
   }
 
   /** The client's answer to one of the gateway's requests (its `_meta` carries the answering caller's claims or none). */
@@ -400,12 +388,14 @@ export class Gateway extends EventEmitter implements Channel {
     if (isObject(msg.error)) {
       const { code, message, data } = msg.error;
       ask.reject(new RpcError(typeof code === 'number' ? code : CODES.internalError, typeof message === 'string' ? message : 'error', data));
-    } else ask.resolve(isObject(msg.result) ? this.#withCaller(msg.result, caller) : msg.result);
+    } else ask.resolve(isObject(msg.result) ? withCaller(this.#forwardClaims, msg.result, caller) : msg.result);
   }
 
   /** `related`: the client's id of the call the message belongs to, when the gateway knows it (see #ask). */
   #emit(msg: Json, related?: unknown): void {
     if (this.#closed) return;
+    // A list change or resource update goes to the listens that agreed to it, and to a client of the initialize era.
+    if (this.#modern.deliver(msg) && !this.#legacyClient) return;
     if (!this.#clientInitialized && typeof msg.method === 'string' && msg.method.endsWith('/list_changed')) {
       this.#heldChanges.add(msg.method);
       return;
@@ -430,14 +420,29 @@ export class Gateway extends EventEmitter implements Channel {
     await this.start();
     const uri = typeof params.uri === 'string' ? params.uri : undefined;
     if (uri === undefined) throw new RpcError(CODES.invalidParams, `${method} needs a uri`);
-    let up = this.#catalog.uriOwner(uri);
-    if (up === undefined) {
-      await Promise.all([this.#catalog.index('resources'), this.#catalog.index('templates')]);
-      up = this.#catalog.uriOwner(uri);
-    }
+    const up = await this.#uriOwner(uri);
     if (up === undefined)
       throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
     return this.#forward(call, up, method, params);
+  }
+
+  /** A resource request of the gateway's own to the server that offers `uri` (a listen's subscription); whether it succeeded. */
+  async #uriRequest(method: string, uri: string): Promise<boolean> {
+    const up = await this.#uriOwner(uri);
+    return up === undefined
+      ? false
+      : up.request(method, { uri }, { timeoutMs: this.#listTimeoutMs }).then(
+          () => true,
+          () => false,
+        );
+  }
+
+  /** The upstream that listed `uri` or whose template matches it (the lists read first when none is known to). */
+  async #uriOwner(uri: string): Promise<Upstream | undefined> {
+    const known = this.#catalog.uriOwner(uri);
+    if (known !== undefined) return known;
+    await Promise.all([this.#catalog.index('resources'), this.#catalog.index('templates')]);
+    return this.#catalog.uriOwner(uri);
   }
 
   async #complete(call: Call, params: Json): Promise<unknown> {
@@ -463,7 +468,7 @@ export class Gateway extends EventEmitter implements Channel {
   async #setLevel(params: Json, caller: Caller | undefined): Promise<Json> {
     await this.start();
     const ups = this.#ups.filter((up) => up.state === 'up' && up.capabilities.logging !== undefined);
-    const out = this.#withCaller(params, caller);
+    const out = withCaller(this.#forwardClaims, params, caller);
     await Promise.all(ups.map((up) => up.request('logging/setLevel', out, { timeoutMs: this.#listTimeoutMs }).catch(() => undefined)));
     return {};
   }
@@ -474,8 +479,8 @@ export class Gateway extends EventEmitter implements Channel {
    * running there for a while yet (see CANCELLED_RUNS_MS).
    */
   async #forward(call: Call, up: Upstream, method: string, params: Json): Promise<unknown> {
-    const forwarded = this.#calls.begin(call.key, call.id, up, call.caller);
-    let out = this.#withCaller(params, call.caller);
+    const forwarded = this.#calls.begin(call, up);
+    let out = withCaller(this.#forwardClaims, params, call.caller);
     let token: string | undefined;
     if (isObject(params._meta) && params._meta.progressToken !== undefined) {
       token = this.#calls.token(up, params._meta.progressToken);
@@ -514,22 +519,6 @@ export class Gateway extends EventEmitter implements Channel {
     return this.#policy()?.allows(caller, kind, exposed) ?? true;
   }
 
-  /**
-   * `params` with the caller's forwarded claims in `_meta` (with forwardClaims), any a client put there replaced:
-   * every message that reaches a server carries the signed-in caller's claims or none.
-   */
-  #withCaller(params: Json, caller: Caller | undefined): Json {
-    if (this.#forwardClaims.length === 0) return params;
-    const meta: Json = isObject(params._meta) ? { ...params._meta } : {};
-    delete meta[CALLER_META];
-    if (caller !== undefined && caller !== SERVE_ITSELF) {
-      const claims: Json = {};
-      for (const name of this.#forwardClaims) if (caller.claims[name] !== undefined) claims[name] = caller.claims[name];
-      meta[CALLER_META] = claims;
-    }
-    return { ...params, _meta: meta };
-  }
-
   // ---- the upstreams' messages
 
   /** Before an upstream's handshake: its notifications to here, and its requests that the client can answer to the client. */
@@ -556,6 +545,7 @@ export class Gateway extends EventEmitter implements Channel {
     if (this.#closed) return Promise.reject(this.endError('the request'));
     const owner = this.#calls.ownerOf(up, related);
     if (owner === undefined && this.#shared) return this.#refuse(up, method, 'it belongs to no one call in flight');
+    if (owner?.modern !== undefined) return this.#modern.ask(owner, owner.modern, method, params);
     const id = `mcp-frame-${this.#next++}`;
     return new Promise((resolve, reject) => {
       this.#asks.set(id, { resolve, reject });
@@ -585,9 +575,15 @@ export class Gateway extends EventEmitter implements Channel {
     }
     this.#catalog.listChanged(up, method);
     if (method === 'notifications/message') {
-      // A server's log is its session's: the call it belongs to only when it is the one call running there.
+      // A server's log is its session's: the call it belongs to only when it is the one call running there; a
+      // shared gateway's client is several callers, and a log that is no one call's is given to none of them.
+      const owner = this.#calls.ownerOf(up);
+      if (owner === undefined && this.#shared) {
+        this.#droppedCount++;
+        return;
+      }
       const logger = typeof params.logger === 'string' ? `${up.name}/${params.logger}` : up.name;
-      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, this.#calls.ownerOf(up)?.id);
+      this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, owner?.id);
       return;
     }
     // notifications/cancelled is about the upstream's own requests to the client: the client never saw their ids.

@@ -195,3 +195,29 @@ function stringEnd(text: string, open: number): number {
   }
   return text.length;
 }
+
+/** Where forwarded requests carry the caller's claims (with forwardClaims). */
+export const CALLER_META = 'mcp-frame/caller';
+
+/**
+ * serve itself as a caller: its own requests to a gateway (the tool list it reads to learn header declarations)
+ * see every tool, whatever the policy hides from callers, and carry no caller's claims. Known by identity: no
+ * token can make a caller that is this object.
+ */
+export const SERVE_ITSELF: Caller = Object.freeze({ subject: 'mcp-frame serve', scopes: Object.freeze([]), claims: Object.freeze({}) });
+
+/**
+ * `params` with the caller's `forwardClaims` in `_meta` (when there are any to forward), any a client put there
+ * replaced: every message that reaches a server carries the signed-in caller's claims or none.
+ */
+export function withCaller(forwardClaims: readonly string[], params: Record<string, unknown>, caller: Caller | undefined): Record<string, unknown> {
+  if (forwardClaims.length === 0) return params;
+  const meta: Record<string, unknown> = isObject(params._meta) ? { ...params._meta } : {};
+  delete meta[CALLER_META];
+  if (caller !== undefined && caller !== SERVE_ITSELF) {
+    const claims: Record<string, unknown> = {};
+    for (const name of forwardClaims) if (caller.claims[name] !== undefined) claims[name] = caller.claims[name];
+    meta[CALLER_META] = claims;
+  }
+  return { ...params, _meta: meta };
+}

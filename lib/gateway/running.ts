@@ -16,14 +16,36 @@ import type { Upstream } from './upstream.js';
  */
 export const CANCELLED_RUNS_MS = 60_000;
 
+/** A client's request: its id, the id as a map key, who sent it, and for a 2026-07-28 request what it is beyond that. */
+export interface Call {
+  key: string;
+  id: unknown;
+  caller: Caller | undefined;
+  modern?: ModernCall;
+}
+
+/** What a 2026-07-28 request is beyond its id (see ModernFace). */
+export interface ModernCall {
+  /** The client capabilities the request declared. */
+  capabilities: Record<string, unknown>;
+  /**
+   * Answers the client's request now (input_required, or an error) while the call goes on at its server; false
+   * when it was answered so already.
+   */
+  interrupt(outcome: { result: Record<string, unknown> } | { error: Error }): boolean;
+  /** The call's outcome at its server, whichever request of the client's (the first or a retry) waits for it. */
+  rest?: Promise<unknown>;
+}
+
 /** A client's request sent on to a server. */
-interface Forwarded {
-  /** The client's id of the request. */
+export interface Forwarded {
+  /** The client's id of the request (of its latest retry, for a modern call answered input_required). */
   id: unknown;
   up: Upstream;
   abort: AbortController;
   cancelled: boolean;
   caller: Caller | undefined;
+  modern: ModernCall | undefined;
 }
 
 export class RunningCalls {
@@ -35,9 +57,10 @@ export class RunningCalls {
   readonly #tokens = new Map<string, { up: Upstream; token: unknown }>();
   readonly #limbo = new Set<NodeJS.Timeout>();
 
-  /** A request of the client's (`key`: its id as a map key) sent on to `up` now. */
-  begin(key: string, id: unknown, up: Upstream, caller: Caller | undefined): Forwarded {
-    const forwarded: Forwarded = { id, up, abort: new AbortController(), cancelled: false, caller };
+  /** The client's request `call` sent on to `up` now. */
+  begin(call: Call, up: Upstream): Forwarded {
+    const forwarded: Forwarded = { id: call.id, up, abort: new AbortController(), cancelled: false, caller: call.caller, modern: call.modern };
+    const { key } = call;
     this.#byKey.set(key, forwarded);
     this.#running.add(forwarded);
     return forwarded;
@@ -56,9 +79,14 @@ export class RunningCalls {
   /** The client cancelled the request `key`: aborted, with `reason`. */
   cancel(key: string, reason: string): void {
     const forwarded = this.#byKey.get(key);
-    if (forwarded === undefined) return;
-    forwarded.cancelled = true;
-    forwarded.abort.abort(reason);
+    if (forwarded !== undefined) abort(forwarded, reason);
+  }
+
+  /** A modern call goes on for the client's retry `call` (its requestState named it): waited for under its key now. */
+  adopt(call: Call, forwarded: Forwarded): void {
+    forwarded.id = call.id;
+    forwarded.modern = call.modern;
+    this.#byKey.set(call.key, forwarded);
   }
 
   /** A progress token of the gateway's for `up`, standing for the client's `token` until dropped. */
@@ -119,4 +147,10 @@ export class RunningCalls {
     for (const timer of this.#limbo) clearTimeout(timer);
     this.#limbo.clear();
   }
+}
+
+/** Aborts a request sent on, with `reason`: the server is told, and its messages are no one's from now on. */
+export function abort(forwarded: Forwarded, reason: string): void {
+  forwarded.cancelled = true;
+  forwarded.abort.abort(reason);
 }

@@ -180,3 +180,65 @@ export function headerMismatch(msg: Record<string, unknown>, headers: Record<str
   }
   return undefined;
 }
+
+/** The methods the 2026-07-28 revision removed: a modern request of one is answered -32601 (HTTP 404). */
+export const REMOVED_METHODS: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'logging/setLevel',
+  'resources/subscribe',
+  'resources/unsubscribe',
+]);
+
+/**
+ * What a server that answers modern clients for legacy servers declares to those servers: the questions it relays
+ * to a modern client as input_required.
+ */
+export const RELAYED_CAPABILITIES: Readonly<Record<string, Record<string, never>>> = Object.freeze({ elicitation: {}, sampling: {}, roots: {} });
+
+/** The modern keys of a request's `_meta`: what a legacy server is not sent. */
+const MODERN_META_KEYS = [META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES, META_LOG_LEVEL];
+
+/**
+ * A modern request's metadata read, and its params without it (a `_meta` left with nothing is left out): the
+ * client capabilities it declared, and whether it asked for log messages. Undefined for a request of the legacy
+ * era (no protocol version in its `_meta`).
+ */
+export function takeModernMeta(
+  params: unknown,
+): { params: Record<string, unknown>; capabilities: Record<string, unknown>; logs: boolean } | undefined {
+  if (!isObject(params) || !isObject(params._meta) || typeof params._meta[META_PROTOCOL_VERSION] !== 'string') return undefined;
+  const meta = { ...params._meta };
+  const capabilities = isObject(meta[META_CLIENT_CAPABILITIES]) ? (meta[META_CLIENT_CAPABILITIES] as Record<string, unknown>) : {};
+  const logs = meta[META_LOG_LEVEL] !== undefined;
+  for (const key of MODERN_META_KEYS) delete meta[key];
+  const { _meta: _, ...rest } = params;
+  return { params: Object.keys(meta).length === 0 ? rest : { ...rest, _meta: meta }, capabilities, logs };
+}
+
+/** Methods whose 2026-07-28 results carry cache hints. */
+const CACHEABLE = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
+
+/**
+ * A legacy result as the 2026-07-28 revision has results: `resultType: 'complete'`, and for the cacheable methods
+ * the most careful cache hints (`ttlMs: 0`, `cacheScope: 'private'`) where it gives none.
+ */
+export function modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...result, resultType: result.resultType ?? 'complete' };
+  if (CACHEABLE.has(method)) {
+    out.ttlMs ??= 0;
+    out.cacheScope ??= 'private';
+  }
+  return out;
+}
+
+/** A DiscoverResult made from an initialize result (a legacy server's, or a gateway's own). */
+export function discoverFrom(init: Record<string, unknown>): Record<string, unknown> {
+  const result: Record<string, unknown> = {
+    supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+    capabilities: isObject(init.capabilities) ? init.capabilities : {},
+  };
+  if (typeof init.instructions === 'string') result.instructions = init.instructions;
+  if (isObject(init.serverInfo)) result._meta = { 'io.modelcontextprotocol/serverInfo': init.serverInfo };
+  return modernResult('server/discover', result);
+}

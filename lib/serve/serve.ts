@@ -71,6 +71,7 @@ async function childrenOf(
   watchers: Watchers,
   log: Logger,
   tracing: boolean,
+  replica: string | undefined,
 ): Promise<{ children: Children; policy: { current: ServeOptions['policy'] } | undefined }> {
   const servers = serversOf(target);
   const settings = { inheritEnv: options.inheritEnv ?? false, shutdownGraceMs: options.shutdownGraceMs ?? 2000 };
@@ -101,6 +102,8 @@ async function childrenOf(
       maxPendingPerUpstream: options.maxPendingPerUpstream,
       forwardClaims: options.forwardClaims,
       prefixOne: options.gateway === true,
+      // A retry of an input_required another replica made is carried to the replica that holds its call.
+      statePrefix: replica,
     },
     watchers,
     log,
@@ -309,8 +312,11 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const telemetry = new Telemetry();
   const watchers: Watchers = { telemetry, requests: new RequestTap(telemetry), trace: options.trace ?? false };
   const tracing = options.tracing !== false && (await loadTraceApi()) !== undefined;
-  const { children, policy } = await childrenOf(target, options, watchers, log, tracing);
   const store = options.store === undefined ? undefined : await openStore(options.store, log, options);
+  const { children, policy } = await childrenOf(target, options, watchers, log, tracing, store?.replica).catch(async (err: unknown) => {
+    await store?.close();
+    throw err;
+  });
   const ctx = contextOf(options, log, children, watchers, store);
   const gate = new StartGate(options.maxStarting ?? 4, options.startWaitMs ?? 10_000);
   const socketChildren = new Set<ServedChild>();

@@ -30,21 +30,21 @@ describe('gateway/running: the calls that may still run at the servers, and whos
   afterEach(() => calls.close());
 
   it("gives a server's message to its only call, and to nobody when two callers' calls may run there", () => {
-    const alice = calls.begin('number:1', 1, bank, caller('alice'));
+    const alice = calls.begin({ key: 'number:1', id: 1, caller: caller('alice') }, bank);
     expect(calls.ownerOf(bank)).to.equal(alice);
     expect(calls.ownerOf(vault), 'nothing runs at the vault').to.equal(undefined);
-    calls.begin('number:2', 2, bank, caller('bob'));
+    calls.begin({ key: 'number:2', id: 2, caller: caller('bob') }, bank);
     expect(calls.ownerOf(bank), 'a pick between callers is nobody').to.equal(undefined);
     // Two calls of one caller: which call is not known, so none.
     const solo = new RunningCalls();
-    solo.begin('number:1', 1, vault, caller('carol'));
-    solo.begin('number:2', 2, vault, caller('carol'));
+    solo.begin({ key: 'number:1', id: 1, caller: caller('carol') }, vault);
+    solo.begin({ key: 'number:2', id: 2, caller: caller('carol') }, vault);
     expect(solo.ownerOf(vault)).to.equal(undefined);
   });
 
   it('takes the call a Connection names, while it runs and is not cancelled', () => {
-    const a = calls.begin('number:1', 1, bank, caller('alice'));
-    calls.begin('number:2', 2, bank, caller('bob'));
+    const a = calls.begin({ key: 'number:1', id: 1, caller: caller('alice') }, bank);
+    calls.begin({ key: 'number:2', id: 2, caller: caller('bob') }, bank);
     expect(calls.ownerOf(bank, a)).to.equal(a);
     calls.cancel('number:1', 'the client went');
     expect(a.cancelled).to.equal(true);
@@ -56,11 +56,11 @@ describe('gateway/running: the calls that may still run at the servers, and whos
 
   it('keeps a cancelled call as running for CANCELLED_RUNS_MS: no other caller gets its server’s messages meanwhile', () => {
     expect(CANCELLED_RUNS_MS).to.equal(60_000);
-    const bob = calls.begin('number:1', 1, bank, caller('bob'));
+    const bob = calls.begin({ key: 'number:1', id: 1, caller: caller('bob') }, bank);
     calls.settle(bob, true);
-    const alice = calls.begin('number:2', 2, bank, caller('alice'));
+    const alice = calls.begin({ key: 'number:2', id: 2, caller: caller('alice') }, bank);
     expect(calls.ownerOf(bank), "Bob's cancelled call may still be asking").to.equal(undefined);
-    const done = calls.begin('number:3', 3, vault, caller('alice'));
+    const done = calls.begin({ key: 'number:3', id: 3, caller: caller('alice') }, vault);
     calls.settle(done, false);
     expect(calls.ownerOf(vault), 'a finished call runs nowhere').to.equal(undefined);
     calls.settle(alice, false);
@@ -79,7 +79,7 @@ describe('gateway/running: the calls that may still run at the servers, and whos
   });
 
   it('knows a waited-for call by its key until the client is answered', () => {
-    const a = calls.begin('string:x', 'x', bank, undefined);
+    const a = calls.begin({ key: 'string:x', id: 'x', caller: undefined }, bank);
     expect(calls.get('string:x')).to.equal(a);
     calls.forget('string:x');
     expect(calls.get('string:x')).to.equal(undefined);

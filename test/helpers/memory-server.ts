@@ -27,15 +27,17 @@ export interface Asked {
 
 /**
  * A legacy server in process: initialize is answered (with `capabilities`), every other request goes to `onRequest`,
- * which answers it when it likes; notifications are kept in `notified`.
+ * which answers it when it likes; notifications are kept in `notified`, and the answers to its own requests (sent
+ * with `say`) in `answers`.
  */
 export function scriptedChannel(
   onRequest: (asked: Asked) => void,
   capabilities: Json = { tools: {} },
-): { channel: Channel; notified: Json[]; say(msg: Json): void } {
+): { channel: Channel; notified: Json[]; answers: Json[]; say(msg: Json): void } {
   const toServer = new PassThrough();
   const toClient = new PassThrough();
   const notified: Json[] = [];
+  const answers: Json[] = [];
   const say = (msg: Json): void => void toClient.write(`${JSON.stringify(msg)}\n`);
   let buffered = '';
   toServer.setEncoding('utf8');
@@ -45,6 +47,7 @@ export function scriptedChannel(
       const msg = JSON.parse(buffered.slice(0, nl)) as Json;
       buffered = buffered.slice(nl + 1);
       if (msg.id === undefined) notified.push(msg);
+      else if (msg.method === undefined) answers.push(msg);
       else if (msg.method === 'initialize') {
         const params = msg.params as Json;
         say({
@@ -63,5 +66,5 @@ export function scriptedChannel(
     }
   });
   toServer.on('end', () => toClient.end());
-  return { channel: new StreamChannel(toClient, toServer, { name: 'scripted' }), notified, say };
+  return { channel: new StreamChannel(toClient, toServer, { name: 'scripted' }), notified, answers, say };
 }

@@ -14,7 +14,7 @@ import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
 import { within } from '../helpers/poll.js';
-import { rawRequest } from '../helpers/raw-http.js';
+import { modernPost, rawRequest } from '../helpers/raw-http.js';
 import { cli, jsonLines } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -139,6 +139,24 @@ describe('serve: a gateway in front of several servers', function () {
     } finally {
       await host.close();
     }
+  });
+
+  it("answers a 2026-07-28 client's server/discover itself, merged from its servers, with no translation in between", async () => {
+    const g = await gateway({ a: PEER('a'), b: PEER('b') }, { name: 'team' });
+    const discovered = await rawRequest(g.url!, modernPost(1, 'server/discover', {}));
+    expect(discovered.status).to.equal(200);
+    const result = (JSON.parse(discovered.body) as { result: Json }).result;
+    expect(result).to.deep.include({ supportedVersions: ['2026-07-28'], resultType: 'complete' });
+    expect((result._meta as Json)['io.modelcontextprotocol/serverInfo']).to.deep.include({ name: 'team' });
+    expect(result.capabilities).to.deep.include({ tools: { listChanged: true } });
+    const removed = await rawRequest(g.url!, modernPost(2, 'ping', {}));
+    expect([removed.status, (JSON.parse(removed.body) as { error: Json }).error.code]).to.deep.equal([404, -32601]);
+    const called = await rawRequest(g.url!, modernPost(3, 'tools/call', { name: 'b__echo', arguments: { text: 'hi' } }));
+    expect(JSON.parse(called.body)).to.deep.include({ result: { content: [{ type: 'text', text: 'b: hi' }], resultType: 'complete' } });
+    expect(
+      log.filter((l) => l.includes('translating')),
+      'the gateway speaks the era itself',
+    ).to.deep.equal([]);
   });
 
   it('reaches a remote server behind a second serve, beside a local one', async () => {

@@ -120,7 +120,8 @@ type PassedOn =
   | 'listTimeoutMs'
   | 'callTimeoutMs'
   | 'maxPendingPerUpstream'
-  | 'forwardClaims';
+  | 'forwardClaims'
+  | 'statePrefix';
 
 /** What a gateway's children are made with: ServeOptions' gateway settings. */
 export interface GatewaySettings extends Readonly<{ [K in PassedOn]: GatewayOptions[K] | undefined }> {

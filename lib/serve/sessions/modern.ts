@@ -9,7 +9,8 @@
  * lists no modern revision, or silence says legacy; any other answer is no verdict (the request that started the
  * child gets 502, and the next one asks again).
  *
- * A child that speaks only the legacy era is translated: serve opens one legacy session with it (initialize,
+ * A gateway speaks both eras itself (gateway/modern.ts): it answers the probe as a modern server and is never
+ * translated. A child that speaks only the legacy era is translated: serve opens one legacy session with it (initialize,
  * declaring elicitation, sampling and roots, which it can relay), answers `server/discover` from that session's
  * initialize result, sends requests without the modern metadata, and turns a request the child sends during a
  * call into an `input_required` result whose retry (with `requestState`) answers the child and completes the
@@ -36,6 +37,10 @@ import {
   META_PROTOCOL_VERSION,
   META_SUBSCRIPTION_ID,
   MODERN_PROTOCOL_VERSIONS,
+  discoverFrom,
+  modernResult,
+  RELAYED_CAPABILITIES,
+  REMOVED_METHODS,
 } from '../../protocol/modern.js';
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../../jsonrpc.js';
@@ -98,12 +103,6 @@ interface Exchange {
 function quietExchange(msg: JsonRpcRequest, res: ServerResponse, capabilities: Record<string, unknown>): Exchange {
   return { id: msg.id, method: msg.method, res, token: undefined, streaming: false, timer: undefined, logs: false, capabilities };
 }
-
-/** The methods the 2026-07-28 revision removed: a translated child's answer to them would not be the revision's. */
-const REMOVED = new Set(['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']);
-
-/** What serve declares to a legacy child: the questions it can relay to a modern client as input_required. */
-const RELAYED_CAPABILITIES = { elicitation: {}, sampling: {}, roots: {} };
 
 /**
  * The era of the child for modern requests, found with serve's own server/discover; a legacy child is given one
@@ -198,7 +197,7 @@ export class ModernHub {
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: discoverFrom(legacy) }));
       return;
     }
-    if (legacy !== undefined && REMOVED.has(msg.method)) {
+    if (legacy !== undefined && REMOVED_METHODS.has(msg.method)) {
       res
         .writeHead(404, { 'Content-Type': 'application/json' })
         .end(JSON.stringify(rpcError(msg.id, CODES.methodNotFound, `Method not found: ${msg.method} is not part of the 2026-07-28 revision`)));
@@ -428,7 +427,7 @@ export class ModernHub {
       this.#finished(msg.id);
       return this.#answer(msg.id as number, msg as unknown as Record<string, unknown>);
     }
-    if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest, related);
+    if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
     if (msg.method === 'notifications/tools/list_changed') this.#params.listChanged();
@@ -508,22 +507,20 @@ export class ModernHub {
   }
 
   /**
-   * A legacy child asks the client something (elicitation, sampling, roots) during a call: the call a gateway
-   * names (`related`), or with one child the one #onlyRunning finds, is the one asking: its client gets an
+   * A legacy child asks the client something (elicitation, sampling, roots) during a call: the one request that
+   * may be running there (a listen runs nothing; see #onlyRunning) is the one asking: its client gets an
    * input_required result, and its retry answers. Otherwise nobody can tell whose question it is, and the child
-   * is told so at once.
+   * is told so at once: never a guess between callers. (A gateway is never translated: it makes input_required
+   * results itself.)
    */
-  #question(ask: JsonRpcRequest, related?: unknown): void {
+  #question(ask: JsonRpcRequest): void {
     const child = this.#child;
     if (child === undefined) return;
     if (ask.method === 'ping') return void child.send({ jsonrpc: '2.0', id: ask.id, result: {} }).catch(() => undefined);
-    // A gateway says whose a question is (it knows each server's calls); with one child, it is the only request
-    // that may be running there (a listen runs nothing), or nobody's: never a guess between callers.
-    const byGateway = this.#ctx.children.entry === undefined;
-    const n = byGateway ? (typeof related === 'number' ? related : undefined) : this.#onlyRunning(() => true);
+    const n = this.#onlyRunning(() => true);
     const exchange = n === undefined ? undefined : this.#exchanges.get(n);
     if (exchange === undefined || n === undefined) {
-      this.#dropped(ask, byGateway ? 'the gateway named no request in flight' : 'it belongs to no one request in flight');
+      this.#dropped(ask, 'it belongs to no one request in flight');
       return void child.send(rpcError(ask.id, CODES.serverError, 'serve cannot tell which client this request is for')).catch(() => undefined);
     }
     const needed = INPUT_CAPABILITIES[ask.method];
@@ -626,33 +623,6 @@ export class ModernHub {
         why,
       });
   }
-}
-
-/** Methods whose 2026-07-28 results carry cache hints. */
-const CACHEABLE = new Set(['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read', 'server/discover']);
-
-/**
- * A legacy child's result as the 2026-07-28 revision has results: `resultType: 'complete'`, and for the
- * cacheable methods the most careful cache hints (`ttlMs: 0`, `cacheScope: 'private'`) where it gives none.
- */
-function modernResult(method: string, result: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...result, resultType: result.resultType ?? 'complete' };
-  if (CACHEABLE.has(method)) {
-    out.ttlMs ??= 0;
-    out.cacheScope ??= 'private';
-  }
-  return out;
-}
-
-/** A DiscoverResult for a legacy server, from its initialize result. */
-function discoverFrom(init: Record<string, unknown>): Record<string, unknown> {
-  const result: Record<string, unknown> = {
-    supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
-    capabilities: isObject(init.capabilities) ? init.capabilities : {},
-  };
-  if (typeof init.instructions === 'string') result.instructions = init.instructions;
-  if (isObject(init.serverInfo)) result._meta = { 'io.modelcontextprotocol/serverInfo': init.serverInfo };
-  return modernResult('server/discover', result);
 }
 
 /**
