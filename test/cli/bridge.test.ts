@@ -10,7 +10,7 @@ import { hostile, legacyHttp } from '../helpers/hostile-http.js';
 import { FaultServer } from '../helpers/http-server.js';
 import { cli, jsonLines } from '../helpers/run.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
-import { within } from '../helpers/poll.js';
+import { within, until } from '../helpers/poll.js';
 import { serve } from '../../lib/serve/index.js';
 
 describe('mcp-frame bridge', function () {
@@ -201,7 +201,7 @@ describe('mcp-frame bridge against a host that stops reading', function () {
         received += lines.filter((l) => l.includes('notifications/message')).length;
       });
       bridge.stdout.resume();
-      for (let i = 0; i < 1000 && received < total; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(10000, 'every message received', () => received >= total, 10);
       expect(received).to.equal(total);
     } finally {
       bridge.kill();

@@ -11,6 +11,7 @@ import { gone } from '../helpers/processes.js';
 import { cli } from '../helpers/run.js';
 import { unprintable } from '../helpers/unprintable.js';
 import { tempDir } from '../helpers/temp.js';
+import { until } from '../helpers/poll.js';
 
 const testServer = (name: string): { command: string; args: string[] } => ({
   command: process.execPath,
@@ -136,7 +137,7 @@ describe('mcp-frame call', () => {
     let stderr = '';
     proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => proc.on('close', resolve));
-    for (let i = 0; i < 200 && !/→ \d+ B .*"method":"hang"/.test(stderr); i++) await new Promise((r) => setTimeout(r, 25));
+    await until(5000, 'the hang request on the wire', () => /→ \d+ B .*"method":"hang"/.test(stderr), 25);
     const pid = Number(/hostile hang pid (\d+)/.exec(stderr)?.[1]);
     expect(pid, stderr).to.be.greaterThan(0);
     return { proc, stderr: () => stderr, exited, pid };

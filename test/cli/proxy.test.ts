@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import net from 'node:net';
 import { ROOT } from '../helpers/fixtures.js';
+import { until } from '../helpers/poll.js';
 
 describe('proxies from the environment', function () {
   this.timeout(60_000);
@@ -105,7 +106,7 @@ describe('proxies from the environment', function () {
         proc.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
         proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
         const done = new Promise<number | null>((resolve) => proc.on('close', resolve));
-        for (let i = 0; i < 400 && !/Open this URL to sign in:\s+\S+/.test(stderr); i++) await new Promise((r) => setTimeout(r, 25));
+        await until(10000, 'the sign-in URL on stderr', () => /Open this URL to sign in:\s+\S+/.test(stderr), 25);
         const url = /Open this URL to sign in:\s+(\S+)/.exec(stderr)![1]!;
         // The user's browser goes directly, as a browser would.
         const authorize = await fetch(url, { redirect: 'manual' });

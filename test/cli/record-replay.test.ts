@@ -14,6 +14,7 @@ import { frame } from '../../lib/framings/ndjson.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { cli } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
+import { until } from '../helpers/poll.js';
 
 const main = `${ROOT}dist/lib/cli/main.js`;
 const everything = [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'];
@@ -74,8 +75,7 @@ describe('mcp-frame record and replay', function () {
     }
     expect(caught).to.be.instanceOf(RpcError);
     expect((caught as RpcError).code).to.equal(-32001);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(misses.join('\n')).to.match(/no recorded answer for tools\/call/);
+    await until(2000, 'the miss reported', () => /no recorded answer for tools\/call/.test(misses.join('\n')), 10);
   });
 
   it('replays one chunk a frame, and with --pace at the recorded delays, so that the MCP SDK client loses none of the progress', async () => {
@@ -178,7 +178,7 @@ describe('mcp-frame record and replay', function () {
     );
     let stderr = '';
     proc.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    for (let i = 0; i < 200 && !/grandchild \d+/.test(stderr); i++) await new Promise((r) => setTimeout(r, 10));
+    await until(2000, "the grandchild's pid on stderr", () => /grandchild \d+/.test(stderr), 10);
     const pid = Number(/grandchild (\d+)/.exec(stderr)![1]);
     // A killed process whose parent is gone stays a zombie until something reaps it (PID 1 need not): gone.
     const alive = (): boolean => {
@@ -194,7 +194,7 @@ describe('mcp-frame record and replay', function () {
     const exited = new Promise((resolve) => proc.once('exit', resolve));
     proc.kill('SIGTERM');
     await exited;
-    for (let i = 0; i < 200 && alive(); i++) await new Promise((r) => setTimeout(r, 10));
+    await until(2000, 'the grandchild gone', () => !alive(), 10);
     expect(alive(), 'the grandchild outlived record').to.equal(false);
   });
 

@@ -10,7 +10,7 @@ import { rawSession, serveProcess } from '../helpers/served.js';
 import { tempDir } from '../helpers/temp.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { freePort } from '../helpers/ports.js';
-import { within } from '../helpers/poll.js';
+import { within, until } from '../helpers/poll.js';
 
 describe('mcp-frame serve', () => {
   it('refuses bad usage before it listens: no server, an unset token variable, a bad origin, a store that is not Redis', async () => {
@@ -73,7 +73,7 @@ describe('mcp-frame serve', () => {
     for (const format of ['text', 'json'] as const) {
       const { proc, stderr, exited, url } = await serveProcess(['--log-format', format, '--', process.execPath, `${ROOT}dist/examples/server.js`]);
       await rawSession(url!);
-      for (let i = 0; i < 100 && !/started/.test(stderr()); i++) await new Promise((r) => setTimeout(r, 20));
+      await until(2000, 'serve started', () => /started/.test(stderr()), 20);
       proc.kill('SIGTERM');
       await exited;
       const line = stderr()
@@ -350,8 +350,7 @@ describe('mcp-frame serve', () => {
     );
     proc.kill('SIGINT');
     // Closing now: its first step (--drain-ms) lasts 10 s.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(stderr()).to.include('SIGINT: shutting down');
+    await until(2000, 'serve saying it shuts down', () => stderr().includes('SIGINT: shutting down'), 10);
     const started = Date.now();
     proc.kill('SIGINT');
     expect(await exited).to.equal(130);

@@ -12,6 +12,7 @@ import { rejection as rejectionOf } from '../helpers/rejection.js';
 import { unprintable } from '../helpers/unprintable.js';
 import { tempDir } from '../helpers/temp.js';
 import { procStat } from '../helpers/processes.js';
+import { until } from '../helpers/poll.js';
 
 const rejection = (promise: Promise<unknown>): Promise<ConnectionError> => rejectionOf<ConnectionError>(promise);
 
@@ -164,7 +165,7 @@ describe('connect and Connection', () => {
       expect(err.code).to.equal('TIMEOUT');
       expect(Date.now() - started).to.be.lessThan(2000);
       expect(pid).to.be.a('number');
-      for (let i = 0; i < 50 && isAlive(pid!); i++) await new Promise((r) => setTimeout(r, 50));
+      await until(2500, 'the child gone', () => !isAlive(pid!), 50);
       expect(isAlive(pid!)).to.equal(false);
     });
 
@@ -367,11 +368,11 @@ describe('connect and Connection', () => {
         shutdownGraceMs: 200,
         onSpawn: (conn) => conn.on('stderr', (l: string) => lines.push(l)),
       });
-      for (let i = 0; i < 50 && !lines.some((l) => l.startsWith('grandchild pid')); i++) await new Promise((r) => setTimeout(r, 20));
+      await until(1000, "the grandchild's pid", () => lines.some((l) => l.startsWith('grandchild pid')), 20);
       const grandchild = Number(/grandchild pid (\d+)/.exec(lines.join('\n'))?.[1]);
       expect(isAlive(grandchild)).to.equal(true);
       await c.close();
-      for (let i = 0; i < 50 && isAlive(grandchild); i++) await new Promise((r) => setTimeout(r, 20));
+      await until(1000, 'the grandchild gone', () => !isAlive(grandchild), 20);
       expect(isAlive(grandchild)).to.equal(false);
     });
   });

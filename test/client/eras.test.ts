@@ -11,6 +11,7 @@ import { rejection } from '../helpers/rejection.js';
 import { sdk2Http } from '../helpers/sdk2.js';
 import { sdkServer } from '../helpers/sdk-http-server.js';
 import { teardown } from '../helpers/teardown.js';
+import { until } from '../helpers/poll.js';
 
 const server = (name: string, ...args: string[]) => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/${name}.js`, ...args] });
 // Its own env entry makes it a server of its own for the era cache, whatever other test files connected to.
@@ -263,7 +264,7 @@ describe('protocol eras over HTTP', function () {
     const progress: number[] = [];
     c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
     const call = c.request('tools/call', { name: 'steps', arguments: { n: 20, ms: 30 }, _meta: { progressToken: 'c' } }, { signal: abort.signal });
-    for (let i = 0; i < 200 && progress.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    await until(1000, 'the first progress', () => progress.length >= 1, 5);
     abort.abort();
     expect((await rejection<ConnectionError>(call)).code).to.equal('ABORTED');
     const seenBefore = progress.length;
@@ -284,7 +285,7 @@ describe('protocol eras over HTTP', function () {
     let answers = 0;
     c.on('unmatched', () => answers++);
     const result = c.request('tools/call', { name: 'steps', arguments: { n: 4, ms: 60 }, _meta: { progressToken: 't' } });
-    for (let i = 0; i < 200 && progress.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    await until(1000, 'two progress notifications', () => progress.length >= 2, 5);
     proxy.cut();
     expect(await result).to.deep.include({ content: [{ type: 'text', text: '4 steps' }] });
     const calls = sdk2.seen.filter((s) => s.headers['mcp-method'] === 'tools/call').map((s) => (JSON.parse(s.body) as { id: unknown }).id);
@@ -305,7 +306,7 @@ describe('protocol eras over HTTP', function () {
     const progress: number[] = [];
     c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
     const result = c.request('tools/call', { name: 'steps-once', arguments: { n: 4, ms: 60 }, _meta: { progressToken: 't' } });
-    for (let i = 0; i < 200 && progress.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    await until(1000, 'the first progress', () => progress.length >= 1, 5);
     proxy.cut();
     const err = await rejection<ConnectionError>(result);
     expect(err.code).to.equal('STREAM_LOST');
@@ -332,7 +333,7 @@ describe('protocol eras over HTTP', function () {
     const progress: number[] = [];
     c.onNotification('notifications/progress', (p) => progress.push((p as { progress: number }).progress));
     const result = c.request('tools/call', { name: 'steps-once', arguments: { n: 4, ms: 60 }, _meta: { progressToken: 't' } });
-    for (let i = 0; i < 200 && progress.length < 1; i++) await new Promise((r) => setTimeout(r, 5));
+    await until(1000, 'the first progress', () => progress.length >= 1, 5);
     proxy.cut();
     expect(await result).to.deep.include({ content: [{ type: 'text', text: '4 steps' }] });
     const calls = sdk2.seen.filter((s) => s.headers['mcp-method'] === 'tools/call').map((s) => (JSON.parse(s.body) as { id: unknown }).id);

@@ -11,6 +11,7 @@ import type { ConnectionError } from '../../lib/client/errors.js';
 import { MAX_TIMER_MS, MIN_RETRY_MS, RecentIds, reconnectWait } from '../../lib/client/remote.js';
 import { hostile, json, legacyHttp } from '../helpers/hostile-http.js';
 import { rejection } from '../helpers/rejection.js';
+import { until } from '../helpers/poll.js';
 
 const SECRET = 'sk-live-0123456789abcdef';
 
@@ -139,7 +140,7 @@ describe('connect() against hostile servers', () => {
       c.onNotification('notifications/message', () => received++);
       gc();
       const before = process.memoryUsage().heapUsed;
-      for (let i = 0; i < 2000 && received < events; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until(20000, 'every event received', () => received >= events, 10);
       expect(received).to.equal(events);
       gc();
       const grown = process.memoryUsage().heapUsed - before;

@@ -11,6 +11,7 @@ import { cli } from '../helpers/run.js';
 import { type Faults, FaultServer } from '../helpers/http-server.js';
 import { rejection } from '../helpers/rejection.js';
 import { tempDir } from '../helpers/temp.js';
+import { until } from '../helpers/poll.js';
 
 const SECRET = 'Bearer sk-test-secret-0123456789';
 const fast = { initialDelayMs: 20, maxDelayMs: 200, factor: 2, maxAttempts: 4 };
@@ -56,7 +57,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     const c = await client();
     expect(c.initializeResult).to.deep.include({ protocolVersion: '2025-11-25' });
     expect(await echo(c, 'ünï 👋')).to.deep.equal({ content: [{ type: 'text', text: 'ünï 👋' }] });
-    for (let i = 0; i < 50 && !server.seen.some((s) => s.method === 'GET'); i++) await new Promise((r) => setTimeout(r, 10));
+    await until(500, 'the GET stream opened', () => server.seen.some((s) => s.method === 'GET'), 10);
     const posts = server.seen.filter((s) => s.method === 'POST');
     // First the era probe, sent the modern way; the server refuses it (-32601), so the handshake follows.
     expect(posts.map((s) => s.body?.method)).to.deep.equal(['server/discover', 'initialize', 'notifications/initialized', 'tools/call']);
@@ -202,7 +203,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
     // a new one opens its own GET stream: the old timer must not open a second one in the new session.
     await start({ json: true, getStatuses: [503] });
     const c = await client({ reconnect: { ...fast, initialDelayMs: 300, maxDelayMs: 300 } });
-    for (let i = 0; i < 100 && !server.seen.some((s) => s.method === 'GET'); i++) await new Promise((r) => setTimeout(r, 5));
+    await until(500, 'the GET stream opened', () => server.seen.some((s) => s.method === 'GET'), 5);
     server.expireSessions();
     expect(((await failed(c.request('ping'))) as ConnectionError).code).to.equal('SESSION_EXPIRED');
     await new Promise((r) => setTimeout(r, 600));
@@ -216,7 +217,7 @@ describe('connect over Streamable HTTP (a fault-injection server on 127.0.0.1)',
   it('takes a 409 on the GET stream as transient, and opens it after backing off', async () => {
     await start({ getStatuses: [409, 409] });
     const c = await client();
-    for (let i = 0; i < 100 && server.seen.filter((s) => s.method === 'GET').length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(1000, 'three GETs', () => server.seen.filter((s) => s.method === 'GET').length >= 3, 10);
     await new Promise((r) => setTimeout(r, 30));
     server.notify('notifications/message', { level: 'info', data: 'hello' });
     const note = await new Promise((resolve) => c.once('notification', resolve));

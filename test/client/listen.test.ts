@@ -9,15 +9,12 @@ import type { ConnectionError } from '../../lib/client/errors.js';
 import { hostile, json } from '../helpers/hostile-http.js';
 import { rejection } from '../helpers/rejection.js';
 import { cli } from '../helpers/run.js';
+import { until } from '../helpers/poll.js';
 
 const server = (name: string, ...args: string[]) => ({
   command: process.execPath,
   args: [fileURLToPath(new URL(`../helpers/servers/${name}.js`, import.meta.url)), ...args],
 });
-
-const until = async (check: () => boolean): Promise<void> => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-};
 
 describe('listen(): list changes and resource updates, both eras', function () {
   this.timeout(20_000);
@@ -29,7 +26,7 @@ describe('listen(): list changes and resource updates, both eras', function () {
       const sub = await c.listen({ toolsListChanged: true }, (msg) => heard.push(String(msg.method)));
       expect(sub.acknowledged).to.deep.include({ toolsListChanged: true });
       await c.request('tools/call', { name: 'grow', arguments: { name: 'sprout' } });
-      await until(() => heard.length > 0);
+      await until(2000, 'a notification heard', () => heard.length > 0, 10);
       expect(heard).to.deep.equal(['notifications/tools/list_changed']);
       await sub.close();
       await c.request('tools/call', { name: 'grow', arguments: { name: 'shoot' } });
@@ -63,7 +60,7 @@ describe('listen(): list changes and resource updates, both eras', function () {
     try {
       const heard: string[] = [];
       await c.listen({ toolsListChanged: true }, (msg) => heard.push(String(msg.method)));
-      await until(() => heard.length > 0);
+      await until(2000, 'a notification heard', () => heard.length > 0, 10);
       expect(listens).to.have.length(2);
       expect(listens[1]).to.not.equal(listens[0]);
       expect(heard).to.deep.equal(['notifications/tools/list_changed']);
@@ -80,7 +77,7 @@ describe('listen(): list changes and resource updates, both eras', function () {
       const sub = await c.listen({ resourceSubscriptions: ['file:///a.txt'], promptsListChanged: true }, (msg) => heard.push(msg.params));
       // The server offers subscriptions but no prompt list changes: only what it can do is acknowledged.
       expect(sub.acknowledged).to.deep.equal({ resourceSubscriptions: ['file:///a.txt'] });
-      await until(() => heard.length >= 2);
+      await until(2000, 'two notifications heard', () => heard.length >= 2, 10);
       expect(heard.slice(0, 2)).to.deep.equal([{ uri: 'file:///a.txt' }, { uri: 'file:///a.txt' }]);
       await sub.close();
       const after = heard.length;

@@ -13,3 +13,8 @@ export async function within<T>(ms: number, what: string, attempt: () => T | und
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+/** Waits, as `within` does, until `holds()` is true. */
+export async function until(ms: number, what: string, holds: () => boolean, everyMs = 100): Promise<void> {
+  await within(ms, what, () => (holds() ? true : undefined), everyMs);
+}

@@ -9,6 +9,7 @@ import { StdioTransport } from '../../lib/sdk/stdio.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
 import { tempDir } from '../helpers/temp.js';
+import { until } from '../helpers/poll.js';
 
 const pkg = (name: string): string => `${ROOT}node_modules/@modelcontextprotocol/${name}/dist/index.js`;
 const testServer = (name: string, ...args: string[]) => ({
@@ -75,7 +76,7 @@ describe("mcp-frame/sdk: StdioTransport under the MCP SDK's Client", function ()
       for (const stderr of ['inherit', 'pipe'] as const) {
         const transport = new StdioTransport({ command: process.execPath, args: ['-e', script] }, { stderr });
         await transport.start();
-        for (let i = 0; i < 100 && transport.stderrTail.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+        await until(1000, 'the stderr tail', () => !(transport.stderrTail.length === 0), 10);
         expect(transport.stderrTail, stderr).to.deep.equal(['a word from the server']);
         await transport.close();
       }

@@ -13,7 +13,7 @@ import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/inde
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
-import { within } from '../helpers/poll.js';
+import { until, within } from '../helpers/poll.js';
 import { modernPost, rawRequest } from '../helpers/raw-http.js';
 import { cli, jsonLines } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
@@ -32,9 +32,6 @@ const SDK2_MODERN = { command: process.execPath, args: [`${ROOT}dist/test/helper
 const CRASH = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/crash.js`] };
 
 type Json = Record<string, unknown>;
-
-/** Waits for `check` to hold, at most `ms`. */
-const until = (check: () => boolean, ms: number): Promise<true> => within(ms, check.toString(), async () => (check() ? true : undefined));
 
 /** Every page of a list, through a client's request function, with the cursors it was given. */
 async function allPages(request: (params: Json) => Promise<Json>, key: string): Promise<{ items: Json[]; pages: number }> {
@@ -359,7 +356,7 @@ describe('serve: a gateway in front of several servers', function () {
     await new Promise((resolve) => setTimeout(resolve, 200));
     abort.abort();
     await call.catch(() => undefined);
-    await until(() => log.some((l) => /server "b" stderr: b cancelled \d+/.test(l)), 5000);
+    await until(5000, 'server b told of the cancellation', () => log.some((l) => /server "b" stderr: b cancelled \d+/.test(l)), 10);
     expect(log.some((l) => /server "a" stderr: a cancelled/.test(l))).to.equal(false);
   });
 
@@ -412,13 +409,13 @@ describe('serve: a gateway in front of several servers', function () {
     c.on('notification', (msg: Json) => changed.push(msg.method as string));
     const died = (await c.request('tools/call', { name: 'a__die', arguments: {} }).catch((e: Error) => e)) as Error;
     expect(died.message).to.match(/a|server/);
-    await until(() => changed.includes('notifications/tools/list_changed'), 5000);
+    await until(5000, 'the list change', () => changed.includes('notifications/tools/list_changed'), 10);
     // While it is down, its tools are gone and b's calls go on.
     expect(await c.request('tools/call', { name: 'b__echo', arguments: { text: 'meanwhile' } })).to.deep.equal({
       content: [{ type: 'text', text: 'b: meanwhile' }],
     });
-    await until(() => readFileSync(state, 'utf8').split('\n').filter(Boolean).length === 2, 10_000);
-    await until(() => changed.filter((m) => m === 'notifications/tools/list_changed').length >= 2, 10_000);
+    await until(10_000, 'two starts recorded', () => readFileSync(state, 'utf8').split('\n').filter(Boolean).length === 2, 10);
+    await until(10_000, 'a second list change', () => changed.filter((m) => m === 'notifications/tools/list_changed').length >= 2, 10);
     expect(await c.request('tools/call', { name: 'a__echo', arguments: { text: 'back' } })).to.deep.equal({
       content: [{ type: 'text', text: 'a: back' }],
     });
@@ -436,7 +433,7 @@ describe('serve: a gateway in front of several servers', function () {
     try {
       expect(listen.acknowledged.toolsListChanged).to.equal(true);
       await c.request('tools/call', { name: 'a__die', arguments: {} }).catch(() => undefined);
-      await until(() => heard.includes('notifications/tools/list_changed'), 5000);
+      await until(5000, 'the list change heard', () => heard.includes('notifications/tools/list_changed'), 10);
       expect(await c.request('tools/call', { name: 'b__echo', arguments: { text: 'modern' } })).to.deep.equal({
         content: [{ type: 'text', text: 'b: modern' }],
       });
@@ -456,7 +453,7 @@ describe('serve: a gateway in front of several servers', function () {
     expect(first.some((n) => n.startsWith('slow__'))).to.equal(false);
     const early = (await c.request('tools/call', { name: 'slow__echo', arguments: {} }).catch((e: Error) => e)) as Error;
     expect(early.message).to.equal('server "slow" is not available: it is starting');
-    await until(() => changed.includes('notifications/tools/list_changed'), 10_000);
+    await until(10_000, 'the list change', () => changed.includes('notifications/tools/list_changed'), 10);
     expect(await c.request('tools/call', { name: 'slow__echo', arguments: { text: 'late' } })).to.deep.equal({
       content: [{ type: 'text', text: 'slow: late' }],
     });

@@ -10,6 +10,7 @@ import { MCP_HEADERS, MODERN_META, modernPost, openStream, rawRequest } from '..
 import { ROOT } from '../helpers/fixtures.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { INIT, rawSession, STEPS, served } from '../helpers/served.js';
+import { until } from '../helpers/poll.js';
 
 const SDK2 = (era: 'modern' | 'dual') => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/sdk2.js`, era] });
 const EVERYTHING = { command: process.execPath, args: [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'] };
@@ -317,8 +318,7 @@ describe('serve: modern (2026-07-28) requests', function () {
       body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'change', arguments: {} } }),
     });
     expect(changed.status).to.equal(200);
-    const deadline = Date.now() + 5000;
-    while (!get.events.some((e) => e.data.includes('list_changed')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until(5000, 'the list change on the GET stream', () => get.events.some((e) => e.data.includes('list_changed')), 20);
     const event = get.events
       .map((e) => (e.data === '' ? undefined : JSON.parse(e.data)))
       .find((m) => m?.method === 'notifications/tools/list_changed');

@@ -14,6 +14,7 @@ import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/inde
 import { ROOT } from '../helpers/fixtures.js';
 import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
 import { INIT } from '../helpers/served.js';
+import { within } from '../helpers/poll.js';
 
 const PEER = (name: string): ServerConfig => ({ command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/gateway-peer.js`, name] });
 const EVERYTHING = { command: process.execPath, args: [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'stdio'] };
@@ -97,8 +98,9 @@ describe('serve: metrics, traces and logs', function () {
     expect(sample(after, 'mcp_frame_http_bytes_total', { direction: 'out' })).to.be.greaterThan(0);
     // A server that dies: its children and restarts count.
     await c.request('tools/call', { name: 'a__die', arguments: {} }).catch(() => undefined);
-    for (let i = 0; i < 50 && sample(await scrape(metrics), 'mcp_frame_upstream_restarts_total', { upstream: 'a' }) === 0; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await within(5000, 'the restart counted', async () =>
+      sample(await scrape(metrics), 'mcp_frame_upstream_restarts_total', { upstream: 'a' }) === 0 ? undefined : true,
+    );
     const died = await scrape(metrics);
     expect(sample(died, 'mcp_frame_children_ended_total', { how: 'died' })).to.equal(1);
     expect(sample(died, 'mcp_frame_upstream_restarts_total', { upstream: 'a' })).to.equal(1);

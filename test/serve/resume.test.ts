@@ -5,6 +5,7 @@ import type { ServeHandle } from '../../lib/serve/index.js';
 import { type CutProxy, cutProxy } from '../helpers/cut-proxy.js';
 import { MCP_HEADERS, openStream, rawRequest } from '../helpers/raw-http.js';
 import { rawSession, STEPS, served } from '../helpers/served.js';
+import { until } from '../helpers/poll.js';
 
 const call = (id: number, args: Record<string, unknown>, token?: string): string =>
   JSON.stringify({
@@ -13,13 +14,6 @@ const call = (id: number, args: Record<string, unknown>, token?: string): string
     method: 'tools/call',
     params: { name: 'steps', arguments: args, ...(token === undefined ? {} : { _meta: { progressToken: token } }) },
   });
-
-const until = async (check: () => boolean, ms = 5000): Promise<void> => {
-  for (const end = Date.now() + ms; !check(); ) {
-    if (Date.now() > end) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-};
 
 describe('serve: streams that drop and resume', () => {
   let bridge: ServeHandle | undefined;
@@ -128,10 +122,10 @@ describe('serve: streams that drop and resume', () => {
     let reconnects = 0;
     c.on('reconnecting', () => reconnects++);
     const answer = c.request('tools/call', { name: 'steps', arguments: { n: 12, ms: 30 }, _meta: { progressToken: 'p' } });
-    await until(() => progress.length >= 4);
+    await until(5000, 'four progress notifications', () => progress.length >= 4, 5);
     proxy.cut();
     expect(await answer).to.deep.equal({ content: [{ type: 'text', text: '12 steps' }] });
-    await until(() => notes.length >= 12);
+    await until(5000, 'twelve notes', () => notes.length >= 12, 5);
     expect(reconnects).to.be.greaterThan(0);
     expect(progress).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(notes).to.deep.equal(Array.from({ length: 12 }, (_, i) => `note ${i + 1}`));

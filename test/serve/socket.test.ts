@@ -11,6 +11,7 @@ import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
 import { rejection } from '../helpers/rejection.js';
 import { pidsOf, STEPS, served, serveProcess } from '../helpers/served.js';
+import { until } from '../helpers/poll.js';
 
 describe('serve: a local socket', () => {
   if (process.platform === 'win32') return;
@@ -152,7 +153,7 @@ describe('serve: a local socket', () => {
       }
     });
     socket.resume();
-    for (let i = 0; i < 3000 && !answered; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until(30000, 'the answer', () => answered, 10);
     socket.destroy();
     expect(received).to.equal(count);
     expect(answered).to.equal(true);
