@@ -77,6 +77,10 @@ export interface GatewayRow {
 
 export interface SessionMemoryRow {
   servers: number;
+  /** Each session of the initialize era given servers of its own (--isolate), as before they were shared. */
+  isolated: boolean;
+  /** serve's child processes with SESSIONS sessions open. */
+  processes: number;
   /** The serve process's resident memory per session, KiB. */
   ownKiB: number;
   /** Its children's, per session, MiB. */
@@ -90,7 +94,7 @@ export interface GatewayResults {
 }
 
 /** Opens SESSIONS sessions by hand and measures what they hold, over the serve process at rest. */
-async function sessionMemory(servers: number, server: Served): Promise<SessionMemoryRow> {
+async function sessionMemory(servers: number, server: Served, isolated: boolean): Promise<SessionMemoryRow> {
   await new Promise((resolve) => setTimeout(resolve, 500));
   const before = rssKiB(server.pid);
   for (let i = 0; i < SESSIONS; i++) {
@@ -99,8 +103,9 @@ async function sessionMemory(servers: number, server: Served): Promise<SessionMe
   }
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const own = rssKiB(server.pid) - before;
-  const children = childrenOf(server.pid).reduce((sum, pid) => sum + rssKiB(pid), 0);
-  return { servers, ownKiB: own / SESSIONS, childrenMiB: children / 1024 / SESSIONS };
+  const pids = childrenOf(server.pid);
+  const children = pids.reduce((sum, pid) => sum + rssKiB(pid), 0);
+  return { servers, isolated, processes: pids.length, ownKiB: own / SESSIONS, childrenMiB: children / 1024 / SESSIONS };
 }
 
 export async function gatewayCost(): Promise<GatewayResults> {
@@ -124,12 +129,19 @@ export async function gatewayCost(): Promise<GatewayResults> {
       await through.close();
       await alone.close();
     }
-    for (const n of [1, 2, 4, 8]) {
+    for (const [n, isolated] of [
+      [1, false],
+      [2, false],
+      [4, false],
+      [8, false],
+      [4, true],
+    ] as const) {
       const entries = Object.fromEntries(Array.from({ length: n }, (_, i) => [`demo${i + 1}`, DEMO]));
-      // One server is the one-server serve; more, the gateway.
-      const server = n === 1 ? await served(['--', DEMO.command, ...DEMO.args]) : await served(['--all', '--config', config(entries)]);
+      // One server is the one-server serve; more, the gateway (its servers shared, or each session's own).
+      const args = ['--all', '--config', config(entries), ...(isolated ? ['--isolate', 'demo1'] : [])];
+      const server = n === 1 ? await served(['--', DEMO.command, ...DEMO.args]) : await served(args);
       try {
-        memory.push(await sessionMemory(n, server));
+        memory.push(await sessionMemory(n, server, isolated));
       } finally {
         await server.stop();
       }
@@ -146,9 +158,10 @@ export function gatewayCostTable(results: GatewayResults): string {
     const added = (r.gateway - r.single) / CALLS;
     return `| ${r.label} | ${r.gateway.toFixed(0)} | ${r.single.toFixed(0)} | ${(r.gateway / r.single).toFixed(2)}x | ${added.toFixed(3)} |`;
   });
-  const memory = results.memory.map(
-    (m) => `| ${m.servers}${m.servers === 1 ? ' (one-server serve)' : ''} | ${m.ownKiB.toFixed(0)} | ${m.childrenMiB.toFixed(1)} |`,
-  );
+  const memory = results.memory.map((m) => {
+    const what = m.servers === 1 ? ' (one-server serve: a child per session)' : m.isolated ? ' (--isolate: servers per session)' : ' (shared)';
+    return `| ${m.servers}${what} | ${m.processes} | ${m.ownKiB.toFixed(0)} | ${m.childrenMiB.toFixed(1)} |`;
+  });
   return (
     [
       '| case | gateway (everything + filesystem), ms | one-server serve, ms | gateway vs one | added ms per call |',
@@ -157,8 +170,8 @@ export function gatewayCostTable(results: GatewayResults): string {
       '',
       `Memory of a session with N servers behind it (the bundled example server each; ${SESSIONS} sessions opened, resident memory after, per session):`,
       '',
-      '| servers | serve process, KiB per session | its children, MiB per session |',
-      '| ---: | ---: | ---: |',
+      '| servers | processes | serve process, KiB per session | its children, MiB per session |',
+      '| --- | ---: | ---: | ---: |',
       ...memory,
     ].join('\n') + warningNote(results.warnings, "the SDK client's, at 1,000 concurrent requests")
   );

@@ -55,6 +55,8 @@ gateway (several servers behind one endpoint):
   --prefix <mode>          tool and prompt names: always <server>__<name> (default), conflicts (only where two
                            servers offer one name), never (a name two offer is refused at start)
   --separator <text>       what joins server and tool names (default __)
+  --isolate <server>       a server that keeps state per client (roots, a login): each session of the initialize
+                           era then gets servers of its own (repeatable; by default every server runs once for all)
   --allow-tools <glob>     offer only the tools whose exposed names match (repeatable; * and ?)
   --deny-tools <glob>      leave out the tools whose exposed names match (repeatable)
   --allow-prompts <glob>   the same, for prompts
@@ -63,7 +65,7 @@ gateway (several servers behind one endpoint):
   --upstream-list-ms <n>   how long a server may take over a list the gateway reads (default 10000); past it,
                            the server is left out of that list for 30 s and /healthz says so
   --upstream-call-ms <n>   how long a call sent on to a server may take before it is cancelled (default 600000)
-  --max-server-requests <n>  requests in flight to one server, per session (default 1024)
+  --max-server-requests <n>  requests in flight to one server, every session together (default 1024)
   --no-browser  --callback-port n  --auth-timeout ms   sign-in to a remote server that asks for it
   --authorize-param k=v  --client-id id  --no-resource  --device-code  (see mcp-frame call --help)
 callers signed in (serve as an OAuth 2.1 resource server; not with --token-env or --socket):
@@ -111,6 +113,7 @@ const OPTIONS = {
   name: { type: 'string' },
   prefix: { type: 'string' },
   separator: { type: 'string' },
+  isolate: { type: 'string', multiple: true },
   'allow-tools': { type: 'string', multiple: true },
   'deny-tools': { type: 'string', multiple: true },
   'allow-prompts': { type: 'string', multiple: true },
@@ -361,6 +364,7 @@ function gatewayOptions(values: Values): ServeOptions {
   if (values.name !== undefined) options.name = values.name as string;
   // Every server of the config behind one endpoint: named as a gateway names them even while there is one.
   if (values.all === true) options.gateway = true;
+  if (values.isolate !== undefined) options.isolate = values.isolate as string[];
   const globs = { allowTools: 'allow-tools', denyTools: 'deny-tools', allowPrompts: 'allow-prompts', denyPrompts: 'deny-prompts' } as const;
   for (const [key, flag] of Object.entries(globs)) {
     const list = values[flag] as string[] | undefined;

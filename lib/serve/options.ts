@@ -90,6 +90,12 @@ export interface ServeOptions {
   gateway?: boolean;
   /** A gateway: what joins a server's name and its tool's. @defaultValue '__' */
   separator?: string;
+  /**
+   * A gateway: the servers that keep state per client (roots, a login, a working directory). Every server runs once
+   * for all sessions of both eras unless one is named here; then every session of the initialize era gets servers
+   * of its own (each of them, for now: one isolated server isolates all), and 2026-07-28 requests share one of each.
+   */
+  isolate?: string[];
   /** A gateway: globs on the exposed tool names to offer (any of them; all when none is given). */
   allowTools?: string[];
   /** A gateway: globs on the exposed tool names to leave out. */
@@ -106,8 +112,8 @@ export interface ServeOptions {
   /** A gateway: how long a client's request sent on to a server may take before it is cancelled there. @defaultValue 600000 */
   upstreamCallMs?: number;
   /**
-   * A gateway: requests in flight at once to one server, per gateway (a session's, or the one shared by
-   * 2026-07-28 requests); past it, an error naming the server. @defaultValue 1024
+   * A gateway: requests in flight at once to one server, for every session together (each session's own, with
+   * `isolate`); past it, an error naming the server. @defaultValue 1024
    */
   maxPendingPerUpstream?: number;
   /**

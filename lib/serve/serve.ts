@@ -81,6 +81,11 @@ async function childrenOf(
     const name = options.name ?? only[0];
     return { children: stdioChildren(only[1] as StdioServerConfig, { name, ...settings }, watchers), policy: undefined };
   }
+  const unknown = (options.isolate ?? []).filter((name) => !servers.some(([server]) => server === name));
+  if (unknown.length > 0)
+    throw new TypeError(
+      `serve: isolate names ${unknown.map((n) => JSON.stringify(n)).join(', ')}, not a server here (${servers.map(([n]) => n).join(', ')})`,
+    );
   const policy = { current: options.policy };
   const children = await gatewayChildren(
     servers,
@@ -104,6 +109,7 @@ async function childrenOf(
       prefixOne: options.gateway === true,
       // A retry of an input_required another replica made is carried to the replica that holds its call.
       statePrefix: replica,
+      isolate: options.isolate,
     },
     watchers,
     log,
@@ -284,6 +290,7 @@ async function closeAll(r: Running): Promise<void> {
     ...[...r.socketChildren].map((c) => c.close()),
     r.modern.close(),
   ]);
+  await r.ctx.children.close();
   await r.table.store?.close();
   await r.metricsServer?.close();
   r.ctx.telemetry.close();

@@ -15,9 +15,9 @@ import { listPages } from '../../lib/protocol/paging.js';
 import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/index.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { type Idp, startIdp } from '../helpers/idp.js';
-import { within } from '../helpers/poll.js';
-import { MCP_HEADERS, modernPost, openStream, type RawRequest, rawRequest } from '../helpers/raw-http.js';
-import { floodUnread, STEPS, serveProcess } from '../helpers/served.js';
+import { until, within } from '../helpers/poll.js';
+import { countIn, MCP_HEADERS, modernPost, openStream, postUnread, type RawRequest, rawRequest } from '../helpers/raw-http.js';
+import { floodUnread, rawSession, STEPS, serveProcess } from '../helpers/served.js';
 import { tempDir } from '../helpers/temp.js';
 
 type Json = Record<string, unknown>;
@@ -341,9 +341,34 @@ describe('serve: one server or one client cannot stop the rest of a gateway', fu
     expect(log.some((l) => /server "stuck" failed tools\/list: request tools\/list timed out/.test(l))).to.equal(true);
   });
 
-  it("holds a session's servers while its client does not read, through the gateway as served directly", async () => {
+  it("holds a session's own servers (isolate) while its client does not read, through the gateway as served directly", async () => {
+    log = [];
+    g = await serve({ a: STEPS, b: STEPS }, { log: (line) => log.push(line), isolate: ['a'] });
+    await floodUnread(g.url!, 'a__flood', log);
+  });
+
+  it("holds no shared server for a session whose client does not read: past 8 MiB unread its call is cancelled, and other sessions' calls go on", async () => {
     log = [];
     g = await serve({ a: STEPS, b: STEPS }, { log: (line) => log.push(line) });
-    await floodUnread(g.url!, 'a__flood', log);
+    const session = await rawSession(g.url!);
+    const rssBefore = process.memoryUsage().rss;
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'a__flood', arguments: { count: 1000, size: 64 * 1024 } },
+    });
+    const res = await postUnread(g.url!, session, body);
+    // The server is not held: it writes every message while this client reads none.
+    await until(10_000, 'the server writing all 1,000', () => log.some((l) => /flood wrote 1000\b/.test(l)), 20);
+    const other = await connect({ type: 'http', url: g.url! }, { protocolVersion: '2025-11-25' });
+    open.push(other);
+    expect(await other.request('tools/call', { name: 'a__echo', arguments: { text: 'not held' } })).to.deep.equal({
+      content: [{ type: 'text', text: 'not held' }],
+    });
+    expect(process.memoryUsage().rss - rssBefore, 'RSS growth while nobody read').to.be.below(48 * 1024 * 1024);
+    const { count, tail } = await countIn(res, '"method":"notifications/message"');
+    expect(count, 'the messages before the call was cancelled').to.be.within(1, 999);
+    expect(tail).to.include('cancelled: its client left more than 8388608 bytes unread');
   });
 });

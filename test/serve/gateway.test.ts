@@ -459,17 +459,23 @@ describe('serve: a gateway in front of several servers', function () {
     });
   });
 
-  it('serves a gateway over the local socket too, one gateway per connection, and traces each server’s frames with trace', async () => {
+  it('serves the gateway over the local socket too, every connection to the same servers, and traces each server’s frames with trace', async () => {
     const socket = join(tempDir('gateway-sock-'), 'g.sock');
     const g = await gateway({ a: PEER('a'), b: PEER('b') }, { socket, http: false, trace: true });
-    const c = await connect({ type: 'socket', path: socket }, { protocolVersion: '2025-11-25' });
-    clients.push(c);
-    expect(await c.request('tools/call', { name: 'a__echo', arguments: { text: 'by socket' } })).to.deep.equal({
-      content: [{ type: 'text', text: 'a: by socket' }],
-    });
+    for (const text of ['by socket', 'by socket again']) {
+      const c = await connect({ type: 'socket', path: socket }, { protocolVersion: '2025-11-25' });
+      clients.push(c);
+      expect(await c.request('tools/call', { name: 'a__echo', arguments: { text } })).to.deep.equal({
+        content: [{ type: 'text', text: `a: ${text}` }],
+      });
+    }
     expect(g.url).to.equal(undefined);
-    expect(log.some((l) => /socket connection 1 server "a" -> .*tools\/call/.test(l))).to.equal(true);
-    expect(log.some((l) => /socket connection 1 server "a" <- .*a: by socket/.test(l))).to.equal(true);
+    expect(log.some((l) => /server "a" -> .*tools\/call/.test(l))).to.equal(true);
+    expect(log.filter((l) => /server "a" <- .*"result":\{"content"/.test(l))).to.have.length(2);
+    expect(
+      log.filter((l) => /server "a" started/.test(l)),
+      log.join('\n'),
+    ).to.have.length(1);
   });
 
   it('closes every server of every session when it closes', async () => {

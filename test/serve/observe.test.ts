@@ -89,8 +89,8 @@ describe('serve: metrics, traces and logs', function () {
     expect(sample(after, 'mcp_frame_upstream_request_duration_seconds_count', { upstream: 'a', method: 'tools/call', outcome: 'ok' })).to.equal(3);
     expect(sample(after, 'mcp_frame_sessions_open', { transport: 'streamable' })).to.equal(1);
     expect(sample(after, 'mcp_frame_sessions_opened_total', { transport: 'streamable' })).to.equal(1);
-    // Two servers for the session, two shared by modern requests.
-    expect(sample(after, 'mcp_frame_children_alive')).to.equal(4);
+    // Two servers, each run once for the session and the modern requests alike.
+    expect(sample(after, 'mcp_frame_children_alive')).to.equal(2);
     expect(sample(after, 'mcp_frame_upstream_up', { upstream: 'a' })).to.equal(1);
     expect(sample(after, 'mcp_frame_http_bytes_total', { direction: 'in' })).to.be.greaterThan(
       sample(before, 'mcp_frame_http_bytes_total', { direction: 'in' }),

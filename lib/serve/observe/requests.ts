@@ -64,11 +64,14 @@ export class RequestTap {
 
   /**
    * Hears `child`'s answers from now on, its requests known by `era` and `label`; nothing at all when nobody
-   * listens to requests (serve's subscribers are in place before any child starts).
+   * listens to requests (serve's subscribers are in place before any child starts). `namesOf`: a child watched
+   * already whose listed names this one shares (a session's view of the gateway every session shares).
    */
-  watch(child: Heard, era: 'legacy' | 'modern', label: string): void {
+  watch(child: Heard, era: 'legacy' | 'modern', label: string, namesOf?: object): void {
     if (!this.#listened()) return;
-    const state: ChildState = { era, label, open: new Map(), listed: new Set(), lists: new Map() };
+    // A session's view of a shared gateway knows the names the gateway listed to anyone (`namesOf`), and adds to them.
+    const listed = (namesOf === undefined ? undefined : this.#children.get(namesOf)?.listed) ?? new Set<string>();
+    const state: ChildState = { era, label, open: new Map(), listed, lists: new Map() };
     this.#children.set(child, state);
     child.on('message', (msg: unknown) => this.#answered(state, msg));
     child.on('close', () => {

@@ -15,6 +15,7 @@ import { StdioChannel } from '../../client/stdio.js';
 import { type FrameError, frameProblem, printableJson, redactMessage, safeLine } from '../../errors.js';
 import { tryParse } from '../../framings/json.js';
 import { Gateway, type GatewayOptions } from '../../gateway/gateway.js';
+import { GatewaySessions, type GatewayView } from '../../gateway/sessions.js';
 import { prefixClashes } from '../../gateway/names.js';
 import type { Policy } from '../../gateway/policy.js';
 import { UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
@@ -22,8 +23,11 @@ import type { Logger } from '../../log.js';
 import type { Caller } from '../../protocol/caller.js';
 import type { RequestTap, Telemetry } from '../observe/index.js';
 
-/** What a session's messages go to: the server's child process, or a gateway in front of several servers. */
-export type ServedChild = StdioChannel | Gateway;
+/**
+ * What a session's messages go to: the server's child process, a gateway in front of several servers, or a
+ * session's view of the gateway that every session shares.
+ */
+export type ServedChild = StdioChannel | Gateway | GatewayView;
 
 /** The label of the child (or gateway) shared by modern requests. */
 export const MODERN_LABEL = 'modern requests';
@@ -49,6 +53,8 @@ export interface Children {
   readonly health: UpstreamHealth | undefined;
   /** Starts the child of a session labelled `label` (for `caller`, whom a gateway serves), its lines to `log`. */
   start(label: string, log: Logger, caller?: Caller): ServedChild;
+  /** Closes what the sessions share (the shared gateway and its servers), when serve closes. */
+  close(): Promise<void>;
 }
 
 /** Settings of the stdio children. */
@@ -80,6 +86,8 @@ export function stdioChildren(entry: StdioServerConfig, settings: ChildSettings,
       }
       return channel;
     },
+    // Every child is a session's own, closed with it.
+    close: () => Promise.resolve(),
   };
 }
 
@@ -134,6 +142,11 @@ export interface GatewaySettings extends Readonly<{ [K in PassedOn]: GatewayOpti
   policy: { readonly current: Policy | undefined };
   /** The sign-in of a remote server that asks for one. */
   upstreamAuth: ((name: string, entry: RemoteServerConfig) => AuthOptions | undefined) | undefined;
+  /**
+   * Servers that keep state per client: given, every session of the initialize era gets a gateway and servers of
+   * its own (as modern requests share one). Otherwise every session shares one gateway, each server running once.
+   */
+  isolate: readonly string[] | undefined;
 }
 
 /**
@@ -155,7 +168,7 @@ export async function gatewayChildren(
     const missing = await commandProblem(entry);
     if (missing !== undefined) health.set(name, 'down', `cannot start ${JSON.stringify(entry.command)}: ${missing}`);
   }
-  const { startTimeoutMs, inheritEnv, shutdownGraceMs, policy, upstreamAuth, ...given } = settings;
+  const { startTimeoutMs, inheritEnv, shutdownGraceMs, policy, upstreamAuth, isolate, ...given } = settings;
   // What was not given is left out, so that the gateway's own default applies.
   const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
     name: string;
@@ -179,13 +192,37 @@ export async function gatewayChildren(
     });
   if (settings.prefix === 'never' && servers.length > 1)
     await refuseSharedNames(make('start-up check', undefined, log.child({ label: 'start-up check' }, 'start-up check')));
+  // The gateway every session shares (made at the first that needs it, again after it closed), and its sessions.
+  let shared: { gateway: Gateway; sessions: GatewaySessions } | undefined;
+  const sharedGateway = (): { gateway: Gateway; sessions: GatewaySessions } => {
+    if (shared !== undefined) return shared;
+    const gateway = make(MODERN_LABEL, undefined, log.child({ label: 'servers' }, 'servers'));
+    const made = { gateway, sessions: new GatewaySessions(gateway) };
+    watchers.requests.watch(gateway, 'modern', MODERN_LABEL);
+    gateway.once('close', () => {
+      if (shared === made) shared = undefined;
+    });
+    shared = made;
+    return made;
+  };
+  const isolated = (isolate ?? []).length > 0;
   return {
     entry: undefined,
     health,
     start(label, lines, caller) {
-      const gateway = make(label, caller, lines);
-      watchers.requests.watch(gateway, label === MODERN_LABEL ? 'modern' : 'legacy', label);
-      return gateway;
+      if (label === MODERN_LABEL) return sharedGateway().gateway;
+      if (isolated) {
+        const own = make(label, caller, lines);
+        watchers.requests.watch(own, 'legacy', label);
+        return own;
+      }
+      const { gateway, sessions } = sharedGateway();
+      const view = sessions.open(label, caller);
+      watchers.requests.watch(view, 'legacy', label, gateway);
+      return view;
+    },
+    async close() {
+      await shared?.gateway.close();
     },
   };
 }

@@ -3,7 +3,7 @@
  * little state serve itself changes while it runs (closing, the last failed start). Made once, whole, before any
  * session: nothing is filled in later.
  */
-import { Gateway } from '../../gateway/gateway.js';
+import { StdioChannel } from '../../client/stdio.js';
 import type { Logger } from '../../log.js';
 import type { Caller } from '../../protocol/caller.js';
 import type { RequestTap, Telemetry } from '../observe/index.js';
@@ -54,9 +54,9 @@ export function shortId(id: string): string {
 
 /**
  * Sends `msg` to the child, begun as a request (see RequestTap) when it is one; a gateway hears whose it is (one
- * gateway serves every modern caller).
+ * gateway serves every caller).
  */
 export function sendAs(ctx: ServeContext, child: ServedChild, msg: unknown, caller: Caller | undefined): Promise<void> {
   const out = ctx.requests.outgoing(child, msg, caller);
-  return child instanceof Gateway ? child.send(out, caller) : child.send(out);
+  return child instanceof StdioChannel ? child.send(out) : child.send(out, caller);
 }

@@ -45,7 +45,7 @@ import {
 
 import { isObject, isRequest, isResponse, type JsonRpcRequest, rpcError } from '../../jsonrpc.js';
 import { VERSION } from '../../version.js';
-import { SERVE_ITSELF } from '../../gateway/gateway.js';
+import { Gateway, SERVE_ITSELF } from '../../gateway/gateway.js';
 import { ParamCheck } from './param-check.js';
 import { CANCELLED_RUNS_MS } from '../../gateway/running.js';
 import { type Caller, sameCaller } from '../../protocol/caller.js';
@@ -419,8 +419,11 @@ export class ModernHub {
     return child;
   }
 
-  /** `related`: a gateway's word on which request a question of an upstream belongs to (see Gateway). */
+  /** `related`: a gateway's word on which request a log message belongs to (see Gateway). */
   #fromServer(msg: unknown, related?: unknown): void {
+    if (isObject(msg) && msg.method === 'notifications/tools/list_changed') this.#params.listChanged();
+    // The gateway is shared with the sessions of the initialize era: what is theirs is not this hub's to drop.
+    if (this.#child instanceof Gateway && !this.#mine(msg, related)) return;
     if (isResponse(msg)) {
       const own = typeof msg.id === 'string' ? this.#own.get(msg.id) : undefined;
       if (own !== undefined) return own(msg as unknown as Record<string, unknown>);
@@ -430,7 +433,6 @@ export class ModernHub {
     if (isObject(msg) && isRequest(msg) && this.#legacy !== undefined) return this.#question(msg as unknown as JsonRpcRequest);
     if (!isObject(msg) || isRequest(msg)) return this.#dropped(msg, 'the modern era has no requests from the server');
     const params = isObject(msg.params) ? msg.params : {};
-    if (msg.method === 'notifications/tools/list_changed') this.#params.listChanged();
     if (this.#legacy !== undefined && this.#toListens(msg)) return;
     const found = this.#owner(msg.method, params, related);
     if (found === undefined) return this.#dropped(msg, 'it names no request in flight');
@@ -443,6 +445,20 @@ export class ModernHub {
       });
       res.destroy();
     }
+  }
+
+  /**
+   * Whether a message of the shared gateway is this hub's: an answer to one of its requests, or a notification its
+   * own progress token, listen or call (`related`) names. (The gateway drops what is no one's, and counts it.)
+   */
+  #mine(msg: unknown, related: unknown): boolean {
+    if (!isObject(msg)) return false;
+    if (isResponse(msg)) return typeof msg.id === 'number' || (typeof msg.id === 'string' && this.#own.has(msg.id));
+    if (isRequest(msg)) return false;
+    const params = isObject(msg.params) ? msg.params : {};
+    if (params.progressToken !== undefined) return this.#tokens.has(String(params.progressToken));
+    if (isObject(params._meta) && params._meta[META_SUBSCRIPTION_ID] !== undefined) return typeof params._meta[META_SUBSCRIPTION_ID] === 'number';
+    return typeof related === 'number';
   }
 
   /** A translated child's list change or resource update, to every listen that agreed to it; false when none did. */
