@@ -4,6 +4,11 @@
  * of each tool and prompt (per the prefix mode and the filters) and the upstream behind one, and the merged,
  * paged lists. Learnt from every page that passes through, read whole only where a name depends on another
  * upstream's list (prefix `conflicts` and `never`), one reading per server at a time, whoever asks.
+ *
+ * Each server's pages are kept while they are known to hold (see #keepFor): a server of the initialize era that
+ * declared `listChanged` says when its list changes, so its pages are kept until it does (or restarts, or goes
+ * down); any other server's for as long as its result's `ttlMs` says. A list every session asks for is then read
+ * from its servers once, and answered from here after.
  */
 import { RpcError } from '../client/connection.js';
 import { isObject } from '../jsonrpc.js';
@@ -41,6 +46,9 @@ const KINDS: Record<Kind, KindInfo> = {
   },
 };
 
+/** Items of one server's list of one kind kept at most: past them, its pages are asked for each time. */
+const KEPT_ITEMS = 10_000;
+
 /** Upstream pages one list request may read (a page of the gateway's is its upstreams' pages, merged). */
 const MAX_STEPS = 256;
 
@@ -61,6 +69,10 @@ interface Known {
   complete: boolean;
   ttlMs: number | undefined;
   cacheScope: string | undefined;
+  /** The server's pages kept, by its cursor ('' for the first): the result, and until when it holds. */
+  pages: Map<string, { result: unknown; until: number }>;
+  /** The items those pages hold. */
+  keptItems: number;
 }
 
 interface CatalogOptions {
@@ -109,7 +121,7 @@ export class Catalog {
     const key = `${kind}:${up.index}`;
     let known = this.#known.get(key);
     if (known === undefined) {
-      known = { names: new Set(), headers: new Map(), complete: false, ttlMs: undefined, cacheScope: undefined };
+      known = { names: new Set(), headers: new Map(), complete: false, ttlMs: undefined, cacheScope: undefined, pages: new Map(), keptItems: 0 };
       this.#known.set(key, known);
     }
     return known;
@@ -160,9 +172,13 @@ export class Catalog {
    */
   async #listPage(kind: Kind, up: Upstream, cursor: string | undefined): Promise<unknown> {
     const method = KINDS[kind].method;
+    const known = this.knownOf(kind, up);
+    const kept = known.pages.get(cursor ?? '');
+    if (kept !== undefined && kept.until > Date.now()) return kept.result;
     try {
       const result = await up.request(method, cursor === undefined ? {} : { cursor }, { timeoutMs: this.#listTimeoutMs });
       up.note(undefined);
+      this.#keep(kind, up, cursor, result);
       return result;
     } catch (err) {
       if ((err as { code?: unknown }).code === 'TIMEOUT') {
@@ -172,6 +188,27 @@ export class Catalog {
       this.#log.warn('upstream.failed', `server "${up.name}" failed ${method}: ${(err as Error).message}`, { upstream: up.name, method });
       return undefined;
     }
+  }
+
+  /** Keeps a page of `up`'s list of `kind` for as long as it is known to hold (see #keepFor), within KEPT_ITEMS. */
+  #keep(kind: Kind, up: Upstream, cursor: string | undefined, result: unknown): void {
+    const known = this.knownOf(kind, up);
+    const items = isObject(result) ? result[KINDS[kind].key] : undefined;
+    const ms = this.#keepFor(kind, up, result);
+    if (ms <= 0 || !Array.isArray(items) || known.keptItems + items.length > KEPT_ITEMS) return;
+    if (cursor === undefined) {
+      known.pages.clear();
+      known.keptItems = 0;
+    }
+    known.pages.set(cursor ?? '', { result, until: Date.now() + ms });
+    known.keptItems += items.length;
+  }
+
+  /** How long a page of `up`'s list of `kind` holds: until it says it changed (Infinity), for its ttlMs, or not at all (0). */
+  #keepFor(kind: Kind, up: Upstream, result: unknown): number {
+    const declared = up.capabilities[KINDS[kind].capability];
+    if (up.era === 'legacy' && isObject(declared) && declared.listChanged === true) return Number.POSITIVE_INFINITY;
+    return isObject(result) && typeof result.ttlMs === 'number' ? result.ttlMs : 0;
   }
 
   /** Whether `up`'s list of `kind` is to be read now: it offers one, and did not time out lately. */
@@ -394,6 +431,8 @@ export class Catalog {
       known.complete = false;
       // What a tool declares may have changed with it: read again before a call is checked by it.
       known.headers.clear();
+      known.pages.clear();
+      known.keptItems = 0;
     }
   }
 
@@ -403,6 +442,8 @@ export class Catalog {
       const known = this.knownOf(kind, up);
       known.complete = false;
       known.headers.clear();
+      known.pages.clear();
+      known.keptItems = 0;
       if (!isUp) known.names.clear();
     }
     if (!isUp) {

@@ -124,6 +124,11 @@ export class Upstream extends EventEmitter {
     return isObject(result) ? result : undefined;
   }
 
+  /** The era the server speaks, while it is up. */
+  get era(): 'modern' | 'legacy' | undefined {
+    return this.#connection?.era;
+  }
+
   /** The capabilities the server declared, while it is up. */
   get capabilities(): Record<string, unknown> {
     const caps = this.info?.capabilities;

@@ -9,7 +9,13 @@ import { scriptedChannel } from '../helpers/memory-server.js';
 type Json = Record<string, unknown>;
 
 /** An upstream over an in-process server whose lists are `lists` (by method), started. */
-async function started(name: string, index: number, lists: Record<string, Json[]>, asked: string[] = []): Promise<Upstream> {
+async function started(
+  name: string,
+  index: number,
+  lists: Record<string, Json[]>,
+  asked: string[] = [],
+  capabilities: Json = { tools: {}, prompts: {}, resources: {} },
+): Promise<Upstream> {
   const up = new Upstream(
     name,
     index,
@@ -17,19 +23,16 @@ async function started(name: string, index: number, lists: Record<string, Json[]
     {
       opener: (_n, _e, { onSpawn }) =>
         connectOver(
-          scriptedChannel(
-            (q) => {
-              asked.push(`${name} ${q.method}`);
-              const key = {
-                'tools/list': 'tools',
-                'prompts/list': 'prompts',
-                'resources/list': 'resources',
-                'resources/templates/list': 'resourceTemplates',
-              }[q.method];
-              q.answer(key === undefined ? {} : { [key]: lists[q.method] ?? [] });
-            },
-            { tools: {}, prompts: {}, resources: {} },
-          ).channel,
+          scriptedChannel((q) => {
+            asked.push(`${name} ${q.method}`);
+            const key = {
+              'tools/list': 'tools',
+              'prompts/list': 'prompts',
+              'resources/list': 'resources',
+              'resources/templates/list': 'resourceTemplates',
+            }[q.method];
+            q.answer(key === undefined ? {} : { [key]: lists[q.method] ?? [] });
+          }, capabilities).channel,
           { protocolVersion: '2025-06-18', onSpawn },
         ),
       capabilities: () => ({}),
@@ -111,5 +114,30 @@ describe('gateway/catalog: what a gateway knows of its servers lists, and the li
     expect(c.uriOwner('file:///nowhere')).to.equal(undefined);
     c.upstreamChanged(ups[0]!, false);
     expect(c.uriOwner('file:///a')).to.equal(undefined);
+  });
+
+  it('keeps the pages of a server that says when its list changes, until it does, and asks one that does not each time', async () => {
+    const asked: string[] = [];
+    ups.push(
+      await started('kept', 0, { 'tools/list': [tool('echo')] }, asked, { tools: { listChanged: true } }),
+      await started('asked', 1, { 'tools/list': [tool('sum')] }, asked, { tools: {} }),
+    );
+    const c = new Catalog({
+      ups,
+      separator: '__',
+      prefix: 'always',
+      filters: { tools: new NameFilter(), prompts: new NameFilter() },
+      listTimeoutMs: 5000,
+      log: createLogger({ write: () => undefined }),
+    });
+    for (let i = 0; i < 3; i++) expect(names(await c.list('tools', {}, all))).to.deep.equal(['kept__echo', 'asked__sum']);
+    const lists = (name: string): number => asked.filter((a) => a === `${name} tools/list`).length;
+    expect([lists('kept'), lists('asked')]).to.deep.equal([1, 3]);
+    c.listChanged(ups[0]!, 'notifications/tools/list_changed');
+    await c.list('tools', {}, all);
+    expect(lists('kept'), 'read again after its list changed').to.equal(2);
+    c.upstreamChanged(ups[0]!, true);
+    await c.list('tools', {}, all);
+    expect(lists('kept'), 'and after it restarted').to.equal(3);
   });
 });
