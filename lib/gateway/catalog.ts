@@ -63,6 +63,8 @@ const PAGE_BYTES = 4 * 1024 * 1024;
 /** What the gateway knows of one upstream's list of one kind, learnt from what it listed. */
 interface Known {
   names: Set<string>;
+  /** The names of the last whole reading, while a new one is under way (to tell whether they changed). */
+  before: Set<string> | undefined;
   /** Tools: the Mcp-Param-* declarations (x-mcp-header) of each, as last listed (none for a tool whose annotations break the rules). */
   headers: Map<string, readonly ParamHeader[]>;
   /** The whole list was read since the upstream last said it changed. */
@@ -106,6 +108,12 @@ export class Catalog {
   readonly #uris = new Map<string, number>();
   readonly #templates = new Map<number, RegExp[]>();
   readonly #warned = new Set<string>();
+  /**
+   * With prefix `conflicts` or `never`: each exposed name of a kind to its server and own name (null when two
+   * would take it), made when a call needs it and dropped when a server's names change, so that a call costs a
+   * lookup, as with `always`, and not a search of every name.
+   */
+  readonly #byExposed = new Map<Kind, Map<string, { up: Upstream; name: string } | null>>();
 
   constructor(options: CatalogOptions) {
     this.#ups = options.ups;
@@ -121,7 +129,16 @@ export class Catalog {
     const key = `${kind}:${up.index}`;
     let known = this.#known.get(key);
     if (known === undefined) {
-      known = { names: new Set(), headers: new Map(), complete: false, ttlMs: undefined, cacheScope: undefined, pages: new Map(), keptItems: 0 };
+      known = {
+        names: new Set(),
+        before: undefined,
+        headers: new Map(),
+        complete: false,
+        ttlMs: undefined,
+        cacheScope: undefined,
+        pages: new Map(),
+        keptItems: 0,
+      };
       this.#known.set(key, known);
     }
     return known;
@@ -226,7 +243,8 @@ export class Catalog {
     if (!isObject(result)) return;
     const known = this.knownOf(kind, up);
     if (firstPage) {
-      known.names.clear();
+      known.before ??= known.names;
+      known.names = new Set();
       known.headers.clear();
       if (kind === 'templates') this.#templates.set(up.index, []);
     }
@@ -244,7 +262,12 @@ export class Catalog {
       if (kind === 'resources' && typeof item.uri === 'string') this.#owns(item.uri, up);
       if (kind === 'templates' && typeof item.uriTemplate === 'string') this.#templates.get(up.index)?.push(templatePattern(item.uriTemplate));
     }
-    if (typeof result.nextCursor !== 'string') known.complete = true;
+    if (typeof result.nextCursor !== 'string') {
+      known.complete = true;
+      const before = known.before;
+      known.before = undefined;
+      if (before === undefined || before.size !== known.names.size || [...before].some((n) => !known.names.has(n))) this.#byExposed.delete(kind);
+    }
   }
 
   /** `up` lists `uri`: it is its, unless an upstream before it in config order listed it too. */
@@ -319,21 +342,29 @@ export class Catalog {
     }
     await this.index(kind);
     // An exact match, and only one: a name two servers' tools would both take is called on neither.
-    let found: { up: Upstream; name: string } | undefined;
+    const found = this.#exposedIndex(kind).get(exposed);
+    if (found !== null) return found;
+    const owners = this.#ups.filter((up) => [...this.knownOf(kind, up).names].some((name) => this.exposed(kind, up, name) === exposed));
+    this.#warnOnce(
+      `ambiguous:${exposed}`,
+      `${exposed} names a ${kind === 'tools' ? 'tool' : 'prompt'} of ${owners.map((up) => `"${up.name}"`).join(' and of ')}: called on neither`,
+    );
+    return undefined;
+  }
+
+  /** Each exposed name of `kind` to its server and own name, null when two would take it (see #byExposed). */
+  #exposedIndex(kind: 'tools' | 'prompts'): Map<string, { up: Upstream; name: string } | null> {
+    let index = this.#byExposed.get(kind);
+    if (index !== undefined) return index;
+    index = new Map();
     for (const up of this.#ups) {
       for (const name of this.knownOf(kind, up).names) {
-        if (this.exposed(kind, up, name) !== exposed) continue;
-        if (found !== undefined) {
-          this.#warnOnce(
-            `ambiguous:${exposed}`,
-            `${exposed} names a ${kind === 'tools' ? 'tool' : 'prompt'} of "${found.up.name}" and of "${up.name}": called on neither`,
-          );
-          return undefined;
-        }
-        found = { up, name };
+        const exposed = this.exposed(kind, up, name);
+        if (exposed !== undefined) index.set(exposed, index.has(exposed) ? null : { up, name });
       }
     }
-    return found;
+    this.#byExposed.set(kind, index);
+    return index;
   }
 
   /**
@@ -438,13 +469,18 @@ export class Catalog {
 
   /** `up` came up or went down: what it offered is read again, or forgotten. */
   upstreamChanged(up: Upstream, isUp: boolean): void {
+    // Which server's name wins (never) and whose names there are (conflicts) depend on which are up.
+    this.#byExposed.clear();
     for (const kind of Object.keys(KINDS) as Kind[]) {
       const known = this.knownOf(kind, up);
       known.complete = false;
       known.headers.clear();
       known.pages.clear();
       known.keptItems = 0;
-      if (!isUp) known.names.clear();
+      if (!isUp) {
+        known.names.clear();
+        known.before = undefined;
+      }
     }
     if (!isUp) {
       this.#templates.delete(up.index);

@@ -140,4 +140,29 @@ describe('gateway/catalog: what a gateway knows of its servers lists, and the li
     await c.list('tools', {}, all);
     expect(lists('kept'), 'and after it restarted').to.equal(3);
   });
+
+  it('resolves names by an index under prefix conflicts, made again when a server renames a tool and not before', async () => {
+    const asked: string[] = [];
+    const bLists = { 'tools/list': [tool('echo'), tool('sum')] };
+    ups.push(await started('a', 0, { 'tools/list': [tool('echo')] }, asked), await started('b', 1, bLists, asked));
+    const lines: string[] = [];
+    const c = new Catalog({
+      ups,
+      separator: '__',
+      prefix: 'conflicts',
+      filters: { tools: new NameFilter(), prompts: new NameFilter() },
+      listTimeoutMs: 5000,
+      log: createLogger({ write: (line) => void lines.push(line) }),
+    });
+    expect(await c.resolve('tools', 'sum')).to.deep.include({ name: 'sum' });
+    expect((await c.resolve('tools', 'b__echo'))?.up.name).to.equal('b');
+    expect(await c.resolve('tools', 'echo'), "two servers offer it: prefixed, so the bare name is no one's").to.equal(undefined);
+    bLists['tools/list'] = [tool('echo'), tool('total')];
+    c.listChanged(ups[1]!, 'notifications/tools/list_changed');
+    expect((await c.resolve('tools', 'total'))?.up.name).to.equal('b');
+    expect(await c.resolve('tools', 'sum'), 'gone from its server').to.equal(undefined);
+    const reads = asked.filter((a) => a === 'b tools/list').length;
+    for (let i = 0; i < 5; i++) await c.resolve('tools', 'total');
+    expect(asked.filter((a) => a === 'b tools/list').length, 'no reading for a call once the lists are known').to.equal(reads);
+  });
 });
