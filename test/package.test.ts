@@ -198,6 +198,7 @@ const ENTRY_POINTS = {
       'ServeOptions',
       'ServePaths',
       'ServeTarget',
+      'ServeTls',
       'UpstreamHealth',
       'UpstreamOpenOptions',
       'UpstreamOpener',

@@ -3,10 +3,11 @@ import { isStdioServer, type ServerConfig, type StdioServerConfig } from '../cli
 import { killServerGroups } from '../client/stdio.js';
 import { safeLine } from '../errors.js';
 import type { Logger } from '../log.js';
-import { advertiseProblem, pathsProblem, type ServeOptions, type ServeTarget } from '../serve/options.js';
+import { advertiseProblem, pathsProblem, type ServeHandle, type ServeOptions, type ServeTarget, type ServeTls } from '../serve/options.js';
 import { parseClusterUrl, parseSentinelUrl } from '../serve/replicas/index.js';
 import { loggerOf, serve } from '../serve/serve.js';
 import { commandProblem } from '../serve/sessions/index.js';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
@@ -39,6 +40,8 @@ options:
   --store-prefix <name>    the prefix of the store's keys, one per service sharing a Redis (default mcp-frame)
   --advertise-url <url>    with --store: this replica's origin as the others reach it (http://10.0.0.5:8080);
                            they forward its sessions' requests there over HTTP, not through Redis
+  --tls-cert <pem>  --tls-key <pem>   serve HTTPS on the port, with this certificate (chain) and key; SIGHUP
+                           reads both files again (a renewed certificate, for the connections to come)
   --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
   --path <p>               the Streamable HTTP endpoint's path (default /mcp)
   --sse-path <p>  --messages-path <p>   the legacy HTTP+SSE transport's paths (default /sse and /messages)
@@ -97,6 +100,8 @@ const OPTIONS = {
   'store-env': { type: 'string' },
   'advertise-url': { type: 'string' },
   'drain-ms': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
   path: { type: 'string' },
   'sse-path': { type: 'string' },
   'messages-path': { type: 'string' },
@@ -418,6 +423,55 @@ async function serveTarget(values: Values, positionals: string[], command: strin
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/** The certificate and key files --tls-cert and --tls-key name (both, or neither). */
+function tlsFilesOf(values: Values): { cert: string; key: string } | undefined {
+  const cert = values['tls-cert'] as string | undefined;
+  const key = values['tls-key'] as string | undefined;
+  if (cert === undefined && key === undefined) return undefined;
+  if (cert === undefined || key === undefined) throw new CliError('--tls-cert and --tls-key go together: give both', EXIT.usage);
+  if (values['no-http'] === true) throw new CliError('--tls-cert is for HTTP, and --no-http turns it off', EXIT.usage);
+  return { cert, key };
+}
+
+/** The certificate and key, read (a file that cannot be read, or holds no PEM of its kind, is a config error naming it). */
+function readTls(files: { cert: string; key: string }): ServeTls {
+  const read = (flag: string, path: string, what: string, pem: RegExp): string => {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new CliError(`--${flag} ${path}: cannot read it: ${(err as Error).message}`, EXIT.config);
+    }
+    if (!pem.test(text)) throw new CliError(`--${flag} ${path}: no PEM ${what} in it`, EXIT.config);
+    return text;
+  };
+  return {
+    cert: read('tls-cert', files.cert, 'certificate', /-----BEGIN CERTIFICATE-----/),
+    key: read('tls-key', files.key, 'private key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/),
+  };
+}
+
+/** SIGHUP: the policy file read again; one that is not a policy is refused, the one in force kept. */
+function reloadPolicy(bridge: ServeHandle, path: string, log: Logger): void {
+  readPolicy(path).then(
+    (policy) => {
+      bridge.setPolicy(policy);
+      log.info('serve.reloaded', `SIGHUP: reloaded the policy from ${safeLine(path)}`, { policy: path });
+    },
+    (err: Error) => log.error('serve.reload_failed', `SIGHUP: kept the policy in force: ${safeLine(err.message)}`, { policy: path }),
+  );
+}
+
+/** SIGHUP: the certificate and key read again, for the connections to come; a pair that does not load is refused. */
+function reloadTls(bridge: ServeHandle, files: { cert: string; key: string }, log: Logger): void {
+  try {
+    bridge.setTls(readTls(files));
+    log.info('serve.reloaded', `SIGHUP: reloaded the certificate from ${safeLine(files.cert)}`, { cert: files.cert });
+  } catch (err) {
+    log.error('serve.reload_failed', `SIGHUP: kept the certificate in force: ${safeLine((err as Error).message)}`, { cert: files.cert });
+  }
+}
+
 /**
  * `mcp-frame serve`: offers a stdio server over Streamable HTTP, the legacy SSE transport and a local socket
  * until SIGINT, SIGTERM or SIGHUP, then closes every session's server and exits 0.
@@ -462,6 +516,8 @@ async function serveUntilStopped(
 ): Promise<number> {
   const policyPath = values.policy as string | undefined;
   if (policyPath !== undefined) options.policy = await readPolicy(policyPath);
+  const tlsFiles = tlsFilesOf(values);
+  if (tlsFiles !== undefined) options.tls = readTls(tlsFiles);
   const target = await serveTarget(values, positionals, command, log);
   const auth = authFlags(values, USAGE);
   // A remote server behind the gateway that asks for sign-in: the operator signs in here (stdin is not a host's).
@@ -478,18 +534,15 @@ async function serveUntilStopped(
     ...(bridge.socketPath === undefined ? {} : { socket: bridge.socketPath }),
   });
   if (bridge.metricsUrl !== undefined) log.info('serve.metrics', `metrics on ${bridge.metricsUrl}`, { url: bridge.metricsUrl });
-  // With a policy, SIGHUP reloads it (a file that is not one is refused, the old policy kept); else it stops.
+  // With a policy or a certificate, SIGHUP reloads them (a file that is not one is refused, the old one kept); else
+  // it stops.
   const reload = (): void => {
-    readPolicy(policyPath!).then(
-      (policy) => {
-        bridge.setPolicy(policy);
-        log.info('serve.reloaded', `SIGHUP: reloaded the policy from ${safeLine(policyPath!)}`, { policy: policyPath });
-      },
-      (err: Error) => log.error('serve.reload_failed', `SIGHUP: kept the policy in force: ${safeLine(err.message)}`, { policy: policyPath }),
-    );
+    if (policyPath !== undefined) reloadPolicy(bridge, policyPath, log);
+    if (tlsFiles !== undefined) reloadTls(bridge, tlsFiles, log);
   };
-  const stops = STOP_SIGNALS.filter((s) => policyPath === undefined || s !== 'SIGHUP');
-  if (policyPath !== undefined) process.on('SIGHUP', reload);
+  const reloads = policyPath !== undefined || tlsFiles !== undefined;
+  const stops = STOP_SIGNALS.filter((s) => !reloads || s !== 'SIGHUP');
+  if (reloads) process.on('SIGHUP', reload);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // SIGHUP (the terminal closed) too: without a handler it would end serve at once, its children unclosed.
     for (const signal of stops) process.once(signal, resolve);

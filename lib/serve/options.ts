@@ -17,6 +17,11 @@ export interface ServeOptions {
   port?: number;
   /** Serve HTTP at all (false: the socket only). @defaultValue true */
   http?: boolean;
+  /**
+   * Serve HTTPS on the same port: a certificate and its key (PEM). The endpoint's URL is then https, and a
+   * certificate renewed is put in place with setTls() (the command line re-reads its files on SIGHUP).
+   */
+  tls?: ServeTls;
   /** A Unix socket path (a named pipe path on Windows) to listen on as well, with NDJSON framing. */
   socket?: string;
   /** The bearer token every HTTP request must carry. Unset: none is asked for. */
@@ -190,8 +195,14 @@ export interface ServeAuthOptions {
 /** The servers serve() is given: one stdio entry, or named entries (stdio or remote) for a gateway. */
 export type ServeTarget = StdioServerConfig | Record<string, ServerConfig>;
 
+/** A certificate (its chain, PEM) and its private key (PEM), to serve HTTPS with. */
+export interface ServeTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
 export interface ServeHandle {
-  /** The Streamable HTTP endpoint (`http://host:port/mcp`, or its `paths.mcp`), when serving HTTP. */
+  /** The Streamable HTTP endpoint (`http://host:port/mcp`, https with `tls`, or its `paths.mcp`), when serving HTTP. */
   readonly url: string | undefined;
   /** The port HTTP listens on (the real one when 0 was asked for). */
   readonly port: number | undefined;
@@ -209,6 +220,8 @@ export interface ServeHandle {
   readonly metricsUrl: string | undefined;
   /** Replaces the policy (sessions open now included); undefined: none. */
   setPolicy(policy: Policy | undefined): void;
+  /** With `tls`: replaces the certificate and key for the connections to come (those open keep theirs). */
+  setTls(tls: ServeTls): void;
   /** Stops accepting, closes every session's child, removes the socket file. */
   close(): Promise<void>;
 }
@@ -243,6 +256,7 @@ export function checkOptions(options: ServeOptions): void {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
       throw new TypeError(`serve: ${key} takes a whole number of at least 1, got ${String(value)}`);
   }
+  if (options.tls !== undefined && options.http === false) throw new TypeError('serve: tls is for HTTP, and http is false');
   if (options.metricsHost !== undefined && options.metricsPort === undefined)
     throw new TypeError('serve: metricsHost is the address of the metricsPort listener: give metricsPort too');
   if (options.auth !== undefined && options.socket !== undefined)

@@ -10,6 +10,7 @@
  * server), replicas/ (the store shared by replicas), sessions/ (sessions, children, the table), http/ (the front).
  */
 import * as http from 'node:http';
+import * as https from 'node:https';
 import * as net from 'node:net';
 import { isStdioServer, type StdioServerConfig } from '../client/config.js';
 import { missingPeer, safeLine } from '../errors.js';
@@ -39,7 +40,7 @@ import {
   type Watchers,
 } from './sessions/index.js';
 
-export type { ServeAuthOptions, ServeHandle, ServeOptions, ServeTarget } from './options.js';
+export type { ServeAuthOptions, ServeHandle, ServeOptions, ServeTarget, ServeTls } from './options.js';
 
 /** Tokens shorter than this get a warning at start. */
 const SHORT_TOKEN = 16;
@@ -194,6 +195,19 @@ interface HttpParts {
   metrics: MetricsRegistry | undefined;
 }
 
+/** The endpoint's scheme: https with `tls`. */
+const schemeOf = (options: ServeOptions): string => (options.tls === undefined ? 'http' : 'https');
+
+/**
+ * The HTTP server, or with `tls` the HTTPS one (the same request API: everything after takes it as an
+ * http.Server); its responses count their bytes when `telemetry` is given (metrics).
+ */
+function httpServerOf(options: ServeOptions, telemetry: Telemetry | undefined): http.Server {
+  const counting = telemetry === undefined ? {} : { ServerResponse: countingResponse(telemetry) };
+  if (options.tls === undefined) return http.createServer(counting);
+  return https.createServer({ ...counting, cert: options.tls.cert, key: options.tls.key }) as unknown as http.Server;
+}
+
 /** Listens on HTTP and takes requests: the guard, the sign-in when asked, the store's carried requests. */
 async function startHttp(httpServer: http.Server, ctx: ServeContext, options: ServeOptions, parts: HttpParts): Promise<number> {
   const host = options.host ?? '127.0.0.1';
@@ -206,7 +220,7 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
       throw err;
     });
   const auth = options.auth;
-  const resource = auth?.resource ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`;
+  const resource = auth?.resource ?? `${schemeOf(options)}://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`;
   // The public URL's name is one clients use.
   const allowHosts = [...(options.allowHosts ?? []), ...(auth === undefined ? [] : [new URL(resource).host])];
   const guard = new Guard({ host, port, allowHosts, allowOrigins: options.allowOrigins ?? [], token: options.token });
@@ -330,8 +344,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store, gate);
   const metrics = await subscribe(ctx, options, tracing, table, store);
   const modern = new ModernHub(ctx);
-  const httpServer =
-    options.http === false ? undefined : http.createServer(metrics === undefined ? {} : { ServerResponse: countingResponse(telemetry) });
+  const httpServer = options.http === false ? undefined : httpServerOf(options, metrics === undefined ? undefined : telemetry);
   const socketServer = options.socket === undefined ? undefined : net.createServer();
   const port = httpServer === undefined ? undefined : await startHttp(httpServer, ctx, options, { table, modern, policy, metrics });
   if (socketServer !== undefined) {
@@ -351,7 +364,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   let closing: Promise<void> | undefined;
   const host = options.host ?? '127.0.0.1';
   return {
-    url: port === undefined ? undefined : `http://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`,
+    url: port === undefined ? undefined : `${schemeOf(options)}://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`,
     port,
     socketPath: options.socket,
     get sessions() {
@@ -359,6 +372,10 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
     },
     metrics,
     metricsUrl: metricsServer?.url,
+    setTls(tls) {
+      if (options.tls === undefined || httpServer === undefined) throw new TypeError('setTls: serve was started without tls');
+      (httpServer as unknown as https.Server).setSecureContext({ cert: tls.cert, key: tls.key });
+    },
     setPolicy(next) {
       if (policy === undefined)
         throw new TypeError('setPolicy: serve was started without a policy (give one, even an empty one, to replace it later)');

@@ -61,7 +61,7 @@ export async function serveProcess(args: string[], env: NodeJS.ProcessEnv = proc
     check();
     void exited.then(() => reject(new Error(`mcp-frame serve exited: ${stderr}`)));
   });
-  return { proc, stderr: () => stderr, exited, url: /listening on (http:\/\/\S+\/mcp)/.exec(stderr)?.[1] };
+  return { proc, stderr: () => stderr, exited, url: /listening on (https?:\/\/\S+\/mcp)/.exec(stderr)?.[1] };
 }
 
 /**

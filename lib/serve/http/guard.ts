@@ -80,7 +80,8 @@ export class Guard {
     }
     for (const host of hosts) {
       this.#hosts.add(host);
-      if (!WILDCARD.has(name)) this.#origins.add(`http://${host}`);
+      // Either scheme: a page of the other one cannot come from this port (serve speaks one of them there).
+      if (!WILDCARD.has(name)) this.#origins.add(`http://${host}`).add(`https://${host}`);
     }
   }
 
