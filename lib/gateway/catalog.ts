@@ -17,6 +17,7 @@ import { CODES } from '../protocol/codes.js';
 import { listPages } from '../protocol/paging.js';
 import { type ParamHeader, scanParamHeaders } from '../protocol/param-headers.js';
 import { decodeCursor, encodeCursor, type ListPosition, type NameFilter, type PrefixMode, templatePattern } from './names.js';
+import type { Policy } from './policy.js';
 import type { Upstream } from './upstream.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION } from '../protocol/versions.js';
 import { VERSION } from '../version.js';
@@ -114,6 +115,9 @@ export class Catalog {
    * lookup, as with `always`, and not a search of every name.
    */
   readonly #byExposed = new Map<Kind, Map<string, { up: Upstream; name: string } | null>>();
+  /** Filter and policy globs said to match nothing, until a server's lists change (see warnUnmatched). */
+  readonly #unmatched = new Set<string>();
+  #checking: Promise<void> | undefined;
 
   constructor(options: CatalogOptions) {
     this.#ups = options.ups;
@@ -290,8 +294,66 @@ export class Catalog {
     this.#log.warn('gateway.warning', line);
   }
 
-  /** The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, or a clash under `never`). */
-  exposed(kind: 'tools' | 'prompts', up: Upstream, name: string): string | undefined {
+  /**
+   * Warns, once each until a server's lists change, of an `--allow-tools`/`--deny-tools` (or prompts) glob or a
+   * policy rule's glob that matches no tool or prompt the servers offer: a typo, or a name written without its
+   * `<server>__` prefix, would otherwise hide tools silently. Only when every server is up (one still starting
+   * offers nothing yet).
+   */
+  warnUnmatched(policy: Policy | undefined): Promise<void> {
+    // Nothing to check, nothing read: the lists are read here only for globs to check them against.
+    const globs = policy !== undefined || !this.#filters.tools.empty || !this.#filters.prompts.empty;
+    if (!globs || this.#ups.some((up) => up.state !== 'up')) return Promise.resolve();
+    this.#checking ??= (async () => {
+      const names = { tools: await this.offeredNames('tools'), prompts: await this.offeredNames('prompts') };
+      const found = (['tools', 'prompts'] as const).flatMap((kind) =>
+        this.#filters[kind].unmatched(names[kind]).map((g) => `--${g.slice(0, g.indexOf(' '))}-${kind} ${g.slice(g.indexOf(' ') + 1)}`),
+      );
+      found.push(...(policy?.unmatched(names) ?? []).map((rule) => `the policy's ${rule}`));
+      for (const glob of found) {
+        if (this.#unmatched.has(glob)) continue;
+        this.#unmatched.add(glob);
+        this.#log.warn(
+          'config.unmatched',
+          `${glob} matches no tool or prompt any server offers (is the <server>${this.#separator} prefix missing?)`,
+          {
+            glob,
+          },
+        );
+      }
+    })().finally(() => {
+      this.#checking = undefined;
+    });
+    return this.#checking;
+  }
+
+  /** The policy changed: a glob that still matches nothing is said again (a server's lists changing does this too). */
+  recheck(): void {
+    this.#unmatched.clear();
+  }
+
+  /**
+   * Every name of `kind` the servers up offer, as exposed before the filters (what a filter's or a policy's glob
+   * is written against); the lists are read whole first.
+   */
+  async offeredNames(kind: 'tools' | 'prompts'): Promise<string[]> {
+    await this.index(kind);
+    const names: string[] = [];
+    for (const up of this.#ups) {
+      if (!this.offers(up, kind)) continue;
+      for (const name of this.knownOf(kind, up).names) {
+        const exposed = this.exposed(kind, up, name, false);
+        if (exposed !== undefined) names.push(exposed);
+      }
+    }
+    return names;
+  }
+
+  /**
+   * The name the client sees for `up`'s tool or prompt `name`, or undefined when it is left out (filtered, unless
+   * `filtered` is false, or a clash under `never`).
+   */
+  exposed(kind: 'tools' | 'prompts', up: Upstream, name: string, filtered = true): string | undefined {
     let exposed = name;
     if (this.#prefixed && this.#prefix !== 'never') {
       const clash = this.#prefix === 'always' || this.#ups.some((other) => other !== up && this.knownOf(kind, other).names.has(name));
@@ -307,7 +369,7 @@ export class Catalog {
         return undefined;
       }
     }
-    return this.#filters[kind].passes(exposed) ? exposed : undefined;
+    return !filtered || this.#filters[kind].passes(exposed) ? exposed : undefined;
   }
 
   /**
@@ -464,6 +526,7 @@ export class Catalog {
       known.headers.clear();
       known.pages.clear();
       known.keptItems = 0;
+      this.#unmatched.clear();
     }
   }
 
@@ -471,6 +534,7 @@ export class Catalog {
   upstreamChanged(up: Upstream, isUp: boolean): void {
     // Which server's name wins (never) and whose names there are (conflicts) depend on which are up.
     this.#byExposed.clear();
+    this.#unmatched.clear();
     for (const kind of Object.keys(KINDS) as Kind[]) {
       const known = this.knownOf(kind, up);
       known.complete = false;

@@ -104,6 +104,14 @@ export { CALLER_META, SERVE_ITSELF } from './policy.js';
 
 type Json = Record<string, unknown>;
 
+/** The list methods, and the kind of list each reads. */
+const LISTS: Readonly<Record<string, Kind>> = {
+  'tools/list': 'tools',
+  'prompts/list': 'prompts',
+  'resources/list': 'resources',
+  'resources/templates/list': 'templates',
+};
+
 export class Gateway extends EventEmitter implements Channel {
   readonly name: string;
   /** In process: started at once (its upstreams start at initialize). */
@@ -276,9 +284,16 @@ export class Gateway extends EventEmitter implements Channel {
             why: up.why ?? 'starting',
           });
       this.#ready = true;
+      void this.#catalog.warnUnmatched(this.#policy());
       return initializeResult(this.#ups, this.name);
     })();
     return this.#initialized;
+  }
+
+  /** The policy was replaced: a rule's glob that matches no tool any server offers is warned of (see Catalog.warnUnmatched). */
+  policyChanged(): Promise<void> {
+    this.#catalog.recheck();
+    return this.#ready ? this.#catalog.warnUnmatched(this.#policy()) : Promise.resolve();
   }
 
   /** The names two upstreams both offer (tools and prompts), as `name (a, b)`: what `never` refuses at start. */
@@ -326,19 +341,13 @@ export class Gateway extends EventEmitter implements Channel {
   }
 
   #dispatch(call: Call, method: string, params: Json): Promise<unknown> {
+    const list = LISTS[method];
+    if (list !== undefined) return this.#list(list, params, call.caller);
     switch (method) {
       case 'initialize':
         return this.#initialize(params);
       case 'ping':
         return Promise.resolve({});
-      case 'tools/list':
-        return this.#list('tools', params, call.caller);
-      case 'prompts/list':
-        return this.#list('prompts', params, call.caller);
-      case 'resources/list':
-        return this.#list('resources', params, call.caller);
-      case 'resources/templates/list':
-        return this.#list('templates', params, call.caller);
       case 'tools/call':
         return this.#named(call, 'tools', method, params);
       case 'prompts/get':
@@ -574,6 +583,7 @@ export class Gateway extends EventEmitter implements Channel {
       return;
     }
     this.#catalog.listChanged(up, method);
+    if (method.endsWith('/list_changed')) void this.#catalog.warnUnmatched(this.#policy());
     if (method === 'notifications/message') {
       // A server's log is its session's: the call it belongs to only when it is the one call running there; a
       // shared gateway's client is several callers, and a log that is no one call's is given to none of them.
@@ -595,6 +605,7 @@ export class Gateway extends EventEmitter implements Channel {
   #changed(up: Upstream, isUp: boolean): void {
     this.#catalog.upstreamChanged(up, isUp);
     if (!this.#ready || this.#closed) return;
+    void this.#catalog.warnUnmatched(this.#policy());
     this.#emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     const caps = isUp ? up.capabilities : { prompts: {}, resources: {} };
     if (caps.prompts !== undefined) this.#emit({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });

@@ -42,10 +42,26 @@ export function prefixClashes(names: readonly string[], separator: string): Arra
 export class NameFilter {
   readonly #allow: RegExp[];
   readonly #deny: RegExp[];
+  readonly #globs: { allow: readonly string[]; deny: readonly string[] };
 
   constructor(allow: readonly string[] = [], deny: readonly string[] = []) {
     this.#allow = allow.map(globPattern);
     this.#deny = deny.map(globPattern);
+    this.#globs = { allow, deny };
+  }
+
+  /** No glob was given: every name passes. */
+  get empty(): boolean {
+    return this.#allow.length === 0 && this.#deny.length === 0;
+  }
+
+  /** The globs that match none of `names` (the names offered, before any filter), as `allow <glob>` or `deny <glob>`. */
+  unmatched(names: readonly string[]): string[] {
+    const none = (re: RegExp): boolean => !names.some((name) => re.test(name));
+    return [
+      ...this.#globs.allow.filter((_, i) => none(this.#allow[i]!)).map((glob) => `allow ${glob}`),
+      ...this.#globs.deny.filter((_, i) => none(this.#deny[i]!)).map((glob) => `deny ${glob}`),
+    ];
   }
 
   passes(name: string): boolean {

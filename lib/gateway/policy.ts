@@ -36,6 +36,8 @@ export class PolicyError extends Error {
 }
 
 interface CompiledRule {
+  /** The rule's tool and prompt globs as written, by kind, for what names them in a warning. */
+  globs: Record<'tools' | 'prompts', string[]>;
   tools: RegExp[];
   prompts: RegExp[];
   except: RegExp[];
@@ -101,6 +103,7 @@ export class Policy {
         }
       }
       return {
+        globs: { tools, prompts },
         tools: tools.map(globPattern),
         prompts: prompts.map(globPattern),
         except: strings(rule.except, `${where}.except`).map(globPattern),
@@ -108,6 +111,19 @@ export class Policy {
         claims,
       };
     });
+  }
+
+  /** The rules' globs that match none of `names` (the exposed names offered), as `rules[i].tools "glob"`. */
+  unmatched(names: Record<'tools' | 'prompts', readonly string[]>): string[] {
+    const out: string[] = [];
+    this.#rules.forEach((rule, i) => {
+      for (const kind of ['tools', 'prompts'] as const) {
+        rule[kind].forEach((re, j) => {
+          if (!names[kind].some((name) => re.test(name))) out.push(`rules[${i}].${kind} ${JSON.stringify(rule.globs[kind][j])}`);
+        });
+      }
+    });
+    return out;
   }
 
   /** Every scope a rule asks for (for the protected resource metadata's scopes_supported). */

@@ -380,6 +380,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
       if (policy === undefined)
         throw new TypeError('setPolicy: serve was started without a policy (give one, even an empty one, to replace it later)');
       policy.current = next;
+      ctx.children.policyChanged();
     },
     get unattributed() {
       return modern.dropped;

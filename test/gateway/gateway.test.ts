@@ -188,4 +188,29 @@ describe('gateway/gateway: several servers as one, in process', () => {
       /the gateway "mcp-frame" is closed/,
     );
   });
+
+  it('warns of a filter or policy glob that matches no tool any server offers, and again after the policy changes', async () => {
+    const lines: string[] = [];
+    let policy = Policy.parse(JSON.stringify({ rules: [{ tools: ['a__*'] }, { tools: ['add'] }] }));
+    const { gateway } = await open({
+      upstreams: [
+        ['a', ENTRY],
+        ['b', ENTRY],
+      ],
+      allowTools: ['echo', 'a__*', 'b__*'],
+      denyTools: ['b__blob'],
+      policy: () => policy,
+      log: (l) => lines.push(l),
+    });
+    const unmatched = (): string[] => lines.filter((l) => l.includes('matches no tool or prompt any server offers'));
+    await within(5000, 'the warnings', () => (unmatched().length >= 2 ? true : undefined), 10);
+    expect(unmatched().map((l) => l.slice(0, l.indexOf(' matches')))).to.deep.equal(['--allow-tools echo', 'the policy\'s rules[1].tools "add"']);
+    policy = Policy.parse(JSON.stringify({ rules: [{ tools: ['a__*', 'b__ad?'] }, { tools: ['nothing__here'] }] }));
+    await gateway.policyChanged();
+    expect(
+      unmatched()
+        .slice(2)
+        .map((l) => l.slice(0, l.indexOf(' matches'))),
+    ).to.deep.equal(['--allow-tools echo', 'the policy\'s rules[1].tools "nothing__here"']);
+  });
 });

@@ -55,6 +55,8 @@ export interface Children {
   start(label: string, log: Logger, caller?: Caller): ServedChild;
   /** Closes what the sessions share (the shared gateway and its servers), when serve closes. */
   close(): Promise<void>;
+  /** The policy was replaced: the shared gateway warns of a rule that matches nothing (see Catalog.warnUnmatched). */
+  policyChanged(): void;
 }
 
 /** Settings of the stdio children. */
@@ -88,6 +90,8 @@ export function stdioChildren(entry: StdioServerConfig, settings: ChildSettings,
     },
     // Every child is a session's own, closed with it.
     close: () => Promise.resolve(),
+    // One server served as it is has no policy.
+    policyChanged: () => undefined,
   };
 }
 
@@ -223,6 +227,9 @@ export async function gatewayChildren(
     },
     async close() {
       await shared?.gateway.close();
+    },
+    policyChanged() {
+      void shared?.gateway.policyChanged();
     },
   };
 }
