@@ -49,6 +49,8 @@ options:
   --trace                  log every message, redacted
   --log-format <f>         text (default) or json (one object a line)
   --log-level <l>          debug (a line per request too), info (default), warn or error
+  --audit-log <file>       append the audit trail (a record per tool call, prompt and resource read, or refusal)
+                           to this file as JSON lines, mode 0600; the records are in the log anyway
   --metrics                Prometheus metrics at /metrics (needs prom-client: npm install prom-client)
   --metrics-port <n>       serve /metrics on this port instead, without a token (127.0.0.1 unless --metrics-host)
   --metrics-host <addr>    the address of the --metrics-port listener (0.0.0.0: scraped from other machines)
@@ -111,6 +113,7 @@ const OPTIONS = {
   trace: { type: 'boolean', default: false },
   'log-format': { type: 'string' },
   'log-level': { type: 'string' },
+  'audit-log': { type: 'string' },
   metrics: { type: 'boolean', default: false },
   'metrics-port': { type: 'string' },
   'metrics-host': { type: 'string' },
@@ -275,6 +278,7 @@ function logOptions(values: Values): ServeOptions {
   if (port !== undefined && port > 65535) throw new CliError(`--metrics-port takes a port number, got ${port}`, EXIT.usage);
   if (values.metrics === true || port !== undefined) options.metrics = true;
   if (port !== undefined) options.metricsPort = port;
+  if (values['audit-log'] !== undefined) options.auditLog = values['audit-log'] as string;
   const metricsHost = values['metrics-host'] as string | undefined;
   if (metricsHost !== undefined) {
     if (port === undefined) throw new CliError('--metrics-host is the address of the --metrics-port listener: give --metrics-port too', EXIT.usage);
@@ -524,7 +528,7 @@ async function serveUntilStopped(
   options.upstreamAuth = (name, entry) => cliAuth(entry, name, auth, 'serve', true);
   const bridge = await serve(target, options).catch((err: Error & { code?: string }) => {
     if (err.code === 'NAME_CLASH') throw new CliError(`--${err.message}`, EXIT.config);
-    if (err.code === 'MISSING_PEER') throw new CliError(err.message, EXIT.config);
+    if (err.code === 'MISSING_PEER' || err.code === 'CONFIG') throw new CliError(err.message, EXIT.config);
     throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);
   });
 

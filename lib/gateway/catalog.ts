@@ -392,6 +392,11 @@ export class Catalog {
     return undefined;
   }
 
+  /** Whether the filters leave the exposed name out (`--allow-tools`, `--deny-tools` and the same for prompts). */
+  filtered(kind: 'tools' | 'prompts', exposed: string): boolean {
+    return !this.#filters[kind].passes(exposed);
+  }
+
   /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
   async resolve(kind: 'tools' | 'prompts', exposed: string): Promise<{ up: Upstream; name: string } | undefined> {
     if (!this.#prefixed) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;

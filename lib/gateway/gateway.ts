@@ -28,7 +28,7 @@ import { type Connection, RpcError } from '../client/connection.js';
 import { ConnectionError, type ExitStatus } from '../client/errors.js';
 import { idKey, isObject, isRequest, isResponse } from '../jsonrpc.js';
 import { INPUT_CAPABILITIES, RELAYED_CAPABILITIES, takeModernMeta } from '../protocol/modern.js';
-import { startRequestSpan } from '../protocol/trace.js';
+import { type GatewayObserver, observeCall } from './observed.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../protocol/versions.js';
 import { type Policy, SERVE_ITSELF, withCaller } from './policy.js';
 import type { Caller } from '../protocol/caller.js';
@@ -91,11 +91,7 @@ export interface GatewayOptions {
   statePrefix?: string;
 }
 
-/** What a gateway reports (to serve's metrics). */
-export interface GatewayObserver {
-  upstreamRequest?(record: { upstream: string; method: string; outcome: 'ok' | 'error' | 'tool_error' | 'gone'; seconds: number }): void;
-  upstreamRestart?(upstream: string): void;
-}
+export type { GatewayObserver } from './observed.js';
 
 /** A logger that writes nothing: a gateway given no log. */
 const SILENT: Logger = createLogger({ write: () => undefined, level: 'error' });
@@ -417,11 +413,15 @@ export class Gateway extends EventEmitter implements Channel {
   /** A tools/call or prompts/get, to the upstream whose tool or prompt it names, under that upstream's name. */
   async #named(call: Call, kind: 'tools' | 'prompts', method: string, params: Json): Promise<unknown> {
     await this.start();
-    const exposed = typeof params.name === 'string' ? params.name : undefined;
-    const found = exposed === undefined || !this.#allowed(call.caller, kind, exposed) ? undefined : await this.#catalog.resolve(kind, exposed);
-    if (found === undefined)
+    const exposed = typeof params.name === 'string' ? params.name : '';
+    const allowed = this.#allowed(call.caller, kind, exposed);
+    const found = exposed === '' || !allowed ? undefined : await this.#catalog.resolve(kind, exposed);
+    if (found === undefined) {
+      const why = !allowed ? 'policy' : this.#catalog.filtered(kind, exposed) ? 'filter' : undefined;
+      if (why !== undefined && exposed !== '') this.#observer?.refused?.({ method, name: exposed, why, caller: call.caller });
       throw new RpcError(CODES.invalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
-    return this.#forward(call, found.up, method, { ...params, name: found.name });
+    }
+    return this.#forward(call, found.up, method, { ...params, name: found.name }, exposed);
   }
 
   /** A resource request, to the upstream that listed its URI or whose template matches it. */
@@ -432,7 +432,7 @@ export class Gateway extends EventEmitter implements Channel {
     const up = await this.#uriOwner(uri);
     if (up === undefined)
       throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
-    return this.#forward(call, up, method, params);
+    return this.#forward(call, up, method, params, uri);
   }
 
   /** A resource request of the gateway's own to the server that offers `uri` (a listen's subscription); whether it succeeded. */
@@ -487,7 +487,7 @@ export class Gateway extends EventEmitter implements Channel {
    * aborts it, and so does callTimeoutMs. A request cancelled either way may go on at its server: it counts as
    * running there for a while yet (see CANCELLED_RUNS_MS).
    */
-  async #forward(call: Call, up: Upstream, method: string, params: Json): Promise<unknown> {
+  async #forward(call: Call, up: Upstream, method: string, params: Json, name?: string): Promise<unknown> {
     const forwarded = this.#calls.begin(call, up);
     let out = withCaller(this.#forwardClaims, params, call.caller);
     let token: string | undefined;
@@ -495,30 +495,23 @@ export class Gateway extends EventEmitter implements Channel {
       token = this.#calls.token(up, params._meta.progressToken);
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
-    // One span per call to a server, a child of the caller's (in _meta), whose context goes on to the server.
-    const span = this.#tracing ? startRequestSpan(method, out, 'client', { 'mcp.server.name': up.name }) : undefined;
-    if (span?.params !== undefined) out = span.params;
-    const start = this.#observer?.upstreamRequest === undefined ? 0n : process.hrtime.bigint();
+    const watch = observeCall(this.#observer, this.#tracing, { upstream: up.name, method, params: out, name, caller: call.caller });
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
-    let unfinished = false;
+    let failure: unknown;
     try {
-      const result = await up.request(method, out, { signal: forwarded.abort.signal, timeoutMs: this.#callTimeoutMs, related: forwarded });
+      const options = { signal: forwarded.abort.signal, timeoutMs: this.#callTimeoutMs, related: forwarded };
+      const result = await up.request(method, watch.params, options);
       if (isObject(result) && result.isError === true) outcome = 'tool_error';
       return result;
     } catch (err) {
       outcome = err instanceof RpcError ? 'error' : 'gone';
-      const code = (err as { code?: unknown }).code;
-      unfinished = code === 'ABORTED' || code === 'TIMEOUT';
-      span?.end({ ...(err instanceof RpcError ? { code: err.code } : { type: (err as { code?: string }).code ?? 'error' }) });
+      failure = err;
       throw err;
     } finally {
       if (token !== undefined) this.#calls.dropToken(token);
-      this.#calls.settle(forwarded, unfinished);
-      if (outcome === 'ok' || outcome === 'tool_error') span?.end();
-      if (this.#observer?.upstreamRequest !== undefined) {
-        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-        this.#observer.upstreamRequest({ upstream: up.name, method, outcome, seconds });
-      }
+      const code = (failure as { code?: unknown } | undefined)?.code;
+      this.#calls.settle(forwarded, code === 'ABORTED' || code === 'TIMEOUT');
+      watch.end(outcome, failure);
     }
   }
 

@@ -147,6 +147,11 @@ export interface ServeOptions {
    * @defaultValue false
    */
   metrics?: boolean | MetricsRegistry;
+  /**
+   * A file to append the audit trail to, one JSON object a line (made readable by its owner only): a record per
+   * tools/call, prompts/get and resources/read a gateway sends on or refuses. The records go to the log anyway.
+   */
+  auditLog?: string;
   /** Serve /metrics on this port instead, of `metricsHost` (no token asked; the Host check of /mcp). */
   metricsPort?: number;
   /**

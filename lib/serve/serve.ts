@@ -20,7 +20,7 @@ import { requestTarget } from '../protocol/target.js';
 import { loadTraceApi } from '../protocol/trace.js';
 import { countingResponse, Guard, HttpFront, listenHttp } from './http/index.js';
 import { loadJose, ResourceServer } from './identity/index.js';
-import { logRequests, type MetricsRegistry, prometheusMetrics, RequestTap, Telemetry, traceRequests } from './observe/index.js';
+import { auditTrail, logRequests, type MetricsRegistry, prometheusMetrics, RequestTap, Telemetry, traceRequests } from './observe/index.js';
 import { checkOptions, type ServeHandle, type ServeOptions, type ServeTarget, serversOf } from './options.js';
 import type { ReplicaStore } from './replicas/index.js';
 import {
@@ -289,6 +289,7 @@ interface Running {
   servers: Array<http.Server | net.Server | undefined>;
   sweeper: NodeJS.Timeout;
   metricsServer: { close(): Promise<void> } | undefined;
+  audit: { close(): void };
 }
 
 /** Stops accepting, drains (drainMs), closes every session and child, the store, and the listeners. */
@@ -307,6 +308,7 @@ async function closeAll(r: Running): Promise<void> {
   await r.ctx.children.close();
   await r.table.store?.close();
   await r.metricsServer?.close();
+  r.audit.close();
   r.ctx.telemetry.close();
   (r.servers[0] as http.Server | undefined)?.closeAllConnections();
   await stopped;
@@ -332,6 +334,8 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
   const log = loggerOf(options);
   const telemetry = new Telemetry();
   const watchers: Watchers = { telemetry, requests: new RequestTap(telemetry), trace: options.trace ?? false };
+  // First of what serve opens: a file it cannot open is refused before anything else is started.
+  const audit = auditTrail(telemetry, log, options.auditLog);
   const tracing = options.tracing !== false && (await loadTraceApi()) !== undefined;
   const store = options.store === undefined ? undefined : await openStore(options.store, log, options);
   const { children, policy } = await childrenOf(target, options, watchers, log, tracing, store?.replica).catch(async (err: unknown) => {
@@ -360,7 +364,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
       : await metricsPort(metrics, options.metricsHost ?? '127.0.0.1', options.metricsPort, options.allowHosts ?? []);
   const idleMs = options.sessionIdleMs ?? 1_800_000;
   const sweeper = sweepIdle(table, idleMs, Math.min(idleMs, options.openIdleMs ?? 60_000));
-  const running: Running = { ctx, options, table, gate, modern, socketChildren, servers: [httpServer, socketServer], sweeper, metricsServer };
+  const running: Running = { ctx, options, table, gate, modern, socketChildren, servers: [httpServer, socketServer], sweeper, metricsServer, audit };
   let closing: Promise<void> | undefined;
   const host = options.host ?? '127.0.0.1';
   return {

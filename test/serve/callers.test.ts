@@ -2,7 +2,7 @@
 // only the caller whose request it belongs to; what cannot be attributed is dropped and counted, or (a request)
 // refused to the server at once. Real children (test/helpers/servers/bank.ts records what reaches it), a real
 // JWT issuer (oidc-provider's keys), modern (2026-07-28) callers sharing one gateway, and legacy sessions.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
@@ -272,6 +272,42 @@ describe('serve: several callers on one gateway', function () {
     expect(right.body).to.include('wired from A-1');
     // Bob is not allowed the tool at all: it is unknown to him, header or not.
     expect((await wire(bob, 'A-1')).body).to.match(/Unknown tool/);
+  });
+
+  it('keeps an audit trail: a record per call sent on or refused, naming the caller by issuer and subject, in the log and a 0600 file', async () => {
+    const policy = Policy.parse(
+      JSON.stringify({ rules: [{ tools: ['bank__*', 'vault__balance'] }, { tools: ['vault__steps'], claims: { groups: 'eng' } }] }),
+    );
+    const file = join(dir, 'audit.jsonl');
+    writeFileSync(file, '', { mode: 0o644 });
+    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') }, { policy, auditLog: file, denyTools: ['bank__forge'] });
+    const call = (token: string, id: number, name: string, args: Json) => rawRequest(url, modern(token, id, 'tools/call', { name, arguments: args }));
+    expect((await call(alice, 1, 'vault__balance', { who: 'alice', ms: 1 })).body).to.include('balance of alice');
+    expect((await call(bob, 2, 'vault__steps', {})).body, 'the policy refuses Bob').to.match(/Unknown tool/);
+    expect((await call(alice, 3, 'bank__forge', {})).body, 'the filter leaves it out').to.match(/Unknown tool/);
+    const records = (): Json[] =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Json);
+    await until(5000, 'three records', () => records().length >= 3, 10);
+    const [ok, byPolicy, byFilter] = records();
+    expect(ok).to.deep.include({
+      event: 'audit',
+      caller: { issuer: idp.issuer, subject: 'alice' },
+      method: 'tools/call',
+      server: 'vault',
+      name: 'vault__balance',
+      outcome: 'ok',
+    });
+    expect(ok!.duration_ms).to.be.a('number');
+    expect(byPolicy).to.deep.include({ caller: { issuer: idp.issuer, subject: 'bob' }, name: 'vault__steps', outcome: 'refused', why: 'policy' });
+    expect(byFilter).to.deep.include({ name: 'bank__forge', outcome: 'refused', why: 'filter' });
+    expect(statSync(file).mode & 0o777, "the owner's alone").to.equal(0o600);
+    const text = readFileSync(file, 'utf8');
+    for (const secret of [alice, bob, 'alice@example.com']) expect(text).not.to.include(secret);
+    expect(log.filter((l) => l.includes('audit: alice tools/call vault/vault__balance: ok in'))).to.have.length(1);
+    expect(log.some((l) => l.includes('audit: bob tools/call -/vault__steps: refused (policy)'))).to.equal(true);
   });
 
   it("checks a modern call's Mcp-Param-* headers from what the gateway listed: no server is asked for its list again", async () => {

@@ -7,6 +7,7 @@
  * serves in one process count apart. With no subscriber, a publish costs one property read.
  */
 import diagnostics from 'node:diagnostics_channel';
+import type { Caller } from '../../protocol/caller.js';
 
 /** How a request ended: answered, answered with a JSON-RPC error, a tool's own error result, or never (its child went away). */
 export type Outcome = 'ok' | 'error' | 'tool_error' | 'gone';
@@ -46,7 +47,10 @@ export interface RequestEnd {
 export interface ServeEvents {
   'request:start': RequestStart;
   'request:end': RequestEnd;
-  'upstream:request': { source: Telemetry; upstream: string; method: string; outcome: Outcome; seconds: number };
+  /** `name`: the tool or prompt (as the client named it) or the resource URI; `caller`: who, when signed in. */
+  'upstream:request': { source: Telemetry; upstream: string; method: string; outcome: Outcome; seconds: number; name?: string; caller?: Caller };
+  /** A call a gateway refused before any server saw it: the policy does not let its caller call it, or the filters leave it out. */
+  'gateway:refused': { source: Telemetry; method: string; name: string; why: 'policy' | 'filter'; caller: Caller | undefined };
   'upstream:restart': { source: Telemetry; upstream: string };
   'session:open': { source: Telemetry; transport: 'streamable' | 'legacy' | 'socket' };
   'child:start': { source: Telemetry };

@@ -186,6 +186,7 @@ export async function gatewayChildren(
       observer: {
         upstreamRequest: (r) => watchers.telemetry.publish('upstream:request', r),
         upstreamRestart: (upstream) => watchers.telemetry.publish('upstream:restart', { upstream }),
+        refused: (r) => watchers.telemetry.publish('gateway:refused', r),
       },
       policy: () => policy.current,
       upstreams: servers,
