@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
+import { givenFlags, printedConfig, readServeConfig } from './serve-config.js';
 import { serverEntries, serverEntry } from './entry.js';
 import { CliError, envValues, EXIT, keyValues, parseOptions, positiveInteger } from './io.js';
 
@@ -18,6 +19,10 @@ export const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
        mcp-frame serve [options] <server> [--config path] [--input id=value]...
        mcp-frame serve [options] --all | <server> <server>...   (a gateway: every server, or those named)
 options:
+  --config <file>          the servers file (.mcp.json), or a serve configuration: these flags grouped, one key
+                           each (listen, access, limits, gateway, identity, replicas, observe), beside
+                           mcpServers; flags given here override it
+  --print-config           print the configuration in force (the file's and the flags') as JSON, and exit
   --host <address>         listen on this address (default 127.0.0.1)
   --port <n>               listen on this port (default 0: a free one, printed)
   --socket <path>          listen on a local socket too (NDJSON, one server per connection)
@@ -136,6 +141,7 @@ const OPTIONS = {
   'introspection-endpoint': { type: 'string' },
   policy: { type: 'string' },
   'forward-claims': { type: 'string' },
+  'print-config': { type: 'boolean', default: false },
   ...AUTH_FLAGS,
 } as const;
 
@@ -427,6 +433,22 @@ async function serveTarget(values: Values, positionals: string[], command: strin
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/**
+ * The flags in force: a serve configuration's (`--config` naming one, see serve-config.ts), overridden by those
+ * given on the command line (`own`), and `config` then naming the servers file; a servers file is left as it is.
+ */
+function withConfigFile(values: Values, own: readonly string[]): Values {
+  const path = values.config as string | undefined;
+  const file =
+    path === undefined ? undefined : readServeConfig(path, OPTIONS as unknown as Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>);
+  if (file === undefined) return values;
+  const given = givenFlags(own);
+  const merged: Values = { ...values, ...file.values };
+  for (const flag of given) if (flag in OPTIONS) merged[flag] = values[flag];
+  merged.config = file.servers;
+  return merged;
+}
+
 /** The certificate and key files --tls-cert and --tls-key name (both, or neither). */
 function tlsFilesOf(values: Values): { cert: string; key: string } | undefined {
   const cert = values['tls-cert'] as string | undefined;
@@ -484,7 +506,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const dash = argv.indexOf('--');
   const own = dash === -1 ? argv : argv.slice(0, dash);
   const command = dash === -1 ? undefined : argv.slice(dash + 1);
-  const { values, positionals } = parseOptions(own, OPTIONS, USAGE);
+  const parsed = parseOptions(own, OPTIONS, USAGE);
+  const { positionals } = parsed;
+  const values = withConfigFile(parsed.values as Values, own);
+  if (values['print-config'] === true) {
+    const file = values.config as string | undefined;
+    process.stdout.write(`${JSON.stringify(printedConfig(values, file), null, 2)}\n`);
+    return EXIT.ok;
+  }
   if (command !== undefined && (command.length === 0 || positionals.length > 0)) throw new CliError(USAGE, EXIT.usage);
   if (command === undefined && positionals.length === 0 && values.all !== true) throw new CliError(USAGE, EXIT.usage);
   if (values.env !== undefined && command === undefined) throw new CliError(`-e is for a server started with -- <command>\n${USAGE}`, EXIT.usage);

@@ -262,6 +262,11 @@ function readingContext(path: string, key: ServersKey, options: LoadConfigOption
   };
 }
 
+/** A JSON-with-comments file's value (a serve configuration's, say); a ConfigError naming where it is not JSON. */
+export function readJsonc(text: string, path: string): unknown {
+  return parseJson(text, path);
+}
+
 function parseJson(text: string, path: string): Json {
   const body = stripJsonc(text.replace(/^\uFEFF/, ''));
   if (body.trim() === '') throw new ConfigError(path, 'the file is empty: expected an object with "mcpServers" (or "servers")');
