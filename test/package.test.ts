@@ -199,6 +199,7 @@ const ENTRY_POINTS = {
       'ServePaths',
       'ServeTarget',
       'ServeTls',
+      'ServerChanges',
       'UpstreamHealth',
       'UpstreamOpenOptions',
       'UpstreamOpener',

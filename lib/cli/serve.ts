@@ -21,7 +21,8 @@ export const USAGE = `usage: mcp-frame serve [options] -- <command> [args...]
 options:
   --config <file>          the servers file (.mcp.json), or a serve configuration: these flags grouped, one key
                            each (listen, access, limits, gateway, identity, replicas, observe), beside
-                           mcpServers; flags given here override it
+                           mcpServers; flags given here override it. SIGHUP reloads it, the policy, the
+                           certificate and the servers (added, removed, changed ones; the same ones untouched)
   --print-config           print the configuration in force (the file's and the flags') as JSON, and exit
   --host <address>         listen on this address (default 127.0.0.1)
   --port <n>               listen on this port (default 0: a free one, printed)
@@ -47,7 +48,7 @@ options:
                            they forward its sessions' requests there over HTTP, not through Redis
   --tls-cert <pem>  --tls-key <pem>   serve HTTPS on the port, with this certificate (chain) and key; SIGHUP
                            reads both files again (a renewed certificate, for the connections to come)
-  --drain-ms <n>           on SIGTERM, SIGINT or SIGHUP, answer /healthz with 503 this long before closing
+  --drain-ms <n>           on SIGTERM or SIGINT, answer /healthz with 503 this long before closing
   --path <p>               the Streamable HTTP endpoint's path (default /mcp)
   --sse-path <p>  --messages-path <p>   the legacy HTTP+SSE transport's paths (default /sse and /messages)
   -e KEY=VALUE             environment for a server given with -- <command> (repeatable)
@@ -431,7 +432,7 @@ async function serveTarget(values: Values, positionals: string[], command: strin
   return target;
 }
 
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
 /**
  * The flags in force: a serve configuration's (`--config` naming one, see serve-config.ts), overridden by those
@@ -477,30 +478,77 @@ function readTls(files: { cert: string; key: string }): ServeTls {
   };
 }
 
-/** SIGHUP: the policy file read again; one that is not a policy is refused, the one in force kept. */
-function reloadPolicy(bridge: ServeHandle, path: string, log: Logger): void {
-  readPolicy(path).then(
-    (policy) => {
-      bridge.setPolicy(policy);
-      log.info('serve.reloaded', `SIGHUP: reloaded the policy from ${safeLine(path)}`, { policy: path });
-    },
-    (err: Error) => log.error('serve.reload_failed', `SIGHUP: kept the policy in force: ${safeLine(err.message)}`, { policy: path }),
-  );
+/** What a reload starts from: how serve was started, and the flags in force. */
+interface Reloading {
+  own: readonly string[];
+  positionals: string[];
+  command: string[] | undefined;
+  bridge: ServeHandle;
+  log: Logger;
+  values: Values;
 }
 
-/** SIGHUP: the certificate and key read again, for the connections to come; a pair that does not load is refused. */
-function reloadTls(bridge: ServeHandle, files: { cert: string; key: string }, log: Logger): void {
+/** Flags a reload applies: the others (a port, a limit) are read at start only. */
+const RELOADED = new Set(['config', 'policy', 'tls-cert', 'tls-key']);
+
+/**
+ * SIGHUP: the configuration file read again (when --config names one), then the policy, the certificate and the
+ * servers. What cannot be read or taken is refused and logged, and what is in force kept; a flag the file changed
+ * that only a start reads is named. Never stops serve.
+ */
+async function reload(state: Reloading): Promise<void> {
+  const { bridge, log } = state;
+  const failed = (what: string, err: unknown): void =>
+    log.error('serve.reload_failed', `SIGHUP: kept the ${what} in force: ${safeLine((err as Error).message)}`, { what });
+  let values: Values;
   try {
-    bridge.setTls(readTls(files));
-    log.info('serve.reloaded', `SIGHUP: reloaded the certificate from ${safeLine(files.cert)}`, { cert: files.cert });
+    values = withConfigFile(parseOptions([...state.own], OPTIONS, USAGE).values as Values, state.own);
   } catch (err) {
-    log.error('serve.reload_failed', `SIGHUP: kept the certificate in force: ${safeLine((err as Error).message)}`, { cert: files.cert });
+    return failed('configuration', err);
+  }
+  const later = Object.keys(OPTIONS).filter((flag) => !RELOADED.has(flag) && JSON.stringify(values[flag]) !== JSON.stringify(state.values[flag]));
+  if (later.length > 0)
+    log.warn('serve.reload_partial', `SIGHUP: ${later.map((f) => `--${f}`).join(', ')} changed: read at start only, kept until a restart`, {
+      flags: later,
+    });
+  state.values = values;
+  const policyPath = values.policy as string | undefined;
+  if (policyPath !== undefined) {
+    try {
+      bridge.setPolicy(await readPolicy(policyPath));
+      log.info('serve.reloaded', `SIGHUP: reloaded the policy from ${safeLine(policyPath)}`, { policy: policyPath });
+    } catch (err) {
+      failed('policy', err);
+    }
+  }
+  try {
+    const files = tlsFilesOf(values);
+    if (files !== undefined) {
+      bridge.setTls(readTls(files));
+      log.info('serve.reloaded', `SIGHUP: reloaded the certificate from ${safeLine(files.cert)}`, { cert: files.cert });
+    }
+  } catch (err) {
+    failed('certificate', err);
+  }
+  if (state.command !== undefined) {
+    log.info('serve.reloaded', 'SIGHUP: the server is the command given: nothing to read again for it', {});
+    return;
+  }
+  try {
+    const target = (await serveTarget(values, state.positionals, undefined, log)) as Record<string, ServerConfig>;
+    const changes = await bridge.setServers(target);
+    const said = Object.entries(changes)
+      .filter(([, names]) => names.length > 0)
+      .map(([how, names]) => `${how} ${names.join(', ')}`);
+    log.info('serve.reloaded', `SIGHUP: reloaded the servers: ${said.length === 0 ? 'none changed' : said.join('; ')}`, { ...changes });
+  } catch (err) {
+    failed('servers', err);
   }
 }
 
 /**
  * `mcp-frame serve`: offers a stdio server over Streamable HTTP, the legacy SSE transport and a local socket
- * until SIGINT, SIGTERM or SIGHUP, then closes every session's server and exits 0.
+ * until SIGINT or SIGTERM (SIGHUP reloads), then closes every session's server and exits 0.
  */
 export async function serveCommand(argv: string[]): Promise<number> {
   const dash = argv.indexOf('--');
@@ -521,7 +569,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const log = serveLogger(options);
   options.logger = log;
   try {
-    return await serveUntilStopped(values, positionals, command, options, log);
+    return await serveUntilStopped({ own, values, positionals, command }, options, log);
   } catch (err) {
     // In a JSON log, the reason serve did not start is a JSON line too (and written once).
     if (!(err instanceof CliError) || options.logFormat !== 'json') throw err;
@@ -541,12 +589,11 @@ function serveLogger(options: ServeOptions): Logger {
 }
 
 async function serveUntilStopped(
-  values: Values,
-  positionals: string[],
-  command: string[] | undefined,
+  given: { own: readonly string[]; values: Values; positionals: string[]; command: string[] | undefined },
   options: ServeOptions,
   log: Logger,
 ): Promise<number> {
+  const { own, values, positionals, command } = given;
   const policyPath = values.policy as string | undefined;
   if (policyPath !== undefined) options.policy = await readPolicy(policyPath);
   const tlsFiles = tlsFilesOf(values);
@@ -567,20 +614,20 @@ async function serveUntilStopped(
     ...(bridge.socketPath === undefined ? {} : { socket: bridge.socketPath }),
   });
   if (bridge.metricsUrl !== undefined) log.info('serve.metrics', `metrics on ${bridge.metricsUrl}`, { url: bridge.metricsUrl });
-  // With a policy or a certificate, SIGHUP reloads them (a file that is not one is refused, the old one kept); else
-  // it stops.
-  const reload = (): void => {
-    if (policyPath !== undefined) reloadPolicy(bridge, policyPath, log);
-    if (tlsFiles !== undefined) reloadTls(bridge, tlsFiles, log);
+  // SIGHUP reloads (one at a time, in the order sent); SIGINT and SIGTERM stop.
+  const state: Reloading = { own, positionals, command, bridge, log, values };
+  let reloading = Promise.resolve();
+  const onHangUp = (): void => {
+    reloading = reloading.then(() => reload(state));
   };
-  const reloads = policyPath !== undefined || tlsFiles !== undefined;
-  const stops = STOP_SIGNALS.filter((s) => !reloads || s !== 'SIGHUP');
-  if (reloads) process.on('SIGHUP', reload);
+  process.on('SIGHUP', onHangUp);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    // SIGHUP (the terminal closed) too: without a handler it would end serve at once, its children unclosed.
-    for (const signal of stops) process.once(signal, resolve);
+    for (const signal of STOP_SIGNALS) process.once(signal, resolve);
   });
-  process.off('SIGHUP', reload);
+  // A SIGHUP now is not a reload, nor (with no handler) the end of serve with its servers left running.
+  const ignore = (): void => log.warn('serve.reload_failed', 'SIGHUP while shutting down: not reloaded', { what: 'everything' });
+  process.off('SIGHUP', onHangUp).on('SIGHUP', ignore);
+  await reloading;
   log.info('serve.stopping', `${signal}: shutting down (again to stop at once)`, { signal });
   // Signals are still handled while closing: the default action of a second Ctrl-C would end serve and leave
   // every server running (each is in a process group of its own). A repeat kills their groups, then exits.
@@ -593,6 +640,7 @@ async function serveUntilStopped(
   const sessions = bridge.sessions;
   await bridge.close();
   for (const s of STOP_SIGNALS) process.off(s, again);
+  process.off('SIGHUP', ignore);
   log.info('serve.stopped', `${signal}: closed ${sessions} session${sessions === 1 ? '' : 's'}, and stopped`, { signal, sessions });
   return EXIT.ok;
 }

@@ -79,7 +79,7 @@ interface Known {
 }
 
 interface CatalogOptions {
-  /** The upstreams, in config order. */
+  /** The upstreams, in config order (the gateway's own array: a reload changes it in place). */
   ups: readonly Upstream[];
   separator: string;
   prefix: PrefixMode;
@@ -98,8 +98,7 @@ export class Catalog {
   readonly #filters: Record<'tools' | 'prompts', NameFilter>;
   readonly #listTimeoutMs: number;
   readonly #log: Logger;
-  /** Names carry their server's prefix (per the prefix mode): with several servers, or one when asked. */
-  readonly #prefixed: boolean;
+  readonly #prefixOne: boolean;
   /** Lists a server did not answer in time, by `kind:index`: until when it is skipped for them. */
   readonly #stalled = new Map<string, number>();
   /** Lists being read whole, by `kind:index`: one reading at a time, whoever asks. */
@@ -126,7 +125,26 @@ export class Catalog {
     this.#filters = options.filters;
     this.#listTimeoutMs = options.listTimeoutMs;
     this.#log = options.log;
-    this.#prefixed = options.ups.length > 1 || options.prefixOne === true;
+    this.#prefixOne = options.prefixOne === true;
+  }
+
+  /** Names carry their server's prefix (per the prefix mode): with several servers, or one when asked. */
+  get #prefixed(): boolean {
+    return this.#ups.length > 1 || this.#prefixOne;
+  }
+
+  /** The upstream of `index` (an Upstream's own index, kept across reloads), while it is one of the gateway's. */
+  #at(index: number): Upstream | undefined {
+    return this.#ups.find((up) => up.index === index);
+  }
+
+  /** `up` left the gateway (a reload): what was known of it goes, and the names it held. */
+  forget(up: Upstream): void {
+    this.upstreamChanged(up, false);
+    for (const kind of Object.keys(KINDS) as Kind[]) {
+      this.#known.delete(`${kind}:${up.index}`);
+      this.#stalled.delete(`${kind}:${up.index}`);
+    }
   }
 
   knownOf(kind: Kind, up: Upstream): Known {
@@ -277,14 +295,14 @@ export class Catalog {
   /** `up` lists `uri`: it is its, unless an upstream before it in config order listed it too. */
   #owns(uri: string, up: Upstream): void {
     const owner = this.#uris.get(uri);
-    if (owner === undefined || owner > up.index || this.#ups[owner]?.state !== 'up') {
+    if (owner === undefined || owner > up.index || this.#at(owner)?.state !== 'up') {
       this.#uris.set(uri, up.index);
       return;
     }
     if (owner !== up.index)
       this.#warnOnce(
         `uri:${uri}`,
-        `resource ${uri} is listed by "${this.#ups[owner]!.name}" and "${up.name}": reads go to "${this.#ups[owner]!.name}"`,
+        `resource ${uri} is listed by "${this.#at(owner)?.name}" and "${up.name}": reads go to "${this.#at(owner)?.name}"`,
       );
   }
 
@@ -505,7 +523,8 @@ export class Catalog {
   /** The upstream that serves `uri`: the first in config order that listed it, else one whose template matches it. */
   uriOwner(uri: string): Upstream | undefined {
     const owner = this.#uris.get(uri);
-    if (owner !== undefined && this.#ups[owner]?.state === 'up') return this.#ups[owner];
+    const listed = owner === undefined ? undefined : this.#at(owner);
+    if (listed?.state === 'up') return listed;
     return this.#ups.find((up) => up.state === 'up' && (this.#templates.get(up.index) ?? []).some((re) => re.test(uri)));
   }
 
@@ -555,6 +574,14 @@ export class Catalog {
       this.#templates.delete(up.index);
       for (const [uri, owner] of this.#uris) if (owner === up.index) this.#uris.delete(uri);
     }
+  }
+
+  /** The upstream that listed `uri` or whose template matches it (the lists read first when none is known to). */
+  async findUriOwner(uri: string): Promise<Upstream | undefined> {
+    const known = this.uriOwner(uri);
+    if (known !== undefined) return known;
+    await Promise.all([this.index('resources'), this.index('templates')]);
+    return this.uriOwner(uri);
   }
 
   /** The upstream (up now) one of whose templates `template` matches. */

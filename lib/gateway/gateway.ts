@@ -33,7 +33,7 @@ import { LATEST_LEGACY_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '../pro
 import { type Policy, SERVE_ITSELF, withCaller } from './policy.js';
 import type { Caller } from '../protocol/caller.js';
 import { NameFilter, type PrefixMode } from './names.js';
-import { Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener, type UpstreamOptions } from './upstream.js';
+import { Fleet, type Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener } from './upstream.js';
 import { CODES } from '../protocol/codes.js';
 
 export interface GatewayOptions {
@@ -113,7 +113,9 @@ export class Gateway extends EventEmitter implements Channel {
   /** In process: started at once (its upstreams start at initialize). */
   readonly started: Promise<void> = Promise.resolve();
   readonly pid = undefined;
+  /** The upstreams in config order (the Catalog reads this array: a reload changes it in place). */
   readonly #ups: Upstream[];
+  readonly #fleet: Fleet;
   readonly #separator: string;
   readonly #prefix: PrefixMode;
   readonly #filters: Record<'tools' | 'prompts', NameFilter>;
@@ -169,21 +171,18 @@ export class Gateway extends EventEmitter implements Channel {
     this.#callTimeoutMs = options.callTimeoutMs ?? 600_000;
     this.#observer = options.observer;
     this.#tracing = options.tracing ?? false;
-    this.#ups = options.upstreams.map(([name, entry], index) => {
-      const settings: UpstreamOptions = {
-        opener: options.open,
-        capabilities: () => this.#clientCapabilities,
-        setup: (connection) => this.#attach(up, connection),
-        maxPending: options.maxPendingPerUpstream ?? 1024,
-        health: options.health,
-        log: this.#log,
-      };
-      const up = new Upstream(name, index, entry, settings);
-      up.on('up', () => this.#changed(up, true));
-      up.on('down', () => this.#changed(up, false));
-      up.on('restarting', () => this.#observer?.upstreamRestart?.(up.name));
-      return up;
+    this.#fleet = new Fleet({
+      opener: options.open,
+      capabilities: () => this.#clientCapabilities,
+      setup: (up, connection) => this.#attach(up, connection),
+      changed: (up, isUp) => this.#changed(up, isUp),
+      restarting: (up) => this.#observer?.upstreamRestart?.(up.name),
+      maxPending: options.maxPendingPerUpstream ?? 1024,
+      health: options.health,
+      log: this.#log,
     });
+    this.#ups = this.#fleet.ups;
+    this.#fleet.reconcile(options.upstreams);
     this.#modern = new ModernFace(
       {
         start: () => this.start(RELAYED_CAPABILITIES),
@@ -203,6 +202,21 @@ export class Gateway extends EventEmitter implements Channel {
       log: this.#log,
       prefixOne: options.prefixOne === true,
     });
+  }
+
+  /**
+   * The servers are now `upstreams` (a reload): a server whose entry is the same is left as it is (its process
+   * and its calls go on); one gone, or whose entry changed, leaves the lists at once and is closed when its calls
+   * in flight have ended; a new one (a changed one anew) starts at once when the gateway has. The client is told
+   * its lists changed. Resolves when those gone are closed.
+   */
+  async reconfigure(upstreams: ReadonlyArray<readonly [string, ServerConfig]>): Promise<void> {
+    if (this.#closed) return;
+    const gone = this.#fleet.reconcile(upstreams);
+    for (const up of gone) this.#catalog.forget(up);
+    if (this.#initialized !== undefined) for (const up of this.#ups) if (up.state === 'idle') void up.start();
+    if (gone.length > 0) this.#changed(undefined, false);
+    await Promise.all(gone.map((up) => up.retire()));
   }
 
   /** A message from the client; `caller`: who sent it, when not the gateway's own caller. */
@@ -234,10 +248,7 @@ export class Gateway extends EventEmitter implements Channel {
    * their output piling up here.
    */
   holdInput(): () => void {
-    const releases = this.#ups.map((up) => up.holdInput());
-    return () => {
-      for (const release of releases.splice(0)) release();
-    };
+    return this.#fleet.holdInput();
   }
 
   close(): Promise<ExitStatus> {
@@ -429,7 +440,7 @@ export class Gateway extends EventEmitter implements Channel {
     await this.start();
     const uri = typeof params.uri === 'string' ? params.uri : undefined;
     if (uri === undefined) throw new RpcError(CODES.invalidParams, `${method} needs a uri`);
-    const up = await this.#uriOwner(uri);
+    const up = await this.#catalog.findUriOwner(uri);
     if (up === undefined)
       throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${uri.slice(0, 200)}`, { uri });
     return this.#forward(call, up, method, params, uri);
@@ -437,21 +448,13 @@ export class Gateway extends EventEmitter implements Channel {
 
   /** A resource request of the gateway's own to the server that offers `uri` (a listen's subscription); whether it succeeded. */
   async #uriRequest(method: string, uri: string): Promise<boolean> {
-    const up = await this.#uriOwner(uri);
+    const up = await this.#catalog.findUriOwner(uri);
     return up === undefined
       ? false
       : up.request(method, { uri }, { timeoutMs: this.#listTimeoutMs }).then(
           () => true,
           () => false,
         );
-  }
-
-  /** The upstream that listed `uri` or whose template matches it (the lists read first when none is known to). */
-  async #uriOwner(uri: string): Promise<Upstream | undefined> {
-    const known = this.#catalog.uriOwner(uri);
-    if (known !== undefined) return known;
-    await Promise.all([this.#catalog.index('resources'), this.#catalog.index('templates')]);
-    return this.#catalog.uriOwner(uri);
   }
 
   async #complete(call: Call, params: Json): Promise<unknown> {
@@ -476,9 +479,7 @@ export class Gateway extends EventEmitter implements Channel {
 
   async #setLevel(params: Json, caller: Caller | undefined): Promise<Json> {
     await this.start();
-    const ups = this.#ups.filter((up) => up.state === 'up' && up.capabilities.logging !== undefined);
-    const out = withCaller(this.#forwardClaims, params, caller);
-    await Promise.all(ups.map((up) => up.request('logging/setLevel', out, { timeoutMs: this.#listTimeoutMs }).catch(() => undefined)));
+    await this.#fleet.tell('logging', 'logging/setLevel', withCaller(this.#forwardClaims, params, caller), this.#listTimeoutMs);
     return {};
   }
 
@@ -594,13 +595,13 @@ export class Gateway extends EventEmitter implements Channel {
     this.#emit({ jsonrpc: '2.0', method, ...(msg.params === undefined ? {} : { params: msg.params }) });
   }
 
-  /** An upstream came up or went down: what it offers joins or leaves, and the client hears so. */
-  #changed(up: Upstream, isUp: boolean): void {
-    this.#catalog.upstreamChanged(up, isUp);
+  /** `up` came up or went down (undefined: servers left, in a reload): the client is told its lists changed. */
+  #changed(up: Upstream | undefined, isUp: boolean): void {
+    if (up !== undefined) this.#catalog.upstreamChanged(up, isUp);
     if (!this.#ready || this.#closed) return;
     void this.#catalog.warnUnmatched(this.#policy());
     this.#emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-    const caps = isUp ? up.capabilities : { prompts: {}, resources: {} };
+    const caps = isUp && up !== undefined ? up.capabilities : { prompts: {}, resources: {} };
     if (caps.prompts !== undefined) this.#emit({ jsonrpc: '2.0', method: 'notifications/prompts/list_changed' });
     if (caps.resources !== undefined) this.#emit({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' });
   }

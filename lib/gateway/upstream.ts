@@ -40,6 +40,14 @@ export class UpstreamHealth {
     this.#states.set(name, { state, why });
   }
 
+  /** The servers are now `names` (a reload): one gone is forgotten, a new one is idle; the order is theirs. */
+  reset(names: readonly string[]): void {
+    const before = new Map(this.#states);
+    this.#states.clear();
+    for (const name of names) this.#states.set(name, before.get(name) ?? { state: 'idle', why: undefined });
+    for (const name of this.#notes.keys()) if (!this.#states.has(name)) this.#notes.delete(name);
+  }
+
   /** Says (or, with undefined, unsays) what is wrong with a server that is up. */
   note(name: string, problem: string | undefined): void {
     if (problem === undefined) this.#notes.delete(name);
@@ -96,6 +104,10 @@ export class Upstream extends EventEmitter {
   #upSince = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Replaced by a reload: its state no longer speaks for its name in /healthz. */
+  #retired = false;
+  /** Called when its last request in flight ends (see retire). */
+  #idle: (() => void) | undefined;
   #starting: Promise<void> | undefined;
   /** The Connection being opened, so that close() can end its handshake. */
   #opening: Connection | undefined;
@@ -202,7 +214,7 @@ export class Upstream extends EventEmitter {
   #set(state: UpstreamState, why?: string): void {
     this.#state = state;
     if (state !== 'down') this.#why = undefined;
-    this.#options.health?.set(this.name, state, why);
+    if (!this.#retired) this.#options.health?.set(this.name, state, why);
   }
 
   /**
@@ -223,6 +235,7 @@ export class Upstream extends EventEmitter {
       return await connection.request(method, params, { timeoutMs: Infinity, ...options });
     } finally {
       this.#pending--;
+      if (this.#pending === 0) this.#idle?.();
     }
   }
 
@@ -241,6 +254,20 @@ export class Upstream extends EventEmitter {
     this.#connection?.notify(method, params).catch(() => undefined);
   }
 
+  /**
+   * Taken out of its gateway (a reload removed or changed its server): it is sent nothing new, its requests in
+   * flight end as they would, and it is closed when the last has.
+   */
+  async retire(): Promise<void> {
+    this.#retired = true;
+    this.removeAllListeners('up').removeAllListeners('down');
+    if (this.#pending > 0)
+      await new Promise<void>((resolve) => {
+        this.#idle = resolve;
+      });
+    await this.close();
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
@@ -251,4 +278,94 @@ export class Upstream extends EventEmitter {
     this.#connection = undefined;
     await connection?.close();
   }
+}
+
+/** What a Fleet makes its upstreams with, and tells of them. */
+interface FleetOptions extends Omit<UpstreamOptions, 'setup'> {
+  setup(up: Upstream, connection: Connection): void;
+  changed(up: Upstream, isUp: boolean): void;
+  restarting(up: Upstream): void;
+}
+
+/** A gateway's upstreams, in config order: made, replaced by a reload, held and told as one. */
+export class Fleet {
+  /** In config order; changed in place by reconcile (a Catalog reads the same array). */
+  readonly ups: Upstream[] = [];
+  readonly #options: FleetOptions;
+  /** Each Upstream's index: never one an earlier upstream had (what is known of an upstream is kept by it). */
+  #indices = 0;
+
+  constructor(options: FleetOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * The upstreams are now `wanted`, in its order: an upstream of the same name and the same entry is kept, any
+   * other made; returns those no longer among them (to be retired).
+   */
+  reconcile(wanted: ReadonlyArray<readonly [string, ServerConfig]>): Upstream[] {
+    const byName = new Map(this.ups.map((up) => [up.name, up]));
+    const next = wanted.map(([name, entry]) => {
+      const up = byName.get(name);
+      if (up === undefined || !sameEntry(up.entry, entry)) return this.#make(name, entry);
+      byName.delete(name);
+      return up;
+    });
+    this.ups.splice(0, this.ups.length, ...next);
+    return [...byName.values()];
+  }
+
+  #make(name: string, entry: ServerConfig): Upstream {
+    const { setup, changed, restarting, ...options } = this.#options;
+    const up = new Upstream(name, this.#indices++, entry, { ...options, setup: (connection) => setup(up, connection) });
+    up.on('up', () => changed(up, true));
+    up.on('down', () => changed(up, false));
+    up.on('restarting', () => restarting(up));
+    return up;
+  }
+
+  /** Stops reading every server's output until the returned function is called (see Upstream.holdInput). */
+  holdInput(): () => void {
+    const releases = this.ups.map((up) => up.holdInput());
+    return () => {
+      for (const release of releases.splice(0)) release();
+    };
+  }
+
+  /** A request to every server up that declared `capability`, each answer (or failure) waited for, and ignored. */
+  async tell(capability: string, method: string, params: unknown, timeoutMs: number): Promise<void> {
+    const ups = this.ups.filter((up) => up.state === 'up' && up.capabilities[capability] !== undefined);
+    await Promise.all(ups.map((up) => up.request(method, params, { timeoutMs }).catch(() => undefined)));
+  }
+}
+
+/** Two server entries that start the same server: equal as JSON, whatever the order of their keys. */
+export function sameEntry(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => sameEntry(v, b[i]));
+  if (!isObject(a) || !isObject(b)) return false;
+  const keys = Object.keys(a).filter((k) => a[k] !== undefined);
+  return keys.length === Object.keys(b).filter((k) => b[k] !== undefined).length && keys.every((k) => sameEntry(a[k], b[k]));
+}
+
+/** What a reload changed, by server name (one whose entry is the same is none of these, and is not touched). */
+export interface ServerChanges {
+  added: string[];
+  removed: string[];
+  changed: string[];
+}
+
+/** What a reload from `before` to `after` changes, by server name. */
+export function changesOf(
+  before: ReadonlyArray<readonly [string, ServerConfig]>,
+  after: ReadonlyArray<readonly [string, ServerConfig]>,
+): ServerChanges {
+  const old = new Map(before);
+  const names = new Set(after.map(([name]) => name));
+  return {
+    added: after.filter(([name]) => !old.has(name)).map(([name]) => name),
+    removed: before.filter(([name]) => !names.has(name)).map(([name]) => name),
+    changed: after.filter(([name, entry]) => old.has(name) && !sameEntry(old.get(name), entry)).map(([name]) => name),
+  };
 }

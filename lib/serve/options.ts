@@ -6,6 +6,7 @@ import type { AuthOptions } from '../client/auth/types.js';
 import type { RemoteServerConfig, ServerConfig, StdioServerConfig } from '../client/config.js';
 import type { PrefixMode } from '../gateway/names.js';
 import type { Policy } from '../gateway/policy.js';
+import type { ServerChanges } from '../gateway/upstream.js';
 import type { Logger, LogLevel } from '../log.js';
 import type { MetricsRegistry } from './observe/index.js';
 import type { ServePaths } from './sessions/index.js';
@@ -225,6 +226,14 @@ export interface ServeHandle {
   readonly metricsUrl: string | undefined;
   /** Replaces the policy (sessions open now included); undefined: none. */
   setPolicy(policy: Policy | undefined): void;
+  /**
+   * Replaces the servers (a reload): one added is offered to the sessions, and they are told their lists changed;
+   * one removed leaves their lists at once and its processes are closed when their calls end; one whose entry
+   * changed is started anew; one whose entry is the same is not touched (its processes and sessions go on).
+   * Rejects, the servers in force kept, on servers a gateway cannot take (none; names that can clash). One stdio
+   * server served without a gateway takes only a changed entry of its own, used by the sessions to come.
+   */
+  setServers(servers: Record<string, ServerConfig>): Promise<ServerChanges>;
   /** With `tls`: replaces the certificate and key for the connections to come (those open keep theirs). */
   setTls(tls: ServeTls): void;
   /** Stops accepting, closes every session's child, removes the socket file. */

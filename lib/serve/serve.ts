@@ -41,6 +41,7 @@ import {
 } from './sessions/index.js';
 
 export type { ServeAuthOptions, ServeHandle, ServeOptions, ServeTarget, ServeTls } from './options.js';
+export type { ServerChanges } from '../gateway/upstream.js';
 
 /** Tokens shorter than this get a warning at start. */
 const SHORT_TOKEN = 16;
@@ -386,6 +387,7 @@ export async function serve(target: ServeTarget, options: ServeOptions = {}): Pr
       policy.current = next;
       ctx.children.policyChanged();
     },
+    setServers: (servers) => ctx.children.reconfigure(Object.entries(servers)),
     get unattributed() {
       return modern.dropped;
     },

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { ServeHandle } from '../../lib/serve/index.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { gone } from '../helpers/processes.js';
+import { until } from '../helpers/poll.js';
 import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
 import { INIT, rawSession, STEPS, serveProcess, served } from '../helpers/served.js';
 
@@ -99,14 +100,18 @@ describe('serve: what a balancer and a browser page need', () => {
     expect(answer.headers.vary).to.include('Origin');
   });
 
-  it('mcp-frame serve closes in order on SIGHUP: a child that ignores the end of stdin and SIGTERM is still ended', async function () {
+  it('mcp-frame serve goes on after SIGHUP (a reload), and closes in order on SIGTERM: a child that ignores the end of stdin and SIGTERM is still ended', async function () {
     this.timeout(20_000);
     const served = await serveProcess(['--port', '0', '--', process.execPath, STUBBORN]);
     await rawSession(served.url!);
     const pid = Number(/server pid (\d+)/.exec(served.stderr())![1]);
     served.proc.kill('SIGHUP');
+    await until(5000, 'the reload', () => served.stderr().includes('SIGHUP: the server is the command given'), 20);
+    expect(served.proc.exitCode).to.equal(null);
+    expect(process.kill(pid, 0), 'the session’s server goes on').to.equal(true);
+    served.proc.kill('SIGTERM');
     expect(await served.exited).to.equal(0);
-    expect(served.stderr()).to.match(/SIGHUP: closed 1 session, and stopped/);
+    expect(served.stderr()).to.match(/SIGTERM: closed 1 session, and stopped/);
     expect(await gone(pid, 5000)).to.equal(true);
   });
 });

@@ -18,7 +18,7 @@ import { Gateway, type GatewayOptions } from '../../gateway/gateway.js';
 import { GatewaySessions, type GatewayView } from '../../gateway/sessions.js';
 import { prefixClashes } from '../../gateway/names.js';
 import type { Policy } from '../../gateway/policy.js';
-import { UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
+import { changesOf, sameEntry, type ServerChanges, UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
 import type { Logger } from '../../log.js';
 import type { Caller } from '../../protocol/caller.js';
 import type { RequestTap, Telemetry } from '../observe/index.js';
@@ -57,6 +57,12 @@ export interface Children {
   close(): Promise<void>;
   /** The policy was replaced: the shared gateway warns of a rule that matches nothing (see Catalog.warnUnmatched). */
   policyChanged(): void;
+  /**
+   * A reload: the servers are now `servers` (see Gateway.reconfigure); what changed, by name. Rejects, the
+   * servers in force kept, when it cannot take them (one server served without a gateway takes only its own,
+   * changed, for the sessions to come).
+   */
+  reconfigure(servers: ReadonlyArray<[string, ServerConfig]>): Promise<ServerChanges>;
 }
 
 /** Settings of the stdio children. */
@@ -68,9 +74,12 @@ interface ChildSettings {
 }
 
 /** Children of one stdio server, each a process of its own. */
-export function stdioChildren(entry: StdioServerConfig, settings: ChildSettings, watchers: Watchers): Children {
+export function stdioChildren(first: StdioServerConfig, settings: ChildSettings, watchers: Watchers): Children {
+  let entry = first;
   return {
-    entry,
+    get entry() {
+      return entry;
+    },
     health: undefined,
     start(label, log) {
       const channel = new StdioChannel(entry, settings);
@@ -92,6 +101,17 @@ export function stdioChildren(entry: StdioServerConfig, settings: ChildSettings,
     close: () => Promise.resolve(),
     // One server served as it is has no policy.
     policyChanged: () => undefined,
+    // Its sessions each have a child of their own: a changed command is the next sessions'.
+    reconfigure(servers) {
+      const [only] = servers;
+      if (servers.length !== 1 || only === undefined || !isStdioServer(only[1]))
+        return Promise.reject(
+          new TypeError(`serve offers the one stdio server "${settings.name}" without a gateway: restart it to serve other servers`),
+        );
+      const changed = sameEntry(entry, only[1]) ? [] : [only[0]];
+      entry = only[1] as StdioServerConfig;
+      return Promise.resolve({ added: [], removed: [], changed });
+    },
   };
 }
 
@@ -166,18 +186,14 @@ export async function gatewayChildren(
 ): Promise<Children> {
   refuseClashingPrefixes(servers, settings);
   const health = new UpstreamHealth(servers.map(([name]) => name));
-  // A server whose command cannot start is down from the start (for /healthz), before any session tries it.
-  for (const [name, entry] of servers) {
-    if (!isStdioServer(entry)) continue;
-    const missing = await commandProblem(entry);
-    if (missing !== undefined) health.set(name, 'down', `cannot start ${JSON.stringify(entry.command)}: ${missing}`);
-  }
+  await noteUnstartable(servers, health);
+  let current: ReadonlyArray<[string, ServerConfig]> = servers;
   const { startTimeoutMs, inheritEnv, shutdownGraceMs, policy, upstreamAuth, isolate, ...given } = settings;
   // What was not given is left out, so that the gateway's own default applies.
   const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
     name: string;
   };
-  const make = (label: string, caller: Caller | undefined, lines: Logger): Gateway =>
+  const make = (label: string, caller: Caller | undefined, lines: Logger, upstreams = current): Gateway =>
     new Gateway({
       ...options,
       ...(caller === undefined ? {} : { caller }),
@@ -189,7 +205,7 @@ export async function gatewayChildren(
         refused: (r) => watchers.telemetry.publish('gateway:refused', r),
       },
       policy: () => policy.current,
-      upstreams: servers,
+      upstreams,
       open: opener({ inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth }, watchers, lines),
       ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
       health,
@@ -211,15 +227,19 @@ export async function gatewayChildren(
     return made;
   };
   const isolated = (isolate ?? []).length > 0;
+  // The gateways of isolated sessions, while open (a reload changes their servers too).
+  const own = new Set<Gateway>();
   return {
     entry: undefined,
     health,
     start(label, lines, caller) {
       if (label === MODERN_LABEL) return sharedGateway().gateway;
       if (isolated) {
-        const own = make(label, caller, lines);
-        watchers.requests.watch(own, 'legacy', label);
-        return own;
+        const gateway = make(label, caller, lines);
+        own.add(gateway);
+        gateway.once('close', () => own.delete(gateway));
+        watchers.requests.watch(gateway, 'legacy', label);
+        return gateway;
       }
       const { gateway, sessions } = sharedGateway();
       const view = sessions.open(label, caller);
@@ -232,11 +252,36 @@ export async function gatewayChildren(
     policyChanged() {
       void shared?.gateway.policyChanged();
     },
+    async reconfigure(next) {
+      if (next.length === 0) throw new TypeError('a gateway needs a server: the servers in force are kept');
+      refuseClashingPrefixes(next, settings);
+      if (settings.prefix === 'never' && next.length > 1)
+        await refuseSharedNames(make('start-up check', undefined, log.child({ label: 'start-up check' }, 'start-up check'), next));
+      const changes = changesOf(current, next);
+      current = [...next];
+      health.reset(next.map(([name]) => name));
+      await noteUnstartable(
+        next.filter(([name]) => changes.added.includes(name) || changes.changed.includes(name)),
+        health,
+      );
+      // Those gone close when their calls end: not waited for here.
+      for (const gateway of [...(shared === undefined ? [] : [shared.gateway]), ...own]) void gateway.reconfigure(current);
+      return changes;
+    },
   };
 }
 
+/** A server whose command cannot start is down from the start (for /healthz), before any session tries it. */
+async function noteUnstartable(servers: ReadonlyArray<readonly [string, ServerConfig]>, health: UpstreamHealth): Promise<void> {
+  for (const [name, entry] of servers) {
+    if (!isStdioServer(entry)) continue;
+    const missing = await commandProblem(entry);
+    if (missing !== undefined) health.set(name, 'down', `cannot start ${JSON.stringify(entry.command)}: ${missing}`);
+  }
+}
+
 /** Servers whose prefixed names can be one and the same (see prefixClashes): an Error of code NAME_CLASH. */
-function refuseClashingPrefixes(servers: Array<[string, ServerConfig]>, settings: GatewaySettings): void {
+function refuseClashingPrefixes(servers: ReadonlyArray<readonly [string, ServerConfig]>, settings: GatewaySettings): void {
   const separator = settings.separator ?? '__';
   const [clash] =
     settings.prefix === 'never'

@@ -37,6 +37,7 @@ function call(msg: Json): unknown {
       process.exit(1);
       return undefined;
     case 'hang':
+      process.stderr.write(`${name} hangs now\n`);
       return undefined;
     // Not listed: the request's _meta as it came (trace context and all).
     case 'meta':
