@@ -194,6 +194,7 @@ const ENTRY_POINTS = {
       'PolicyRule',
       'PrefixMode',
       'ServeAuthOptions',
+      'ServeConfig',
       'ServeHandle',
       'ServeOptions',
       'ServePaths',

@@ -4,7 +4,16 @@
  * server offered to a stdio-only host (bridge).
  */
 export { type BridgeOptions, type BridgeResult, bridge } from '../bridge/index.js';
-export { type ServeAuthOptions, type ServeHandle, type ServeOptions, type ServerChanges, type ServeTarget, type ServeTls, serve } from './serve.js';
+export {
+  type ServeAuthOptions,
+  type ServeConfig,
+  type ServeHandle,
+  type ServeOptions,
+  type ServerChanges,
+  type ServeTarget,
+  type ServeTls,
+  serve,
+} from './serve.js';
 export type { ServePaths } from './sessions/index.js';
 export { createLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from '../log.js';
 export { CALLER_META, Gateway, type GatewayObserver, type GatewayOptions } from '../gateway/gateway.js';

@@ -198,6 +198,81 @@ export interface ServeAuthOptions {
   introspection?: { endpoint: string; clientId: string; clientSecret: string };
 }
 
+/**
+ * serve()'s options grouped as `mcp-frame serve --config` groups its flags: each group holds the ServeOptions of
+ * its flags (the gateway's `all` is ServeOptions' `gateway`: a gateway even for one server).
+ */
+const SERVE_GROUPS = {
+  listen: ['host', 'port', 'http', 'tls', 'socket', 'paths'],
+  access: ['token', 'allowOrigins', 'allowHosts'],
+  limits: [
+    'maxSessions',
+    'maxStarting',
+    'startWaitMs',
+    'sessionIdleMs',
+    'openIdleMs',
+    'maxMessageBytes',
+    'maxStreamsPerSession',
+    'maxPendingPerSession',
+    'replayBytes',
+    'drainMs',
+    'keepaliveMs',
+    'retryMs',
+    'shutdownGraceMs',
+  ],
+  gateway: [
+    'name',
+    'prefix',
+    'separator',
+    'isolate',
+    'allowTools',
+    'denyTools',
+    'allowPrompts',
+    'denyPrompts',
+    'upstreamStartMs',
+    'upstreamListMs',
+    'upstreamCallMs',
+    'maxPendingPerUpstream',
+    'upstreamAuth',
+    'inheritEnv',
+  ],
+  identity: ['auth', 'policy', 'forwardClaims'],
+  replicas: ['store', 'storePrefix', 'advertiseUrl'],
+  observe: ['trace', 'log', 'logger', 'logFormat', 'logLevel', 'logTime', 'metrics', 'metricsPort', 'metricsHost', 'tracing', 'auditLog'],
+} as const satisfies Record<string, ReadonlyArray<keyof ServeOptions>>;
+
+type Groups = typeof SERVE_GROUPS;
+
+/** serve()'s options, grouped (see SERVE_GROUPS): `serve(servers, { listen: { port: 0 }, limits: { maxSessions: 64 } })`. */
+export type ServeConfig = { [G in Exclude<keyof Groups, 'gateway'>]?: Pick<ServeOptions, Groups[G][number]> } & {
+  gateway?: Pick<ServeOptions, Groups['gateway'][number]> & { all?: boolean };
+};
+
+/**
+ * Options given grouped (any group key, or `gateway` an object), made flat; flat ones as they are. A key outside
+ * the groups, a group that is not an object, or a key its group does not hold is a TypeError naming its path.
+ */
+function flatOptions(options: ServeOptions | ServeConfig): ServeOptions {
+  const entries = Object.entries(options);
+  const grouped = entries.some(([key, value]) => key in SERVE_GROUPS && (key !== 'gateway' || (typeof value === 'object' && value !== null)));
+  if (!grouped) return options as ServeOptions;
+  const flat: Record<string, unknown> = {};
+  for (const [group, body] of entries) {
+    const keys: readonly string[] | undefined = (SERVE_GROUPS as Record<string, readonly string[]>)[group];
+    if (keys === undefined)
+      throw new TypeError(`serve: options are flat or grouped, not both: ${group} is not a group (${Object.keys(SERVE_GROUPS).join(', ')})`);
+    if (body === undefined) continue;
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new TypeError(`serve: ${group} must be an object`);
+    for (const [key, value] of Object.entries(body)) {
+      const all = group === 'gateway' && key === 'all';
+      if (!all && !keys.includes(key)) throw new TypeError(`serve: ${group}.${key}: not an option of ${group} (${keys.join(', ')})`);
+      const own = all ? 'gateway' : key;
+      flat[own] = value;
+    }
+  }
+  return flat as ServeOptions;
+}
+
 /** The servers serve() is given: one stdio entry, or named entries (stdio or remote) for a gateway. */
 export type ServeTarget = StdioServerConfig | Record<string, ServerConfig>;
 
@@ -254,7 +329,9 @@ export function pathsProblem(paths: Partial<ServePaths>): string | undefined {
 }
 
 /** Options that do not go together: a TypeError saying why. */
-export function checkOptions(options: ServeOptions): void {
+/** The options made flat (see flatOptions) and checked: what does not go together is a TypeError naming it. */
+export function checkOptions(given: ServeOptions | ServeConfig): ServeOptions {
+  const options = flatOptions(given);
   const problem = pathsProblem(options.paths ?? {});
   if (problem !== undefined) throw new TypeError(`serve: ${problem}`);
   if (options.store !== undefined && options.http === false) throw new TypeError('serve: a store shares HTTP sessions, and http is false');
@@ -275,6 +352,7 @@ export function checkOptions(options: ServeOptions): void {
     throw new TypeError('serve: metricsHost is the address of the metricsPort listener: give metricsPort too');
   if (options.auth !== undefined && options.socket !== undefined)
     throw new TypeError('serve: auth (sign-in) checks HTTP callers, and a socket has none to check: serve the socket from another serve');
+  return options;
 }
 
 /** Why `url` cannot be a replica's advertised origin, or undefined: an http(s) origin with no path, query or credentials. */

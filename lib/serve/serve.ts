@@ -21,7 +21,7 @@ import { loadTraceApi } from '../protocol/trace.js';
 import { countingResponse, Guard, HttpFront, listenHttp } from './http/index.js';
 import { loadJose, ResourceServer } from './identity/index.js';
 import { auditTrail, logRequests, type MetricsRegistry, prometheusMetrics, RequestTap, Telemetry, traceRequests } from './observe/index.js';
-import { checkOptions, type ServeHandle, type ServeOptions, type ServeTarget, serversOf } from './options.js';
+import { checkOptions, type ServeConfig, type ServeHandle, type ServeOptions, type ServeTarget, serversOf } from './options.js';
 import type { ReplicaStore } from './replicas/index.js';
 import {
   type Children,
@@ -40,7 +40,7 @@ import {
   type Watchers,
 } from './sessions/index.js';
 
-export type { ServeAuthOptions, ServeHandle, ServeOptions, ServeTarget, ServeTls } from './options.js';
+export type { ServeAuthOptions, ServeConfig, ServeHandle, ServeOptions, ServeTarget, ServeTls } from './options.js';
 export type { ServerChanges } from '../gateway/upstream.js';
 
 /** Tokens shorter than this get a warning at start. */
@@ -330,8 +330,8 @@ async function closeAll(r: Running): Promise<void> {
  * const gateway = await serve({ files: { command: 'node', args: ['files.js'] }, docs: { type: 'http', url: 'https://docs.example/mcp' } });
  * ```
  */
-export async function serve(target: ServeTarget, options: ServeOptions = {}): Promise<ServeHandle> {
-  checkOptions(options);
+export async function serve(target: ServeTarget, given: ServeOptions | ServeConfig = {}): Promise<ServeHandle> {
+  const options = checkOptions(given);
   const log = loggerOf(options);
   const telemetry = new Telemetry();
   const watchers: Watchers = { telemetry, requests: new RequestTap(telemetry), trace: options.trace ?? false };

@@ -1,15 +1,85 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { USAGE } from '../../lib/cli/serve.js';
 import { GROUPS } from '../../lib/cli/serve-config.js';
 import { connect } from '../../lib/client/connect.js';
+import { checkOptions, type ServeConfig } from '../../lib/serve/options.js';
+import { serve } from '../../lib/serve/index.js';
 import { ROOT } from '../helpers/fixtures.js';
 import { serveProcess } from '../helpers/served.js';
 import { cli } from '../helpers/run.js';
 import { tempDir } from '../helpers/temp.js';
 
 const DEMO = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
+
+describe('serve(): options grouped as the configuration file groups them', function () {
+  this.timeout(30_000);
+  const GROUPS_OF_SERVE = ['listen', 'access', 'limits', 'gateway', 'identity', 'replicas', 'observe'];
+
+  it('takes every option of ServeOptions in exactly one group (gateway as gateway.all), as the file has the flags', () => {
+    const source = readFileSync(`${ROOT}lib/serve/options.ts`, 'utf8');
+    const body = source.slice(
+      source.indexOf('export interface ServeOptions {'),
+      source.indexOf('\n}\n', source.indexOf('export interface ServeOptions {')),
+    );
+    const keys = [...body.matchAll(/^ {2}([a-zA-Z]+)\??:/gm)].map((m) => m[1]!);
+    expect(keys.length).to.be.greaterThan(40);
+    for (const key of keys) {
+      const takers = GROUPS_OF_SERVE.filter((group) => {
+        const inner = key === 'gateway' ? 'all' : key;
+        try {
+          checkOptions({ [group]: { [inner]: undefined } } as ServeConfig);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      expect(takers, key).to.have.length(1);
+    }
+    // The file's groups and serve()'s are the same ones.
+    expect(Object.keys(GROUPS)).to.deep.equal(GROUPS_OF_SERVE);
+  });
+
+  it('refuses a key its group does not hold, flat and grouped options mixed, a group that is no object: each a TypeError naming its path', () => {
+    expect(() => checkOptions({ limits: { maxSesions: 3 } } as unknown as ServeConfig)).to.throw(
+      TypeError,
+      /serve: limits\.maxSesions: not an option of limits \(maxSessions,/,
+    );
+    expect(() => checkOptions({ listen: { port: 0 }, maxSessions: 3 } as unknown as ServeConfig)).to.throw(
+      TypeError,
+      /flat or grouped, not both: maxSessions/,
+    );
+    expect(() => checkOptions({ observe: 'json' } as unknown as ServeConfig)).to.throw(TypeError, /serve: observe must be an object/);
+    expect(() => checkOptions({ listen: { port: 0 }, gateway: { gateway: true } } as unknown as ServeConfig)).to.throw(
+      TypeError,
+      /gateway\.gateway: not an option/,
+    );
+    // A flat gateway: true is ServeOptions' own.
+    expect(checkOptions({ gateway: true, maxSessions: 3 })).to.deep.equal({ gateway: true, maxSessions: 3 });
+  });
+
+  it('serves with grouped options: gateway.all names one server with its prefix, limits.maxSessions holds', async () => {
+    const bridge = await serve(
+      { demo: DEMO },
+      { listen: { port: 0 }, limits: { maxSessions: 1 }, gateway: { all: true }, observe: { log: () => undefined } },
+    );
+    try {
+      const c = await connect({ type: 'http', url: bridge.url! }, { protocolVersion: '2025-11-25' });
+      try {
+        const tools = (await c.request('tools/list', {})) as { tools: Array<{ name: string }> };
+        expect(tools.tools.map((t) => t.name)).to.include('demo__echo');
+        const second = await connect({ type: 'http', url: bridge.url! }, { protocolVersion: '2025-11-25' }).catch((err: Error) => err);
+        expect(second).to.be.instanceOf(Error);
+        expect((second as Error).message).to.match(/503|sessions/);
+      } finally {
+        await c.close();
+      }
+    } finally {
+      await bridge.close();
+    }
+  });
+});
 
 describe('mcp-frame serve --config: a serve configuration file', function () {
   this.timeout(30_000);
