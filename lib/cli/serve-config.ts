@@ -50,7 +50,7 @@ export const GROUPS: Readonly<Record<string, readonly string[]>> = {
     'no-resource',
     'device-code',
   ],
-  identity: ['auth-issuer', 'public-url', 'required-scope', 'introspection-endpoint', 'policy', 'forward-claims'],
+  identity: ['auth-issuer', 'public-url', 'required-scope', 'introspection-endpoint', 'dpop', 'policy', 'forward-claims'],
   replicas: ['store', 'store-prefix', 'store-env', 'advertise-url'],
   observe: ['trace', 'log-format', 'log-level', 'metrics', 'metrics-port', 'metrics-host', 'audit-log'],
 };

@@ -85,6 +85,8 @@ callers signed in (serve as an OAuth 2.1 resource server; not with --token-env o
   --required-scope <s>     a scope every token must have (repeatable)
   --introspection-endpoint <url>  check opaque tokens there (RFC 7662), as the client named by
                            MCP_FRAME_INTROSPECTION_CLIENT_ID and MCP_FRAME_INTROSPECTION_CLIENT_SECRET
+  --dpop <allow|require>   a token bound to a key (DPoP, RFC 9449) is taken only with a proof of each request
+                           (always); require: refuse tokens that are not bound too (default allow)
   --policy <file>          who may call which tool and prompt (JSON rules; SIGHUP reloads it)
   --forward-claims <a,b>   the caller's claims to put in each request's _meta (mcp-frame/caller), never the token`;
 
@@ -140,6 +142,7 @@ const OPTIONS = {
   'public-url': { type: 'string' },
   'required-scope': { type: 'string', multiple: true },
   'introspection-endpoint': { type: 'string' },
+  dpop: { type: 'string' },
   policy: { type: 'string' },
   'forward-claims': { type: 'string' },
   'print-config': { type: 'boolean', default: false },
@@ -306,7 +309,7 @@ function urlOption(value: unknown, flag: string): string | undefined {
 /** The sign-in options (--auth-issuer and its company), checked; the introspection client only from the environment. */
 function authOptions(values: Values): Pick<ServeOptions, 'auth' | 'forwardClaims'> {
   const issuer = urlOption(values['auth-issuer'], '--auth-issuer');
-  const dependent = ['public-url', 'required-scope', 'introspection-endpoint', 'forward-claims'].filter((flag) => values[flag] !== undefined);
+  const dependent = ['public-url', 'required-scope', 'introspection-endpoint', 'forward-claims', 'dpop'].filter((flag) => values[flag] !== undefined);
   if (issuer === undefined) {
     if (dependent.length > 0) throw new CliError(`--${dependent[0]} is for a serve that signs callers in: give --auth-issuer too`, EXIT.usage);
     return {};
@@ -328,6 +331,9 @@ function authOptions(values: Values): Pick<ServeOptions, 'auth' | 'forwardClaims
       );
     introspection = { endpoint, clientId, clientSecret };
   }
+  const dpop = values.dpop as string | undefined;
+  if (dpop !== undefined && dpop !== 'allow' && dpop !== 'require')
+    throw new CliError(`--dpop takes allow or require, got ${JSON.stringify(dpop)}`, EXIT.usage);
   const claims =
     values['forward-claims'] === undefined
       ? undefined
@@ -341,6 +347,7 @@ function authOptions(values: Values): Pick<ServeOptions, 'auth' | 'forwardClaims
       ...(resource === undefined ? {} : { resource }),
       ...(values['required-scope'] === undefined ? {} : { requiredScopes: values['required-scope'] as string[] }),
       ...(introspection === undefined ? {} : { introspection }),
+      ...(dpop === undefined ? {} : { dpop }),
     },
     ...(claims === undefined || claims.length === 0 ? {} : { forwardClaims: claims }),
   };

@@ -196,6 +196,11 @@ export interface ServeAuthOptions {
   requiredScopes?: string[];
   /** For opaque tokens (RFC 7662), with serve's own client credentials. */
   introspection?: { endpoint: string; clientId: string; clientSecret: string };
+  /**
+   * DPoP (RFC 9449): a token bound to a key is taken only with a proof of each request (always); `require` also
+   * refuses tokens that are not bound. @defaultValue 'allow'
+   */
+  dpop?: 'allow' | 'require';
 }
 
 /**

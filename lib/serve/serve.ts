@@ -234,6 +234,8 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
           resource,
           ...(auth.requiredScopes === undefined ? {} : { requiredScopes: auth.requiredScopes }),
           ...(auth.introspection === undefined ? {} : { introspection: auth.introspection }),
+          ...(auth.dpop === undefined ? {} : { dpop: auth.dpop }),
+          ...(store === undefined ? {} : { claimOnce: (jti: string, ttlMs: number) => store.claimOnce('dpop', jti, ttlMs) }),
           otherScopes: () => policy?.current?.scopes ?? [],
           log: ctx.log,
         });

@@ -33,7 +33,10 @@ const RESOURCE_SCOPES = ['mcp', 'admin', 'deploy'];
 /** The client serve introspects opaque tokens as (with `format: 'opaque'`). */
 export const INTROSPECTION_CLIENT = { clientId: 'serve-resource-server', clientSecret: 'introspection-secret-0123456789' };
 
-export async function startIdp(accounts: Record<string, Account>, options: { accessTtl?: number; format?: 'jwt' | 'opaque' } = {}): Promise<Idp> {
+export async function startIdp(
+  accounts: Record<string, Account>,
+  options: { accessTtl?: number; format?: 'jwt' | 'opaque'; dpop?: boolean } = {},
+): Promise<Idp> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -78,6 +81,8 @@ export async function startIdp(accounts: Record<string, Account>, options: { acc
       devInteractions: { enabled: false },
       registration: { enabled: true },
       introspection: { enabled: true, allowedPolicy: () => true },
+      // With `dpop`: a token asked for with a DPoP proof is bound to its key (cnf.jkt), no nonce asked.
+      dPoP: { enabled: options.dpop === true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => undefined,

@@ -81,6 +81,7 @@ describe('serve: callers signed in (an OAuth 2.1 resource server)', function () 
         authorization_servers: [idp.issuer],
         scopes_supported: ['mcp'],
         bearer_methods_supported: ['header'],
+        dpop_signing_alg_values_supported: ['ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512', 'EdDSA'],
       });
     }
     const refused = await call(served.url!, undefined, INIT);

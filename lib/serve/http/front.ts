@@ -369,7 +369,9 @@ export class HttpFront {
     const rs = this.#identity;
     if (rs === undefined) return undefined;
     if (forwarded) return carriedCaller(req.headers);
-    const verdict: Authentication = await rs.authenticate(req.headers.authorization);
+    const proof = req.headers.dpop;
+    const dpop = { proof: typeof proof === 'string' ? proof : undefined, method: req.method ?? '', url: rs.htuOf(req.url ?? '/') };
+    const verdict: Authentication = await rs.authenticate(req.headers.authorization, dpop);
     if ('caller' in verdict) return verdict.caller;
     this.#ctx.telemetry.publish('auth:refused', {
       reason: verdict.status === 403 ? 'insufficient_scope' : req.headers.authorization === undefined ? 'missing' : 'invalid',

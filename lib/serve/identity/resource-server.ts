@@ -15,6 +15,7 @@ import type { Logger } from '../../log.js';
 import { Refusal } from '../../protocol/refusal.js';
 import { isObject } from '../../jsonrpc.js';
 import { missingPeer } from '../../errors.js';
+import { type ClaimOnce, DPOP_ALGORITHMS, DpopCheck, type ProvenRequest } from './dpop.js';
 
 export interface ResourceServerOptions {
   /** The authorization server's issuer identifier, exactly as its tokens' `iss`. */
@@ -27,7 +28,19 @@ export interface ResourceServerOptions {
   otherScopes?: () => readonly string[];
   /** For opaque tokens: the introspection endpoint, with this server's own client credentials. */
   introspection?: { endpoint: string; clientId: string; clientSecret: string };
+  /**
+   * DPoP (RFC 9449): `allow` takes a token bound to a key only with a proof of it, and others as bearer tokens;
+   * `require` takes bound tokens only. @defaultValue 'allow'
+   */
+  dpop?: 'allow' | 'require';
+  /** Where a proof's jti is claimed across replicas (their store), besides this process. */
+  claimOnce?: ClaimOnce;
   log: Logger;
+}
+
+/** A request's DPoP header, and what its proof must name: the method, and the URL as the public URL has it. */
+interface DpopContext extends ProvenRequest {
+  proof: string | undefined;
 }
 
 /** A request's verdict: its caller, or the status and WWW-Authenticate challenge to refuse it with. */
@@ -78,10 +91,19 @@ export class ResourceServer {
   #discoveryFailed: { at: number; why: string } | undefined;
   #discovered = false;
   readonly #introspected = new Map<string, { caller: Caller; until: number }>();
+  readonly #dpop: DpopCheck;
+  readonly #dpopRequired: boolean;
 
   constructor(options: ResourceServerOptions) {
     this.#options = options;
     this.#metadataUrl = metadataUrl(options.resource);
+    this.#dpop = new DpopCheck(loadJose, options.claimOnce);
+    this.#dpopRequired = options.dpop === 'require';
+  }
+
+  /** The URL a DPoP proof of a request to `path` names (htu): the public URL's origin, and the path. */
+  htuOf(path: string): string {
+    return `${new URL(this.#options.resource).origin}${path.split('?')[0]}`;
   }
 
   /** The paths the metadata is served at: the path-suffixed one, and the root one. */
@@ -98,6 +120,8 @@ export class ResourceServer {
       authorization_servers: [this.#options.issuer],
       ...(scopes.length === 0 ? {} : { scopes_supported: scopes }),
       bearer_methods_supported: ['header'],
+      dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
+      ...(this.#dpopRequired ? { dpop_bound_access_tokens_required: true } : {}),
     };
   }
 
@@ -111,7 +135,17 @@ export class ResourceServer {
     if (scopes.length > 0) parts.push(`scope=${quoted(scopes.join(' '))}`);
     if (error !== undefined) parts.push(`error=${quoted(error)}`);
     if (description !== undefined) parts.push(`error_description=${quoted(description)}`);
-    return `Bearer ${parts.join(', ')}`;
+    return this.#dpopRequired ? `DPoP ${parts.join(', ')}, algs=${quoted(DPOP_ALGORITHMS.join(' '))}` : `Bearer ${parts.join(', ')}`;
+  }
+
+  /** The challenge of a refused DPoP proof (RFC 9449 §7.1). */
+  #proofRefused(reason: string): Authentication {
+    const parts = [`error="invalid_dpop_proof"`, `error_description=${quoted(reason)}`, `algs=${quoted(DPOP_ALGORITHMS.join(' '))}`];
+    return {
+      status: 401,
+      challenge: `DPoP ${parts.join(', ')}, resource_metadata=${quoted(this.#metadataUrl)}`,
+      reason: `refused the DPoP proof (${reason})`,
+    };
   }
 
   /** The 403 that asks a caller for more scopes (`scopes`: those that would allow the call, with the required ones). */
@@ -124,17 +158,32 @@ export class ResourceServer {
     };
   }
 
-  /** Checks the Authorization header of a request. */
-  async authenticate(authorization: string | undefined): Promise<Authentication> {
-    const token = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? '')?.[1];
+  /**
+   * Checks the Authorization header of a request, and with a token bound to a key (`cnf.jkt`), its DPoP proof
+   * (`dpop`: the DPoP header, and the request it must name).
+   */
+  async authenticate(authorization: string | undefined, dpop?: DpopContext): Promise<Authentication> {
+    const presented = /^(Bearer|DPoP) +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization ?? '');
     if (authorization === undefined) return { status: 401, challenge: this.challenge(), reason: 'no Authorization header' };
-    if (token === undefined) return this.#refused('the Authorization header is not a bearer token');
+    if (presented === null) return this.#refused('the Authorization header is not a bearer or DPoP token');
+    const [, scheme, token] = presented as unknown as [string, string, string];
     let caller: Caller;
     try {
       caller = token.split('.').length === 3 ? await this.#verifyJwt(token) : await this.#introspect(token);
     } catch (err) {
       if (err instanceof Refusal) return this.#refused(err.message);
       throw err;
+    }
+    const cnf = caller.claims.cnf;
+    const jkt = isObject(cnf) && typeof cnf.jkt === 'string' ? cnf.jkt : undefined;
+    const asDpop = scheme.toLowerCase() === 'dpop';
+    // A bound token sent as a bearer one is refused (no downgrade), and so is an unbound one sent as DPoP.
+    if (jkt !== undefined && !asDpop) return this.#refused('the token is bound to a key (DPoP): send it as Authorization: DPoP, with a proof');
+    if (jkt === undefined && asDpop) return this.#refused('the token is not bound to a key: the DPoP scheme is for tokens that are');
+    if (jkt === undefined && this.#dpopRequired) return this.#refused('this server takes DPoP-bound tokens only');
+    if (jkt !== undefined) {
+      const problem = await this.#dpop.problem(dpop?.proof, { method: dpop?.method ?? '', url: dpop?.url ?? '' }, token, jkt);
+      if (problem !== undefined) return this.#proofRefused(problem);
     }
     const missing = (this.#options.requiredScopes ?? []).filter((scope) => !caller.scopes.includes(scope));
     if (missing.length > 0) return this.stepUp(caller, missing);

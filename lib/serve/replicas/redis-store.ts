@@ -286,6 +286,10 @@ export class RedisStore implements ReplicaStore {
     return undefined;
   }
 
+  async claimOnce(kind: string, id: string, ttlMs: number): Promise<boolean> {
+    return (await this.#command<string | null>(['SET', this.#key(kind, id), '1', 'NX', 'PX', String(ttlMs)])) === 'OK';
+  }
+
   release(id: string): Promise<void> {
     const releasing = this.#releasing.get(id);
     if (releasing !== undefined) return releasing;

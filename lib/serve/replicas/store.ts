@@ -215,6 +215,11 @@ export interface ReplicaStore {
    * (at once for a session not this replica's); never rejects: a store that does not answer is told later.
    */
   release(id: string): Promise<void>;
+  /**
+   * Claims `id` of `kind` for `ttlMs` across the replicas (a DPoP proof's jti): true when none had it. Rejects
+   * when the store does not answer.
+   */
+  claimOnce(kind: string, id: string, ttlMs: number): Promise<boolean>;
   /** The live replica that owns session `id`, or undefined (unknown, ended, or its owner is gone). */
   ownerOf(id: string): Promise<string | undefined>;
   /**
