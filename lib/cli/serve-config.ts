@@ -19,6 +19,7 @@ export const GROUPS: Readonly<Record<string, readonly string[]>> = {
   access: ['token-env', 'allow-origin', 'allow-host'],
   limits: [
     'max-sessions',
+    'rate-limit',
     'max-starting',
     'start-wait-ms',
     'session-idle-ms',

@@ -10,6 +10,7 @@ import { commandProblem } from '../serve/sessions/index.js';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Policy, PolicyError } from '../gateway/policy.js';
+import { parseRate } from '../gateway/rate.js';
 import { AUTH_FLAGS, authFlags, cliAuth } from './auth.js';
 import { givenFlags, printedConfig, readServeConfig } from './serve-config.js';
 import { serverEntries, serverEntry } from './entry.js';
@@ -32,6 +33,8 @@ options:
   --allow-origin <origin>  let pages from this origin call the server (repeatable)
   --allow-host <host>      admit this Host header too (repeatable)
   --max-sessions <n>       sessions open at once (default 32)
+  --rate-limit <n>/<s|m|h>  tools/call a caller may make (by issuer and subject when signed in, else by
+                           address), across replicas with --store; past it 429 with Retry-After
   --max-starting <n>       servers starting at once; other new sessions wait their turn (default 4)
   --start-wait-ms <n>      how long a new session waits for that turn before 503 with Retry-After (default 10000)
   --session-idle-ms <n>    close a session idle this long (default 1800000)
@@ -138,6 +141,7 @@ const OPTIONS = {
   'upstream-list-ms': { type: 'string' },
   'upstream-call-ms': { type: 'string' },
   'max-server-requests': { type: 'string' },
+  'rate-limit': { type: 'string' },
   'auth-issuer': { type: 'string' },
   'public-url': { type: 'string' },
   'required-scope': { type: 'string', multiple: true },
@@ -224,7 +228,15 @@ function serveOptions(values: Values): ServeOptions {
     store: storeUrl(storeFlag(values)),
     storePrefix: values['store-prefix'],
     advertiseUrl: values['advertise-url'],
+    rateLimit: values['rate-limit'],
   };
+  if (values['rate-limit'] !== undefined) {
+    try {
+      parseRate(values['rate-limit'], '--rate-limit');
+    } catch (err) {
+      throw new CliError((err as Error).message, EXIT.usage);
+    }
+  }
   const numbers = {
     maxSessions: 'max-sessions',
     maxStarting: 'max-starting',

@@ -13,6 +13,7 @@ import { jsonErrorPosition } from '../json-position.js';
 import { isObject } from '../jsonrpc.js';
 import type { Caller } from '../protocol/caller.js';
 import { globPattern } from './names.js';
+import { parseRate, type Rate } from './rate.js';
 
 /** One rule of a policy file. */
 export interface PolicyRule {
@@ -25,6 +26,8 @@ export interface PolicyRule {
   scopes?: string[];
   /** Claims the caller must have: each a value, or values of which one must be the caller's (or among its array). */
   claims?: Record<string, string | string[]>;
+  /** Calls of the tools it matches a caller it allows may make (`<n>/<s|m|h>`), counted per caller. */
+  rate?: string;
 }
 
 /** What a policy says of one name for one caller. */
@@ -43,9 +46,10 @@ interface CompiledRule {
   except: RegExp[];
   scopes: string[];
   claims: Array<[string, string[]]>;
+  rate: Rate | undefined;
 }
 
-const RULE_KEYS = new Set(['tools', 'prompts', 'except', 'scopes', 'claims', 'description']);
+const RULE_KEYS = new Set(['tools', 'prompts', 'except', 'scopes', 'claims', 'rate', 'description']);
 
 function strings(value: unknown, where: string): string[] {
   if (value === undefined) return [];
@@ -109,6 +113,7 @@ export class Policy {
         except: strings(rule.except, `${where}.except`).map(globPattern),
         scopes: strings(rule.scopes, `${where}.scopes`),
         claims,
+        rate: rateOf(rule.rate, `${where}.rate`),
       };
     });
   }
@@ -147,6 +152,27 @@ export class Policy {
 
   allows(caller: Caller | undefined, kind: 'tools' | 'prompts', name: string): boolean {
     return this.decide(caller, kind, name).allowed;
+  }
+
+  /** The rates of the rules that allow `caller` the tool `name`, each with its key (`rules[i]`): counted per caller. */
+  rates(caller: Caller | undefined, name: string): Array<{ key: string; rate: Rate }> {
+    const out: Array<{ key: string; rate: Rate }> = [];
+    this.#rules.forEach((rule, i) => {
+      if (rule.rate === undefined || !rule.tools.some((re) => re.test(name)) || rule.except.some((re) => re.test(name))) return;
+      if (!rule.claims.every(([claim, values]) => holds(caller?.claims[claim], values))) return;
+      if (rule.scopes.every((scope) => caller?.scopes.includes(scope))) out.push({ key: `rules[${i}]`, rate: rule.rate });
+    });
+    return out;
+  }
+}
+
+/** A rule's rate, parsed; a PolicyError naming where when it is not one. */
+function rateOf(value: unknown, where: string): Rate | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return parseRate(value, where);
+  } catch (err) {
+    throw new PolicyError((err as Error).message);
   }
 }
 

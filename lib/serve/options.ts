@@ -7,6 +7,7 @@ import type { RemoteServerConfig, ServerConfig, StdioServerConfig } from '../cli
 import type { PrefixMode } from '../gateway/names.js';
 import type { Policy } from '../gateway/policy.js';
 import type { ServerChanges } from '../gateway/upstream.js';
+import { parseRate } from '../gateway/rate.js';
 import type { Logger, LogLevel } from '../log.js';
 import type { MetricsRegistry } from './observe/index.js';
 import type { ServePaths } from './sessions/index.js';
@@ -33,6 +34,11 @@ export interface ServeOptions {
   allowHosts?: string[];
   /** Sessions open at once, of every transport; past it, 503. @defaultValue 32 */
   maxSessions?: number;
+  /**
+   * tools/call a caller may make, `<n>/<s|m|h>` (by issuer and subject when signed in, else by address; across
+   * replicas with a store); past it, 429 with Retry-After (see also a policy rule's `rate`). Unset: no limit.
+   */
+  rateLimit?: string;
   /** A session with no request and no open stream for this long is closed. @defaultValue 1800000 (30 min) */
   sessionIdleMs?: number;
   /** The largest request body (and socket frame) taken; past it, 413. @defaultValue 4 MiB */
@@ -212,6 +218,7 @@ const SERVE_GROUPS = {
   access: ['token', 'allowOrigins', 'allowHosts'],
   limits: [
     'maxSessions',
+    'rateLimit',
     'maxStarting',
     'startWaitMs',
     'sessionIdleMs',
@@ -351,6 +358,13 @@ export function checkOptions(given: ServeOptions | ServeConfig): ServeOptions {
     const value = options[key];
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
       throw new TypeError(`serve: ${key} takes a whole number of at least 1, got ${String(value)}`);
+  }
+  if (options.rateLimit !== undefined) {
+    try {
+      parseRate(options.rateLimit, 'serve: rateLimit');
+    } catch (err) {
+      throw new TypeError((err as Error).message);
+    }
   }
   if (options.tls !== undefined && options.http === false) throw new TypeError('serve: tls is for HTTP, and http is false');
   if (options.metricsHost !== undefined && options.metricsPort === undefined)

@@ -18,7 +18,8 @@ import { createLogger, type Logger } from '../log.js';
 import { isLoopback } from '../protocol/loopback.js';
 import { requestTarget } from '../protocol/target.js';
 import { loadTraceApi } from '../protocol/trace.js';
-import { countingResponse, Guard, HttpFront, listenHttp } from './http/index.js';
+import { CallLimits, countingResponse, Guard, HttpFront, listenHttp } from './http/index.js';
+import { parseRate } from '../gateway/rate.js';
 import { loadJose, ResourceServer } from './identity/index.js';
 import { auditTrail, logRequests, type MetricsRegistry, prometheusMetrics, RequestTap, Telemetry, traceRequests } from './observe/index.js';
 import { checkOptions, type ServeConfig, type ServeHandle, type ServeOptions, type ServeTarget, serversOf } from './options.js';
@@ -239,7 +240,12 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
           otherScopes: () => policy?.current?.scopes ?? [],
           log: ctx.log,
         });
-  const front = new HttpFront(ctx, { guard, sessions: parts.table, modern: parts.modern, identity, policy, metrics: parts.metrics });
+  const limits = new CallLimits(
+    options.rateLimit === undefined ? undefined : parseRate(options.rateLimit, 'rateLimit'),
+    policy,
+    store === undefined ? undefined : (key, rate) => store.rate(key, rate.count, rate.periodMs),
+  );
+  const front = new HttpFront(ctx, { guard, sessions: parts.table, modern: parts.modern, identity, policy, metrics: parts.metrics, limits });
   httpServer.on('request', (req, res) => front.handle(req, res));
   store?.onForwarded((request, res) => front.forwarded(request, res));
   warnAtStart(ctx.log, options, host, guard);

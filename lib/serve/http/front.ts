@@ -41,6 +41,7 @@ import {
   StreamableSession,
 } from '../sessions/index.js';
 import type { Guard } from './guard.js';
+import { type CallLimits, overLimit } from './rates.js';
 import { CODES } from '../../protocol/codes.js';
 
 const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
@@ -227,6 +228,8 @@ export interface FrontParts {
   policy: { readonly current: Policy | undefined } | undefined;
   /** With metrics: the registry /metrics answers from. */
   metrics: MetricsRegistry | undefined;
+  /** Rate limits on tools/call, per caller. */
+  limits: CallLimits;
 }
 
 export class HttpFront {
@@ -237,6 +240,7 @@ export class HttpFront {
   readonly #identity: ResourceServer | undefined;
   readonly #policy: { readonly current: Policy | undefined } | undefined;
   readonly #metrics: MetricsRegistry | undefined;
+  readonly #limits: CallLimits;
 
   constructor(ctx: ServeContext, parts: FrontParts) {
     this.#ctx = ctx;
@@ -246,6 +250,7 @@ export class HttpFront {
     this.#identity = parts.identity;
     this.#policy = parts.policy;
     this.#metrics = parts.metrics;
+    this.#limits = parts.limits;
   }
 
   /** The http.Server's request listener. */
@@ -446,6 +451,9 @@ export class HttpFront {
     const modern = modernRequest(messages, req);
     if (modern === undefined) checkProtocolVersion(req);
     this.#stepUp(messages, caller);
+    // A call over a rate limit runs nothing (the replica that took the request counted it).
+    const [over] = forwarded ? [] : await this.#limits.over(messages, caller, req.socket.remoteAddress);
+    if (over !== undefined) throw overLimit(over);
     if (modern !== undefined) {
       if (!forwarded && (await this.#carryRetry(modern, req, res, body, caller))) return;
       if (this.#modern.pending >= this.#ctx.maxPendingPerSession) refuse(429, `${this.#modern.pending} modern requests are in flight already`);
@@ -584,10 +592,18 @@ export class HttpFront {
     const body = await readBody(req, this.#ctx.maxMessageBytes);
     const messages = parseMessages(body);
     this.#stepUp(messages, caller);
-    if (session === undefined) return this.#carry(id!, req, res, forwarded, body, caller);
-    const requests = messages.filter(isRequest).length;
+    // A call over a rate limit runs nothing, and its error goes on the stream; the rest of the POST goes on.
+    const over = forwarded ? [] : await this.#limits.over(messages, caller, req.socket.remoteAddress);
+    const refused = new Set<unknown>(over.map((o) => o.request));
+    const taken = messages.filter((msg) => !refused.has(msg));
+    if (session === undefined) {
+      if (over.length > 0) throw overLimit(over[0]!);
+      return this.#carry(id!, req, res, forwarded, body, caller);
+    }
+    const requests = taken.filter(isRequest).length;
     if (session.pending + requests > this.#ctx.maxPendingPerSession) refuse(429, `the session has ${session.pending} requests in flight already`);
-    session.post(messages, caller);
+    for (const o of over) session.answer(overLimit(o).body());
+    session.post(taken, caller);
     res.writeHead(202).end('Accepted');
   }
 

@@ -15,7 +15,7 @@
 import { CODES } from '../../protocol/codes.js';
 import { rpcError } from '../../jsonrpc.js';
 import type { Logger } from '../../log.js';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { safeLine } from '../../errors.js';
 import { whenGone } from '../../protocol/response.js';
@@ -72,6 +72,25 @@ redis.call('SREM', p .. ':owned:' .. owner, sid)
 return false`;
 
 /** Forgets session `sid`, this replica's: one script, so the count never sees it half gone. */
+/**
+ * One call of KEYS[1] under ARGV[1] calls in ARGV[2] ms, as a sliding log (see gateway/rate.ts) in a sorted set
+ * scored by the store's clock, so that every replica counts on one; ARGV[3] makes the call's member unique. 0 when
+ * taken, else the milliseconds until the oldest call leaves the period.
+ */
+const RATE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local period = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - period)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return math.max(1, math.ceil(tonumber(oldest[2]) + period - now))
+end
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], period)
+return 0
+`;
+
 const RELEASE = `
 local p, me, sid = ARGV[1], ARGV[2], ARGV[3]
 redis.call('DEL', p .. ':session:' .. sid)
@@ -284,6 +303,11 @@ export class RedisStore implements ReplicaStore {
     if (open >= 0) return open;
     this.#local.add(id);
     return undefined;
+  }
+
+  rate(key: string, count: number, periodMs: number): Promise<number> {
+    const hashed = createHash('sha256').update(key).digest('base64url');
+    return this.#command<number>(['EVAL', RATE, '1', this.#key('rate', hashed), String(count), String(periodMs), randomUUID()]);
   }
 
   async claimOnce(kind: string, id: string, ttlMs: number): Promise<boolean> {

@@ -220,6 +220,11 @@ export interface ReplicaStore {
    * when the store does not answer.
    */
   claimOnce(kind: string, id: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Takes one call of `key` under a limit of `count` in `periodMs`, across the replicas (see gateway/rate.ts): 0
+   * when taken, else the milliseconds until one would be. Rejects when the store does not answer.
+   */
+  rate(key: string, count: number, periodMs: number): Promise<number>;
   /** The live replica that owns session `id`, or undefined (unknown, ended, or its owner is gone). */
   ownerOf(id: string): Promise<string | undefined>;
   /**

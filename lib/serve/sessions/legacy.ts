@@ -73,6 +73,11 @@ export class LegacySession {
     }
   }
 
+  /** An answer of serve's own to the client, on the stream (a request it refused before the server saw it). */
+  answer(msg: unknown): void {
+    this.#write(msg);
+  }
+
   async close(why: string): Promise<void> {
     this.#ended ??= why;
     this.#res?.end();
