@@ -35,6 +35,8 @@ export const GROUPS: Readonly<Record<string, readonly string[]>> = {
     'prefix',
     'separator',
     'isolate',
+    'tool-search',
+    'pin-tools',
     'allow-tools',
     'deny-tools',
     'allow-prompts',

@@ -71,6 +71,9 @@ gateway (several servers behind one endpoint):
   --separator <text>       what joins server and tool names (default __)
   --isolate <server>       a server that keeps state per client (roots, a login): each session of the initialize
                            era then gets servers of its own (repeatable; by default every server runs once for all)
+  --tool-search            list two tools, search_tools and call_tool, in place of every tool (a host with
+                           hundreds of tools offers its model two); a call by a tool's name still works
+  --pin-tools <glob>       with --tool-search: list the tools whose exposed names match too (repeatable)
   --allow-tools <glob>     offer only the tools whose exposed names match (repeatable; * and ?)
   --deny-tools <glob>      leave out the tools whose exposed names match (repeatable)
   --allow-prompts <glob>   the same, for prompts
@@ -134,6 +137,8 @@ const OPTIONS = {
   separator: { type: 'string' },
   isolate: { type: 'string', multiple: true },
   'allow-tools': { type: 'string', multiple: true },
+  'tool-search': { type: 'boolean', default: false },
+  'pin-tools': { type: 'string', multiple: true },
   'deny-tools': { type: 'string', multiple: true },
   'allow-prompts': { type: 'string', multiple: true },
   'deny-prompts': { type: 'string', multiple: true },
@@ -400,6 +405,11 @@ function gatewayOptions(values: Values): ServeOptions {
   // Every server of the config behind one endpoint: named as a gateway names them even while there is one.
   if (values.all === true) options.gateway = true;
   if (values.isolate !== undefined) options.isolate = values.isolate as string[];
+  if (values['tool-search'] === true) options.toolSearch = true;
+  if (values['pin-tools'] !== undefined) {
+    if (values['tool-search'] !== true) throw new CliError('--pin-tools is for --tool-search: give both', EXIT.usage);
+    options.pinTools = values['pin-tools'] as string[];
+  }
   const globs = { allowTools: 'allow-tools', denyTools: 'deny-tools', allowPrompts: 'allow-prompts', denyPrompts: 'deny-prompts' } as const;
   for (const [key, flag] of Object.entries(globs)) {
     const list = values[flag] as string[] | undefined;

@@ -616,3 +616,29 @@ export function initializeResult(ups: readonly Upstream[], name: string): Record
     ...(parts.length === 0 ? {} : { instructions: parts.join('\n\n') }),
   };
 }
+
+/**
+ * Where a completion/complete goes, and with what params: the server of the prompt it names (under that server's
+ * own name; only a prompt `allowed` lets through), or of the resource template or URI; an RpcError otherwise.
+ */
+export async function completionTarget(
+  catalog: Catalog,
+  params: Record<string, unknown>,
+  allowed: (prompt: string) => boolean,
+): Promise<{ up: Upstream; params: Record<string, unknown> }> {
+  const ref = isObject(params.ref) ? params.ref : {};
+  if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
+    const found = allowed(ref.name) ? await catalog.resolve('prompts', ref.name) : undefined;
+    if (found === undefined) throw new RpcError(CODES.invalidParams, `Unknown prompt: ${ref.name.slice(0, 120)}`);
+    return { up: found.up, params: { ...params, ref: { ...ref, name: found.name } } };
+  }
+  if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
+    const template = ref.uri;
+    await catalog.index('templates');
+    const owner = catalog.templateOwner(template) ?? catalog.uriOwner(template);
+    if (owner === undefined)
+      throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
+    return { up: owner, params };
+  }
+  throw new RpcError(CODES.invalidParams, 'completion/complete needs a ref of type ref/prompt or ref/resource');
+}

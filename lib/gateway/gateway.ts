@@ -17,7 +17,7 @@
  *   with an error that names it; it is restarted with backoff (see Upstream).
  */
 import type { ParamHeader } from '../protocol/param-headers.js';
-import { Catalog, initializeResult, type Kind } from './catalog.js';
+import { Catalog, completionTarget, initializeResult, type Kind } from './catalog.js';
 import { type Call, RunningCalls } from './running.js';
 import { LISTEN_ENDED, ModernFace } from './modern.js';
 import { createLogger, type Logger, lineLogger } from '../log.js';
@@ -35,6 +35,7 @@ import type { Caller } from '../protocol/caller.js';
 import { NameFilter, type PrefixMode } from './names.js';
 import { Fleet, type Upstream, UPSTREAM_ERROR, type UpstreamHealth, type UpstreamOpener } from './upstream.js';
 import { CODES } from '../protocol/codes.js';
+import { SearchFace } from './search.js';
 
 export interface GatewayOptions {
   /** The upstreams, in config order (the order of merged lists, and which wins a URI two list). */
@@ -89,6 +90,11 @@ export interface GatewayOptions {
   callTimeoutMs?: number;
   /** What the requestStates of its input_required results start with (serve's replica id, with replicas). */
   statePrefix?: string;
+  /**
+   * Tool search: tools/list gives search_tools and call_tool, and the tools whose exposed names match `pin` (see
+   * search.ts); a call of any exposed name still works. @defaultValue undefined: every tool listed
+   */
+  toolSearch?: { pin?: readonly string[] };
 }
 
 export type { GatewayObserver } from './observed.js';
@@ -146,6 +152,7 @@ export class Gateway extends EventEmitter implements Channel {
   /** A client of the initialize era has initialized: list changes go to it (a modern client has listens). */
   #legacyClient = false;
   readonly #modern: ModernFace;
+  readonly #search: SearchFace | undefined;
   #initialized: Promise<Json> | undefined;
   #ready = false;
   #next = 1;
@@ -193,6 +200,14 @@ export class Gateway extends EventEmitter implements Channel {
       },
       options.statePrefix,
     );
+    this.#search =
+      options.toolSearch === undefined
+        ? undefined
+        : new SearchFace(options.toolSearch.pin ?? [], {
+            page: (cursor) => this.#list('tools', cursor === undefined ? {} : { cursor }, SERVE_ITSELF),
+            allowed: (caller, name) => this.#allowed(caller, 'tools', name),
+            call: (call, params) => this.#named(call, 'tools', 'tools/call', params),
+          });
     this.#catalog = new Catalog({
       ups: this.#ups,
       separator: this.#separator,
@@ -349,6 +364,7 @@ export class Gateway extends EventEmitter implements Channel {
 
   #dispatch(call: Call, method: string, params: Json): Promise<unknown> {
     const list = LISTS[method];
+    if (list === 'tools' && this.#search !== undefined) return this.start().then(() => this.#search!.list(call.caller));
     if (list !== undefined) return this.#list(list, params, call.caller);
     switch (method) {
       case 'initialize':
@@ -356,7 +372,7 @@ export class Gateway extends EventEmitter implements Channel {
       case 'ping':
         return Promise.resolve({});
       case 'tools/call':
-        return this.#named(call, 'tools', method, params);
+        return this.#search?.handles(params.name) ? this.#search.call(call, params) : this.#named(call, 'tools', method, params);
       case 'prompts/get':
         return this.#named(call, 'prompts', method, params);
       case 'resources/read':
@@ -459,22 +475,8 @@ export class Gateway extends EventEmitter implements Channel {
 
   async #complete(call: Call, params: Json): Promise<unknown> {
     await this.start();
-    const ref = isObject(params.ref) ? params.ref : {};
-    if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-      const found = this.#allowed(call.caller, 'prompts', ref.name) ? await this.#catalog.resolve('prompts', ref.name) : undefined;
-      if (found === undefined) throw new RpcError(CODES.invalidParams, `Unknown prompt: ${ref.name.slice(0, 120)}`);
-      return this.#forward(call, found.up, 'completion/complete', { ...params, ref: { ...ref, name: found.name } });
-    }
-    if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-      const template = ref.uri;
-      await this.#catalog.index('templates');
-      const up = this.#catalog.templateOwner(template);
-      const owner = up ?? this.#catalog.uriOwner(template);
-      if (owner === undefined)
-        throw new RpcError(CODES.resourceNotFound, `Resource not found: no server behind the gateway offers ${template.slice(0, 200)}`);
-      return this.#forward(call, owner, 'completion/complete', params);
-    }
-    throw new RpcError(CODES.invalidParams, 'completion/complete needs a ref of type ref/prompt or ref/resource');
+    const target = await completionTarget(this.#catalog, params, (name) => this.#allowed(call.caller, 'prompts', name));
+    return this.#forward(call, target.up, 'completion/complete', target.params);
   }
 
   async #setLevel(params: Json, caller: Caller | undefined): Promise<Json> {
@@ -577,6 +579,7 @@ export class Gateway extends EventEmitter implements Channel {
       return;
     }
     this.#catalog.listChanged(up, method);
+    if (method === 'notifications/tools/list_changed') this.#search?.changed();
     if (method.endsWith('/list_changed')) void this.#catalog.warnUnmatched(this.#policy());
     if (method === 'notifications/message') {
       // A server's log is its session's: the call it belongs to only when it is the one call running there; a
@@ -598,6 +601,7 @@ export class Gateway extends EventEmitter implements Channel {
   /** `up` came up or went down (undefined: servers left, in a reload): the client is told its lists changed. */
   #changed(up: Upstream | undefined, isUp: boolean): void {
     if (up !== undefined) this.#catalog.upstreamChanged(up, isUp);
+    this.#search?.changed();
     if (!this.#ready || this.#closed) return;
     void this.#catalog.warnUnmatched(this.#policy());
     this.#emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });

@@ -32,6 +32,14 @@ export interface ServeOptions {
   allowOrigins?: string[];
   /** Host header values (besides the address listened on, and localhost) to admit. */
   allowHosts?: string[];
+  /**
+   * Tool search: tools/list gives two tools of the gateway's own, search_tools and call_tool, and the tools
+   * `pinTools` names, in place of every tool; a call of any tool by its name still works. Serves through a
+   * gateway, even one server. @defaultValue false
+   */
+  toolSearch?: boolean;
+  /** With toolSearch: globs of exposed tool names listed beside the two. */
+  pinTools?: string[];
   /** Sessions open at once, of every transport; past it, 503. @defaultValue 32 */
   maxSessions?: number;
   /**
@@ -234,6 +242,8 @@ const SERVE_GROUPS = {
   ],
   gateway: [
     'name',
+    'toolSearch',
+    'pinTools',
     'prefix',
     'separator',
     'isolate',
@@ -359,6 +369,7 @@ export function checkOptions(given: ServeOptions | ServeConfig): ServeOptions {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1))
       throw new TypeError(`serve: ${key} takes a whole number of at least 1, got ${String(value)}`);
   }
+  if (options.pinTools !== undefined && options.toolSearch !== true) throw new TypeError('serve: pinTools is for toolSearch: give toolSearch: true');
   if (options.rateLimit !== undefined) {
     try {
       parseRate(options.rateLimit, 'serve: rateLimit');

@@ -79,7 +79,7 @@ async function childrenOf(
   const servers = serversOf(target);
   const settings = { inheritEnv: options.inheritEnv ?? false, shutdownGraceMs: options.shutdownGraceMs ?? 2000 };
   const only = servers.length === 1 ? servers[0]! : undefined;
-  const plain = options.gateway !== true && options.policy === undefined && options.forwardClaims === undefined;
+  const plain = options.gateway !== true && options.policy === undefined && options.forwardClaims === undefined && options.toolSearch !== true;
   if (only !== undefined && isStdioServer(only[1]) && plain) {
     const name = options.name ?? only[0];
     return { children: stdioChildren(only[1] as StdioServerConfig, { name, ...settings }, watchers), policy: undefined };
@@ -113,6 +113,7 @@ async function childrenOf(
       // A retry of an input_required another replica made is carried to the replica that holds its call.
       statePrefix: replica,
       isolate: options.isolate,
+      toolSearch: options.toolSearch === true ? { pin: options.pinTools ?? [] } : undefined,
     },
     watchers,
     log,
@@ -244,6 +245,7 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
     options.rateLimit === undefined ? undefined : parseRate(options.rateLimit, 'rateLimit'),
     policy,
     store === undefined ? undefined : (key, rate) => store.rate(key, rate.count, rate.periodMs),
+    options.toolSearch === true,
   );
   const front = new HttpFront(ctx, { guard, sessions: parts.table, modern: parts.modern, identity, policy, metrics: parts.metrics, limits });
   httpServer.on('request', (req, res) => front.handle(req, res));

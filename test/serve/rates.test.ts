@@ -78,6 +78,17 @@ describe('rate limits', function () {
       }
     });
 
+    it('counts a call_tool of tool search as a call of the tool it names', async () => {
+      const policy = Policy.parse(JSON.stringify({ rules: [{ tools: ['a__echo'], rate: '1/m' }, { tools: ['a__*'] }] }));
+      const s = await start({ toolSearch: true, policy });
+      const through = (id: number, name: string) =>
+        modernPost(id, 'tools/call', { name: 'call_tool', arguments: { name, arguments: { text: 'x' } } });
+      expect((await rawRequest(s.url!, through(1, 'a__echo'))).status).to.equal(200);
+      expect((await rawRequest(s.url!, through(2, 'a__echo'))).status).to.equal(429);
+      expect((await rawRequest(s.url!, echo(3))).status, 'by its name too').to.equal(429);
+      expect((await rawRequest(s.url!, through(4, 'a__a-only'))).status).to.equal(200);
+    });
+
     it('holds a limit across replicas sharing a store, not one per replica', async function () {
       if (!requireRedis(this)) return;
       const redis = await startRedis();

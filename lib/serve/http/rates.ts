@@ -24,12 +24,17 @@ export class CallLimits {
   readonly #policy: { readonly current: Policy | undefined } | undefined;
   readonly #shared: TakeRate | undefined;
   readonly #local = new LocalRates();
+  readonly #toolSearch: boolean;
 
-  /** `limit`: every caller's; `shared`: the store's count (undefined: this process's). */
-  constructor(limit: Rate | undefined, policy: { readonly current: Policy | undefined } | undefined, shared?: TakeRate) {
+  /**
+   * `limit`: every caller's; `shared`: the store's count (undefined: this process's); `toolSearch`: a call_tool
+   * counts as a call of the tool it names.
+   */
+  constructor(limit: Rate | undefined, policy: { readonly current: Policy | undefined } | undefined, shared?: TakeRate, toolSearch = false) {
     this.#limit = limit;
     this.#policy = policy;
     this.#shared = shared;
+    this.#toolSearch = toolSearch;
   }
 
   /** The tools/call requests of `messages` over a limit of their caller; each other one counted against its limits. */
@@ -38,9 +43,12 @@ export class CallLimits {
     const out: OverLimit[] = [];
     for (const msg of messages) {
       if (!isRequest(msg) || msg.method !== 'tools/call' || !isObject(msg.params) || typeof msg.params.name !== 'string') continue;
+      const args = msg.params.arguments;
+      const named =
+        this.#toolSearch && msg.params.name === 'call_tool' && isObject(args) && typeof args.name === 'string' ? args.name : msg.params.name;
       const limits = [
         ...(this.#limit === undefined ? [] : [{ key: 'serve', rate: this.#limit }]),
-        ...(this.#policy?.current?.rates(caller, msg.params.name) ?? []),
+        ...(this.#policy?.current?.rates(caller, named) ?? []),
       ];
       for (const { key, rate } of limits) {
         const waitMs = await this.#take(`${key} ${who}`, rate);

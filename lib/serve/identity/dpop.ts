@@ -20,6 +20,8 @@ const PROOF_WINDOW_S = 60;
 const PROOF_SKEW_S = 5;
 /** The jtis this process remembers at most. */
 const SEEN_MAX = 100_000;
+/** The proof keys kept imported at most. */
+const KEYS_MAX = 10_000;
 
 /** The proof algorithms taken: asymmetric ones only (RFC 9449 §4.3: never none, never a MAC). */
 export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512', 'EdDSA'];
@@ -41,6 +43,8 @@ export class DpopCheck {
   readonly #shared: ClaimOnce | undefined;
   /** jti to when it may be forgotten (ms), in the order seen. */
   readonly #seen = new Map<string, number>();
+  /** Imported public keys, by algorithm and thumbprint (at most KEYS_MAX, the first imported forgotten first). */
+  readonly #keys = new Map<string, Awaited<ReturnType<Jose['importJWK']>>>();
 
   constructor(jose: () => Promise<Jose>, shared?: ClaimOnce) {
     this.#jose = jose;
@@ -59,7 +63,10 @@ export class DpopCheck {
       if (header.typ !== 'dpop+jwt') return "the proof's typ is not dpop+jwt";
       const jwk = header.jwk;
       if (jwk === undefined || jwk.kty === 'oct' || 'd' in jwk) return 'the proof carries no public key (jwk) to check it with';
-      ({ payload } = await jose.jwtVerify(proof, jose.EmbeddedJWK, { typ: 'dpop+jwt', algorithms: DPOP_ALGORITHMS }));
+      if (typeof header.alg !== 'string' || !DPOP_ALGORITHMS.includes(header.alg))
+        return `the proof is signed with an algorithm this server does not take (${DPOP_ALGORITHMS.join(' ')})`;
+      if ((await jose.calculateJwkThumbprint(jwk, 'sha256')) !== jkt) return 'the proof is signed by a key the token is not bound to';
+      ({ payload } = await jose.jwtVerify(proof, await this.#key(jose, jkt, jwk, header.alg), { typ: 'dpop+jwt', algorithms: DPOP_ALGORITHMS }));
     } catch (err) {
       return proofProblem(err as Error & { code?: string });
     }
@@ -69,10 +76,22 @@ export class DpopCheck {
     if (typeof payload.iat !== 'number' || payload.iat > now + PROOF_SKEW_S || payload.iat < now - PROOF_WINDOW_S - PROOF_SKEW_S)
       return `the proof was not made within ${PROOF_WINDOW_S} s of now (iat)`;
     if (payload.ath !== createHash('sha256').update(token).digest('base64url')) return 'the proof is for another token (ath)';
-    if ((await jose.calculateJwkThumbprint(header.jwk!, 'sha256')) !== jkt) return 'the proof is signed by a key the token is not bound to';
     if (typeof payload.jti !== 'string' || payload.jti === '' || payload.jti.length > 256) return 'the proof has no jti';
     if (!(await this.#claim(payload.jti))) return 'the proof was used before (its jti is replayed)';
     return undefined;
+  }
+
+  /**
+   * The public key of thumbprint `jkt` (the proof's jwk, whose thumbprint it is), imported once: a bound token's
+   * every request is proven with the same key.
+   */
+  async #key(jose: Jose, jkt: string, jwk: Parameters<Jose['importJWK']>[0], alg: string): Promise<Awaited<ReturnType<Jose['importJWK']>>> {
+    const cached = this.#keys.get(`${alg} ${jkt}`);
+    if (cached !== undefined) return cached;
+    const key = await jose.importJWK(jwk, alg);
+    if (this.#keys.size >= KEYS_MAX) this.#keys.delete(this.#keys.keys().next().value!);
+    this.#keys.set(`${alg} ${jkt}`, key);
+    return key;
   }
 
   /** Claims a jti here, then (when it is new here) in the store: false when either has seen it. */

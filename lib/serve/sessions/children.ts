@@ -153,7 +153,8 @@ type PassedOn =
   | 'callTimeoutMs'
   | 'maxPendingPerUpstream'
   | 'forwardClaims'
-  | 'statePrefix';
+  | 'statePrefix'
+  | 'toolSearch';
 
 /** What a gateway's children are made with: ServeOptions' gateway settings. */
 export interface GatewaySettings extends Readonly<{ [K in PassedOn]: GatewayOptions[K] | undefined }> {
