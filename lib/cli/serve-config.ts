@@ -15,7 +15,7 @@ import { CliError, EXIT } from './io.js';
 
 /** The flags of each group, as `mcp-frame serve --help` lists them. */
 export const GROUPS: Readonly<Record<string, readonly string[]>> = {
-  listen: ['host', 'port', 'socket', 'no-http', 'path', 'sse-path', 'messages-path', 'tls-cert', 'tls-key'],
+  listen: ['host', 'port', 'socket', 'http-socket', 'no-http', 'path', 'sse-path', 'messages-path', 'tls-cert', 'tls-key'],
   access: ['token-env', 'allow-origin', 'allow-host'],
   limits: [
     'max-sessions',
@@ -59,7 +59,7 @@ export const GROUPS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** Flags whose value is a path: read from the configuration file's folder. */
-const PATHS = new Set(['socket', 'tls-cert', 'tls-key', 'policy', 'audit-log']);
+const PATHS = new Set(['socket', 'http-socket', 'tls-cert', 'tls-key', 'policy', 'audit-log']);
 
 /** The servers keys beside the groups. */
 const SERVER_KEYS = new Set(['mcpServers', 'servers', '$schema']);

@@ -28,7 +28,9 @@ options:
   --host <address>         listen on this address (default 127.0.0.1)
   --port <n>               listen on this port (default 0: a free one, printed)
   --socket <path>          listen on a local socket too (NDJSON, one server per connection)
-  --no-http                serve the socket only
+  --http-socket <path>     offer the HTTP endpoints (/mcp, /sse, /healthz) on a local socket too (mode 0600;
+                           clients send Host: localhost; an entry's "socketPath" reaches it)
+  --no-http                serve the sockets only (no TCP)
   --token-env <VAR>        require "Authorization: Bearer <value of VAR>" on every request
   --allow-origin <origin>  let pages from this origin call the server (repeatable)
   --allow-host <host>      admit this Host header too (repeatable)
@@ -100,6 +102,7 @@ const OPTIONS = {
   host: { type: 'string' },
   port: { type: 'string' },
   socket: { type: 'string' },
+  'http-socket': { type: 'string' },
   'no-http': { type: 'boolean', default: false },
   'token-env': { type: 'string' },
   'allow-origin': { type: 'string', multiple: true },
@@ -229,6 +232,7 @@ function serveOptions(values: Values): ServeOptions {
     host: values.host,
     port,
     socket: values.socket,
+    httpSocket: values['http-socket'],
     token: fromEnv('token-env', values['token-env'] as string | undefined),
     store: storeUrl(storeFlag(values)),
     storePrefix: values['store-prefix'],
@@ -262,7 +266,10 @@ function serveOptions(values: Values): ServeOptions {
     const value = number(flag);
     if (value !== undefined) Object.assign(options, { [key]: value });
   }
-  if (options.http === false && options.socket === undefined) throw new CliError(`--no-http needs --socket\n${USAGE}`, EXIT.usage);
+  if (options.http === false && options.socket === undefined && options.httpSocket === undefined)
+    throw new CliError(`--no-http needs --socket or --http-socket\n${USAGE}`, EXIT.usage);
+  if (options.httpSocket !== undefined && options.httpSocket === options.socket)
+    throw new CliError('--http-socket and --socket are two sockets: give them two paths', EXIT.usage);
   if (options.http === false && options.store !== undefined)
     throw new CliError(`--store shares HTTP sessions: it does not go with --no-http\n${USAGE}`, EXIT.usage);
   if (options.advertiseUrl !== undefined) {
@@ -637,10 +644,17 @@ async function serveUntilStopped(
     throw new CliError(`cannot listen: ${err.message}`, EXIT.connection);
   });
 
-  const where = [bridge.url, bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`].filter(Boolean).join(' and ');
+  const where = [
+    bridge.url,
+    bridge.httpSocketPath === undefined ? undefined : `http+unix:${bridge.httpSocketPath}`,
+    bridge.socketPath === undefined ? undefined : `unix:${bridge.socketPath}`,
+  ]
+    .filter(Boolean)
+    .join(' and ');
   log.info('serve.listening', `listening on ${safeLine(where)}`, {
     ...(bridge.url === undefined ? {} : { url: bridge.url }),
     ...(bridge.socketPath === undefined ? {} : { socket: bridge.socketPath }),
+    ...(bridge.httpSocketPath === undefined ? {} : { httpSocket: bridge.httpSocketPath }),
   });
   if (bridge.metricsUrl !== undefined) log.info('serve.metrics', `metrics on ${bridge.metricsUrl}`, { url: bridge.metricsUrl });
   // SIGHUP reloads (one at a time, in the order sent); SIGINT and SIGTERM stop.

@@ -23,6 +23,11 @@ export interface RemoteServerConfig {
   headers?: Record<string, string>;
   /** How the command line signs in to it, when it asks (see AuthOptions). */
   auth?: RemoteAuthConfig;
+  /**
+   * Reach it through this local socket (a Unix socket, or a named pipe on Windows; `mcp-frame serve
+   * --http-socket` offers one): the url then names the path and the Host (`http://localhost/mcp`).
+   */
+  socketPath?: string;
 }
 
 /** A remote entry's `auth`: a client registered in advance, the scope, a client ID metadata document, the callback port. */
@@ -405,6 +410,7 @@ class EntryReader {
     const server: RemoteServerConfig = { type, url: this.#string(e[key!], `${at}.${key}`) };
     if (e.headers !== undefined) server.headers = this.#stringMap(e.headers, `${at}.headers`);
     if (e.auth !== undefined) server.auth = this.#auth(e.auth, `${at}.auth`);
+    if (e.socketPath !== undefined) server.socketPath = resolve(dirname(resolve(this.file)), this.#string(e.socketPath, `${at}.socketPath`));
     return server;
   }
 

@@ -73,7 +73,11 @@ function entryOf(server: ServerConfig): ServerConfig {
 /** What names a server for the era cache: a stdio entry's command line, cwd and env; a remote one's URL. */
 function eraKey(server: ServerConfig): string {
   if (isStdioServer(server)) return JSON.stringify(['stdio', server.command, server.args ?? [], server.cwd ?? '', server.env ?? {}]);
-  return JSON.stringify([server.type, server.type === 'socket' ? server.path : server.url]);
+  return JSON.stringify([
+    server.type,
+    server.type === 'socket' ? server.path : server.url,
+    server.type === 'socket' ? '' : (server.socketPath ?? ''),
+  ]);
 }
 
 /** The channel a config entry names: a child process, a local socket, or a remote server. */
@@ -87,6 +91,7 @@ async function openChannel(server: ServerConfig, options: ConnectOptions): Promi
       ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
       ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
       ...(options.auth === undefined ? {} : { auth: options.auth }),
+      ...(server.socketPath === undefined ? {} : { socketPath: server.socketPath }),
     };
     if (server.type === 'http') return new HttpChannel(server.url, http);
     if (server.type === 'sse') {

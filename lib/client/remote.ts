@@ -60,6 +60,11 @@ export interface HttpChannelOptions {
    * @defaultValue 64
    */
   maxSockets?: number;
+  /**
+   * Reach the server through this Unix socket (a named pipe on Windows) instead of the URL's host and port: the
+   * URL still names the path and the Host header (`http://localhost/mcp`). No proxy is used for it.
+   */
+  socketPath?: string;
 }
 
 /** How much of an error body is read for the message that quotes it. */
@@ -84,6 +89,8 @@ export interface RemoteSettings {
   scrub: (text: string) => string;
   /** The sign-in state, when `auth` was given. */
   auth: SignIn | undefined;
+  /** The local socket requests go through, when not the URL's host and port. */
+  socketPath: string | undefined;
 }
 
 /** A FrameError whose message and preview went through `scrub`: the same error when neither changed. */
@@ -103,6 +110,9 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
   const parsed = new URL(url);
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`not an http(s) URL: ${parsed.protocol}`);
   const auth = options.auth === undefined ? undefined : new SignIn(parsed, options.auth);
+  const local = options.socketPath !== undefined;
+  if (local && parsed.protocol !== 'http:')
+    throw new TypeError(`a server reached through a socket is spoken to in plain http: (its url), got ${parsed.protocol}`);
   return {
     url: parsed,
     name: options.name ?? parsed.host,
@@ -113,10 +123,13 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
         : { initialDelayMs: 1000, maxDelayMs: 30_000, factor: 2, maxAttempts: 8, resend: 'harmless', ...options.reconnect },
     idleMs: options.idleTimeoutMs ?? 300_000,
     maxBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-    agent: agentFor(parsed, { keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
-    streamAgent: agentFor(parsed, { keepAlive: true }),
+    agent: local
+      ? new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 64 })
+      : agentFor(parsed, { keepAlive: true, maxSockets: options.maxSockets ?? 64 }),
+    streamAgent: local ? new http.Agent({ keepAlive: true }) : agentFor(parsed, { keepAlive: true }),
     scrub: withAuth(scrubber(configuredSecrets(parsed, options.headers ?? {})), auth),
     auth,
+    socketPath: options.socketPath,
   };
 }
 
@@ -337,7 +350,12 @@ function sendRequest(
   return new Promise((resolve, reject) => {
     const send = (retried: boolean): void => {
       const agent = request.method === 'GET' || request.longLived === true ? remote.streamAgent : remote.agent;
-      const req = transport.request(url, { method: request.method, headers: request.headers, agent });
+      const req = transport.request(url, {
+        method: request.method,
+        headers: request.headers,
+        agent,
+        ...(remote.socketPath === undefined ? {} : { socketPath: remote.socketPath }),
+      });
       if (request.method === 'GET') req.setTimeout(remote.idleMs, () => req.destroy(new Error(`no answer for ${remote.idleMs} ms`)));
       track?.(req);
       let answered = false;

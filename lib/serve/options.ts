@@ -26,6 +26,11 @@ export interface ServeOptions {
   tls?: ServeTls;
   /** A Unix socket path (a named pipe path on Windows) to listen on as well, with NDJSON framing. */
   socket?: string;
+  /**
+   * A Unix socket path (a named pipe path on Windows) to offer the same HTTP endpoints on (/mcp, /sse, /healthz),
+   * created with mode 0600: beside TCP, or with `http: false` instead of it. Its clients send `Host: localhost`.
+   */
+  httpSocket?: string;
   /** The bearer token every HTTP request must carry. Unset: none is asked for. */
   token?: string;
   /** Origins (besides this server's own) whose pages may call it. */
@@ -222,7 +227,7 @@ export interface ServeAuthOptions {
  * its flags (the gateway's `all` is ServeOptions' `gateway`: a gateway even for one server).
  */
 const SERVE_GROUPS = {
-  listen: ['host', 'port', 'http', 'tls', 'socket', 'paths'],
+  listen: ['host', 'port', 'http', 'tls', 'socket', 'httpSocket', 'paths'],
   access: ['token', 'allowOrigins', 'allowHosts'],
   limits: [
     'maxSessions',
@@ -310,6 +315,8 @@ export interface ServeHandle {
   /** The port HTTP listens on (the real one when 0 was asked for). */
   readonly port: number | undefined;
   readonly socketPath: string | undefined;
+  /** The local socket serving HTTP (httpSocket), when there is one. */
+  readonly httpSocketPath: string | undefined;
   /** Sessions open now, of every transport. */
   readonly sessions: number;
   /**
@@ -377,6 +384,8 @@ export function checkOptions(given: ServeOptions | ServeConfig): ServeOptions {
       throw new TypeError((err as Error).message);
     }
   }
+  if (options.httpSocket !== undefined && options.httpSocket === options.socket)
+    throw new TypeError('serve: httpSocket and socket are two sockets: give them two paths');
   if (options.tls !== undefined && options.http === false) throw new TypeError('serve: tls is for HTTP, and http is false');
   if (options.metricsHost !== undefined && options.metricsPort === undefined)
     throw new TypeError('serve: metricsHost is the address of the metricsPort listener: give metricsPort too');

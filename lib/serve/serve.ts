@@ -211,22 +211,43 @@ function httpServerOf(options: ServeOptions, telemetry: Telemetry | undefined): 
   return https.createServer({ ...counting, cert: options.tls.cert, key: options.tls.key }) as unknown as http.Server;
 }
 
-/** Listens on HTTP and takes requests: the guard, the sign-in when asked, the store's carried requests. */
-async function startHttp(httpServer: http.Server, ctx: ServeContext, options: ServeOptions, parts: HttpParts): Promise<number> {
+/**
+ * Listens on HTTP (TCP, and with httpSocket a local socket too, or the socket alone) and takes requests: the
+ * guard, the sign-in when asked, the store's carried requests. The TCP port, when there is one.
+ */
+async function startHttp(
+  servers: { tcp: http.Server | undefined; local: http.Server | undefined },
+  ctx: ServeContext,
+  options: ServeOptions,
+  parts: HttpParts,
+): Promise<number | undefined> {
   const host = options.host ?? '127.0.0.1';
   const store = parts.table.store;
   // jose before listening: a serve that cannot check tokens must not start taking requests.
   const port = await (options.auth === undefined ? Promise.resolve() : loadJose())
-    .then(() => listenHttp(httpServer, host, options.port ?? 0))
+    .then(() => (servers.tcp === undefined ? undefined : listenHttp(servers.tcp, host, options.port ?? 0)))
+    .then(async (port) => {
+      if (servers.local !== undefined) await listenSocket(options.httpSocket!, servers.local);
+      return port;
+    })
     .catch(async (err: unknown) => {
+      await new Promise((resolve) => (servers.tcp?.listening === true ? servers.tcp.close(resolve) : resolve(undefined)));
       await store?.close();
       throw err;
     });
   const auth = options.auth;
-  const resource = auth?.resource ?? `${schemeOf(options)}://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`;
-  // The public URL's name is one clients use.
-  const allowHosts = [...(options.allowHosts ?? []), ...(auth === undefined ? [] : [new URL(resource).host])];
-  const guard = new Guard({ host, port, allowHosts, allowOrigins: options.allowOrigins ?? [], token: options.token });
+  const resource =
+    auth?.resource ??
+    (port === undefined
+      ? `http://localhost${ctx.paths.mcp}`
+      : `${schemeOf(options)}://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`);
+  // The public URL's name is one clients use; `localhost` is what a client of the local socket sends.
+  const allowHosts = [
+    ...(options.allowHosts ?? []),
+    ...(auth === undefined ? [] : [new URL(resource).host]),
+    ...(servers.local === undefined ? [] : ['localhost']),
+  ];
+  const guard = new Guard({ host, port: port ?? 80, allowHosts, allowOrigins: options.allowOrigins ?? [], token: options.token });
   const policy = parts.policy;
   const identity =
     auth === undefined
@@ -248,7 +269,7 @@ async function startHttp(httpServer: http.Server, ctx: ServeContext, options: Se
     options.toolSearch === true,
   );
   const front = new HttpFront(ctx, { guard, sessions: parts.table, modern: parts.modern, identity, policy, metrics: parts.metrics, limits });
-  httpServer.on('request', (req, res) => front.handle(req, res));
+  for (const server of [servers.tcp, servers.local]) server?.on('request', (req, res) => front.handle(req, res));
   store?.onForwarded((request, res) => front.forwarded(request, res));
   warnAtStart(ctx.log, options, host, guard);
   return port;
@@ -321,9 +342,10 @@ async function closeAll(r: Running): Promise<void> {
   await r.metricsServer?.close();
   r.audit.close();
   r.ctx.telemetry.close();
-  (r.servers[0] as http.Server | undefined)?.closeAllConnections();
+  for (const server of [r.servers[0], r.servers[2]]) (server as http.Server | undefined)?.closeAllConnections();
   await stopped;
   if (r.options.socket !== undefined) removeSocket(r.options.socket);
+  if (r.options.httpSocket !== undefined) removeSocket(r.options.httpSocket);
 }
 
 /**
@@ -359,13 +381,18 @@ export async function serve(target: ServeTarget, given: ServeOptions | ServeConf
   const table = sessionTable(ctx, options.maxSessions ?? 32, socketChildren, store, gate);
   const metrics = await subscribe(ctx, options, tracing, table, store);
   const modern = new ModernHub(ctx);
-  const httpServer = options.http === false ? undefined : httpServerOf(options, metrics === undefined ? undefined : telemetry);
+  const counted = metrics === undefined ? undefined : telemetry;
+  const httpServer = options.http === false ? undefined : httpServerOf(options, counted);
+  const localHttp = options.httpSocket === undefined ? undefined : httpServerOf({}, counted);
   const socketServer = options.socket === undefined ? undefined : net.createServer();
-  const port = httpServer === undefined ? undefined : await startHttp(httpServer, ctx, options, { table, modern, policy, metrics });
+  const port =
+    httpServer === undefined && localHttp === undefined
+      ? undefined
+      : await startHttp({ tcp: httpServer, local: localHttp }, ctx, options, { table, modern, policy, metrics });
   if (socketServer !== undefined) {
     takeConnections(socketServer, ctx, table, socketChildren);
     await listenSocket(options.socket!, socketServer).catch(async (err: unknown) => {
-      await new Promise((resolve) => httpServer?.close(resolve) ?? resolve(undefined));
+      for (const server of [httpServer, localHttp]) await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
       throw err;
     });
   }
@@ -375,13 +402,25 @@ export async function serve(target: ServeTarget, given: ServeOptions | ServeConf
       : await metricsPort(metrics, options.metricsHost ?? '127.0.0.1', options.metricsPort, options.allowHosts ?? []);
   const idleMs = options.sessionIdleMs ?? 1_800_000;
   const sweeper = sweepIdle(table, idleMs, Math.min(idleMs, options.openIdleMs ?? 60_000));
-  const running: Running = { ctx, options, table, gate, modern, socketChildren, servers: [httpServer, socketServer], sweeper, metricsServer, audit };
+  const running: Running = {
+    ctx,
+    options,
+    table,
+    gate,
+    modern,
+    socketChildren,
+    servers: [httpServer, socketServer, localHttp],
+    sweeper,
+    metricsServer,
+    audit,
+  };
   let closing: Promise<void> | undefined;
   const host = options.host ?? '127.0.0.1';
   return {
     url: port === undefined ? undefined : `${schemeOf(options)}://${host.includes(':') ? `[${host}]` : host}:${port}${ctx.paths.mcp}`,
     port,
     socketPath: options.socket,
+    httpSocketPath: options.httpSocket,
     get sessions() {
       return table.count();
     },
