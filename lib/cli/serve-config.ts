@@ -35,6 +35,7 @@ export const GROUPS: Readonly<Record<string, readonly string[]>> = {
     'prefix',
     'separator',
     'isolate',
+    'share',
     'tool-search',
     'pin-tools',
     'allow-tools',

@@ -73,6 +73,8 @@ gateway (several servers behind one endpoint):
   --separator <text>       what joins server and tool names (default __)
   --isolate <server>       a server that keeps state per client (roots, a login): each session of the initialize
                            era then gets servers of its own (repeatable; by default every server runs once for all)
+  --share                  one server: every session shares one child of it (by default each has its own);
+                           for a server that keeps no state per client
   --tool-search            list two tools, search_tools and call_tool, in place of every tool (a host with
                            hundreds of tools offers its model two); a call by a tool's name still works
   --pin-tools <glob>       with --tool-search: list the tools whose exposed names match too (repeatable)
@@ -141,6 +143,7 @@ const OPTIONS = {
   isolate: { type: 'string', multiple: true },
   'allow-tools': { type: 'string', multiple: true },
   'tool-search': { type: 'boolean', default: false },
+  share: { type: 'boolean', default: false },
   'pin-tools': { type: 'string', multiple: true },
   'deny-tools': { type: 'string', multiple: true },
   'allow-prompts': { type: 'string', multiple: true },
@@ -413,6 +416,7 @@ function gatewayOptions(values: Values): ServeOptions {
   if (values.all === true) options.gateway = true;
   if (values.isolate !== undefined) options.isolate = values.isolate as string[];
   if (values['tool-search'] === true) options.toolSearch = true;
+  if (values.share === true) options.share = true;
   if (values['pin-tools'] !== undefined) {
     if (values['tool-search'] !== true) throw new CliError('--pin-tools is for --tool-search: give both', EXIT.usage);
     options.pinTools = values['pin-tools'] as string[];

@@ -45,6 +45,12 @@ export interface ServeOptions {
   toolSearch?: boolean;
   /** With toolSearch: globs of exposed tool names listed beside the two. */
   pinTools?: string[];
+  /**
+   * One stdio server: every session shares one child (through a gateway that keeps each session's requests,
+   * progress, questions, log level and subscriptions its own), its names as they are, in place of a child per
+   * session. For a server that keeps no state per client. @defaultValue false
+   */
+  share?: boolean;
   /** Sessions open at once, of every transport; past it, 503. @defaultValue 32 */
   maxSessions?: number;
   /**
@@ -247,6 +253,7 @@ const SERVE_GROUPS = {
   ],
   gateway: [
     'name',
+    'share',
     'toolSearch',
     'pinTools',
     'prefix',

@@ -79,7 +79,12 @@ async function childrenOf(
   const servers = serversOf(target);
   const settings = { inheritEnv: options.inheritEnv ?? false, shutdownGraceMs: options.shutdownGraceMs ?? 2000 };
   const only = servers.length === 1 ? servers[0]! : undefined;
-  const plain = options.gateway !== true && options.policy === undefined && options.forwardClaims === undefined && options.toolSearch !== true;
+  const plain =
+    options.gateway !== true &&
+    options.share !== true &&
+    options.policy === undefined &&
+    options.forwardClaims === undefined &&
+    options.toolSearch !== true;
   if (only !== undefined && isStdioServer(only[1]) && plain) {
     const name = options.name ?? only[0];
     return { children: stdioChildren(only[1] as StdioServerConfig, { name, ...settings }, watchers), policy: undefined };

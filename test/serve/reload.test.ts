@@ -178,3 +178,27 @@ describe('serve reloads its servers without a restart', function () {
     }
   });
 });
+
+describe('serve --share: one stdio server, one child for every session', function () {
+  this.timeout(30_000);
+
+  it('runs the server once for three sessions, its names as they are; without it, a child each', async () => {
+    const DEMO_SERVER = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
+    for (const share of [true, false]) {
+      const log: string[] = [];
+      const bridge = await serve(DEMO_SERVER, { port: 0, share, log: (line) => log.push(line) });
+      const clients = await Promise.all([1, 2, 3].map(() => connect({ type: 'http', url: bridge.url! }, { protocolVersion: '2025-11-25' })));
+      try {
+        for (const [i, c] of clients.entries())
+          expect(await c.request('tools/call', { name: 'echo', arguments: { text: `session ${i}` } })).to.deep.equal({
+            content: [{ type: 'text', text: `session ${i}` }],
+          });
+        const pids = new Set(log.flatMap((l) => [...l.matchAll(/(?:server pid|started \(pid) (\d+)/g)].map((m) => m[1])));
+        expect(pids.size, share ? 'shared' : 'a child each').to.equal(share ? 1 : 3);
+      } finally {
+        await Promise.all(clients.map((c) => c.close()));
+        await bridge.close();
+      }
+    }
+  });
+});
