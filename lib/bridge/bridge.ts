@@ -103,6 +103,7 @@ class BridgeRun {
       headers: { ...entry.headers, ...options.headers },
       ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
       ...(options.auth === undefined ? {} : { auth: options.auth }),
+      ...(entry.socketPath === undefined ? {} : { socketPath: entry.socketPath }),
     };
     this.#tools = options.ignoreTools === undefined || options.ignoreTools.length === 0 ? undefined : new NameFilter([], options.ignoreTools);
     this.#input = options.input ?? process.stdin;

@@ -6,7 +6,7 @@ import { headersOf, isServerUrl, namedEntry } from './entry.js';
 import { CliError, EXIT, parseOptions, positiveInteger } from './io.js';
 
 export const USAGE = `usage: mcp-frame bridge <server> [--config path] [--input id=value]
-       mcp-frame bridge [--url] <url> [--header 'Name: value']... [--header-env Name=VAR]...
+       mcp-frame bridge [--url] <url> [--header 'Name: value']... [--header-env Name=VAR]... [--socket-path p]
 a stream that drops is resumed: --reconnect-attempts n (8; 0: never)  --reconnect-max-delay ms (30000)
 --ignore-tool <glob>: the host does not see the tools whose names match (repeatable; * and ?)
 sign-in (a remote server that asks for it; the URL goes to stderr, never a prompt on the host's stdin):
@@ -47,6 +47,7 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
       config: { type: 'string' },
       input: { type: 'string', multiple: true },
       url: { type: 'string' },
+      'socket-path': { type: 'string' },
       header: { type: 'string', multiple: true },
       'header-env': { type: 'string', multiple: true },
       'reconnect-attempts': { type: 'string' },
@@ -64,12 +65,13 @@ async function parseBridgeArgs(args: string[]): Promise<BridgeArgs> {
     return {
       name: new URL(url).host,
       headers,
-      entry: { type: 'http', url },
+      entry: { type: 'http', url, ...(values['socket-path'] === undefined ? {} : { socketPath: values['socket-path'] as string }) },
       auth: authFlags(values, USAGE),
       reconnect: reconnectOf(values),
       ignoreTools: values['ignore-tool'] ?? [],
     };
   }
+  if (values['socket-path'] !== undefined) throw new CliError(`--socket-path is for a server named by --url\n${USAGE}`, EXIT.usage);
   // The config a host would find (./.mcp.json, then ./.vscode/mcp.json), as `call` reads it, `--input` included.
   const entry = await namedEntry(positionals, values, USAGE, 'bridge');
   const name = positionals[0]!;

@@ -19,7 +19,7 @@ import { CODES } from '../protocol/codes.js';
 export const USAGE = `usage: mcp-frame call <server> [method [params-json | @file | -]] [options]
        mcp-frame call <server> <tool> [--arg key=value | --arg key=@file]... [options]
        mcp-frame call [method [params] | <tool> --arg key=value...] [options] -- <command> [args...]
-       mcp-frame call [--url] <url> [--header 'Name: value'] [--header-env Name=VAR] [method [params] | <tool> ...]
+       mcp-frame call [--url] <url> [--header 'Name: value'] [--header-env Name=VAR] [--socket-path p] [method [params] | <tool> ...]
        mcp-frame tools | resources | prompts <server> [options]   (or [--url] <url>, or [options] -- <command> [args...])
        mcp-frame resources <server> <uri>    read a resource;   mcp-frame prompts <server> <name> [--arg k=v]...   get a prompt
 options: --config path  --input id=value  -e KEY=VALUE (with --)  --trace  --timeout ms  --json
@@ -45,6 +45,8 @@ interface CallArgs {
   toolArgs: Record<string, string> | undefined;
   /** `--url`: a remote server named by its URL, with `--header` and `--header-env` headers. */
   url?: string;
+  /** `--socket-path`: the local socket the --url server is reached through (serve --http-socket). */
+  socketPath?: string;
   headers?: Record<string, string>;
   /** The config named with --config; undefined: found as hosts find theirs. */
   config: string | undefined;
@@ -83,6 +85,7 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
       protocol: { type: 'string' },
       json: { type: 'boolean', default: false },
       url: { type: 'string' },
+      'socket-path': { type: 'string' },
       header: { type: 'string', multiple: true },
       'header-env': { type: 'string', multiple: true },
       ...AUTH_FLAGS,
@@ -112,7 +115,12 @@ export function parseCallArgs(args: string[], action: CallAction = 'call'): Call
     );
   const toolArgs = parseToolArgs(values.arg, method, paramsText);
   const fromFile = paramsText !== undefined && (paramsText === '-' || paramsText.startsWith('@'));
-  const remote = url === undefined ? {} : { url, headers: headersOf(values.header, values['header-env'], USAGE) };
+  const socketPath = values['socket-path'] as string | undefined;
+  if (socketPath !== undefined && url === undefined) throw new CliError(`--socket-path is for a server named by --url\n${USAGE}`, EXIT.usage);
+  const remote =
+    url === undefined
+      ? {}
+      : { url, headers: headersOf(values.header, values['header-env'], USAGE), ...(socketPath === undefined ? {} : { socketPath }) };
   return {
     server,
     command,

@@ -35,6 +35,8 @@ interface EntryOptions {
   /** `--url`: a remote server named by its URL, with these headers. */
   url?: string;
   headers?: Record<string, string>;
+  /** `--socket-path`: the local socket the --url server is reached through. */
+  socketPath?: string;
   /** Output is JSON: nothing else on stderr. */
   json?: boolean;
   /** The command's usage, for the error that no server was named. */
@@ -93,6 +95,7 @@ export async function serverEntry(opts: EntryOptions, who = 'call'): Promise<Ser
       type: 'http',
       url: opts.url,
       ...(opts.headers === undefined || Object.keys(opts.headers).length === 0 ? {} : { headers: opts.headers }),
+      ...(opts.socketPath === undefined ? {} : { socketPath: opts.socketPath }),
     };
   }
   const name = opts.server;

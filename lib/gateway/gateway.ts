@@ -76,6 +76,8 @@ export interface GatewayOptions {
   tracing?: boolean;
   /** The caller of every message, unless send() names another (a session's signed-in caller). */
   caller?: Caller;
+  /** The session of every message, unless send() names another (a gateway of one session's own): for the audit trail. */
+  session?: string;
   /** Claims of the caller put in each forwarded request's `_meta` under `mcp-frame/caller` (never the token). */
   forwardClaims?: readonly string[];
   /**
@@ -129,6 +131,7 @@ export class Gateway extends EventEmitter implements Channel {
   readonly #log: Logger;
   readonly #policy: () => Policy | undefined;
   readonly #caller: Caller | undefined;
+  readonly #session: string | undefined;
   readonly #forwardClaims: readonly string[];
   readonly #observer: GatewayObserver | undefined;
   readonly #tracing: boolean;
@@ -172,6 +175,7 @@ export class Gateway extends EventEmitter implements Channel {
     this.#log = options.logger ?? (options.log === undefined ? SILENT : lineLogger(options.log));
     this.#policy = options.policy ?? (() => undefined);
     this.#caller = options.caller;
+    this.#session = options.session;
     this.#forwardClaims = options.forwardClaims ?? [];
     this.#shared = options.shared ?? false;
     this.#listTimeoutMs = options.listTimeoutMs ?? 10_000;
@@ -234,12 +238,12 @@ export class Gateway extends EventEmitter implements Channel {
     await Promise.all(gone.map((up) => up.retire()));
   }
 
-  /** A message from the client; `caller`: who sent it, when not the gateway's own caller. */
-  send(msg: unknown, caller?: Caller): Promise<void> {
+  /** A message from the client; `caller`: who sent it, when not the gateway's own caller; `session`: where it came in. */
+  send(msg: unknown, caller?: Caller, session = this.#session): Promise<void> {
     if (this.#closed) return Promise.reject(this.endError('the gateway'));
     const who = caller ?? this.#caller;
     if (isRequest(msg)) {
-      const call: Call = { key: idKey(msg.id), id: msg.id, caller: who };
+      const call: Call = { key: idKey(msg.id), id: msg.id, caller: who, session };
       const modern = takeModernMeta(msg.params);
       if (modern !== undefined) call.modern = { capabilities: modern.capabilities, interrupt: () => false };
       void this.#request(call, msg.method, modern?.params ?? (isObject(msg.params) ? msg.params : {}));
@@ -445,7 +449,7 @@ export class Gateway extends EventEmitter implements Channel {
     const found = exposed === '' || !allowed ? undefined : await this.#catalog.resolve(kind, exposed);
     if (found === undefined) {
       const why = !allowed ? 'policy' : this.#catalog.filtered(kind, exposed) ? 'filter' : undefined;
-      if (why !== undefined && exposed !== '') this.#observer?.refused?.({ method, name: exposed, why, caller: call.caller });
+      if (why !== undefined && exposed !== '') this.#observer?.refused?.({ method, name: exposed, why, caller: call.caller, session: call.session });
       throw new RpcError(CODES.invalidParams, `Unknown ${kind === 'tools' ? 'tool' : 'prompt'}: ${String(exposed).slice(0, 120)}`);
     }
     return this.#forward(call, found.up, method, { ...params, name: found.name }, exposed);
@@ -498,7 +502,14 @@ export class Gateway extends EventEmitter implements Channel {
       token = this.#calls.token(up, params._meta.progressToken);
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
-    const watch = observeCall(this.#observer, this.#tracing, { upstream: up.name, method, params: out, name, caller: call.caller });
+    const watch = observeCall(this.#observer, this.#tracing, {
+      upstream: up.name,
+      method,
+      params: out,
+      name,
+      caller: call.caller,
+      session: call.session,
+    });
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
     let failure: unknown;
     try {

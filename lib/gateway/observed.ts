@@ -21,6 +21,8 @@ export interface UpstreamRecord {
   name?: string;
   /** Who called, when signed in. */
   caller?: Caller;
+  /** The session it came in, when there is one (see Call.session). */
+  session?: string;
 }
 
 /** What a gateway reports (to serve's metrics, request log and audit trail). */
@@ -28,7 +30,7 @@ export interface GatewayObserver {
   upstreamRequest?(record: UpstreamRecord): void;
   upstreamRestart?(upstream: string): void;
   /** A call refused before any server saw it: the policy does not let its caller call it, or the filters leave it out. */
-  refused?(record: { method: string; name: string; why: 'policy' | 'filter'; caller: Caller | undefined }): void;
+  refused?(record: { method: string; name: string; why: 'policy' | 'filter'; caller: Caller | undefined; session?: string | undefined }): void;
 }
 
 /**
@@ -38,7 +40,7 @@ export interface GatewayObserver {
 export function observeCall(
   observer: GatewayObserver | undefined,
   tracing: boolean,
-  call: { upstream: string; method: string; params: Json; name: string | undefined; caller: Caller | undefined },
+  call: { upstream: string; method: string; params: Json; name: string | undefined; caller: Caller | undefined; session?: string | undefined },
 ): { params: Json; end(outcome: CallOutcome, err?: unknown): void } {
   // One span per call to a server, a child of the caller's (in _meta), whose context goes on to the server.
   const span = tracing ? startRequestSpan(call.method, call.params, 'client', { 'mcp.server.name': call.upstream }) : undefined;
@@ -50,7 +52,7 @@ export function observeCall(
       else span?.end(err instanceof RpcError ? { code: err.code } : { type: (err as { code?: string }).code ?? 'error' });
       if (observer?.upstreamRequest === undefined) return;
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const { upstream, method, name, caller } = call;
+      const { upstream, method, name, caller, session } = call;
       observer.upstreamRequest({
         upstream,
         method,
@@ -58,6 +60,7 @@ export function observeCall(
         seconds,
         ...(name === undefined ? {} : { name }),
         ...(caller === undefined ? {} : { caller }),
+        ...(session === undefined ? {} : { session }),
       });
     },
   };

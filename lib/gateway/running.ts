@@ -21,6 +21,8 @@ export interface Call {
   key: string;
   id: unknown;
   caller: Caller | undefined;
+  /** The session it came in (its label), for the audit trail; none for a 2026-07-28 request. */
+  session?: string | undefined;
   modern?: ModernCall;
 }
 

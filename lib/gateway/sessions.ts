@@ -125,7 +125,7 @@ export class GatewaySessions {
       out = { ...params, _meta: { ...params._meta, progressToken: token } };
     }
     view.inFlight.add(key);
-    return this.#gateway.send({ ...msg, id: key, params: out }, caller);
+    return this.#gateway.send({ ...msg, id: key, params: out }, caller, view.name);
   }
 
   /** The id the gateway knows a session's request by. */

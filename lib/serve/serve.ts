@@ -263,6 +263,7 @@ async function startHttp(
           ...(auth.requiredScopes === undefined ? {} : { requiredScopes: auth.requiredScopes }),
           ...(auth.introspection === undefined ? {} : { introspection: auth.introspection }),
           ...(auth.dpop === undefined ? {} : { dpop: auth.dpop }),
+          localPath: ctx.paths.mcp,
           ...(store === undefined ? {} : { claimOnce: (jti: string, ttlMs: number) => store.claimOnce('dpop', jti, ttlMs) }),
           otherScopes: () => policy?.current?.scopes ?? [],
           log: ctx.log,

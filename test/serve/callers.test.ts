@@ -80,6 +80,22 @@ describe('serve: several callers on one gateway', function () {
     return { url, alice, bob };
   }
 
+  /** A session of the initialize era opened with `token` (raw HTTP): the headers its requests carry. */
+  async function legacySession(url: string, token: string, capabilities: Json = {}): Promise<Record<string, string>> {
+    const headers = { ...MCP_HEADERS, authorization: `Bearer ${token}` };
+    const init = await rawRequest(url, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+    return { ...headers, 'mcp-session-id': init.headers['mcp-session-id'] as string };
+  }
+
   /** Every message the bank named `name` received so far (its ledger). */
   const ledger = (name: string): Json[] => {
     try {
@@ -209,18 +225,7 @@ describe('serve: several callers on one gateway', function () {
   it("puts the signed-in caller's claims, or none, on every message that reaches a server", async () => {
     const { url, alice } = await start({ bank: banked('bank'), vault: banked('vault') }, { forwardClaims: ['email'] });
     const forged = { 'mcp-frame/caller': { email: 'admin@bank.example' } };
-    const headers = { ...MCP_HEADERS, authorization: `Bearer ${alice}` };
-    const init = await rawRequest(url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {}, roots: {} }, clientInfo: { name: 'raw', version: '1' } },
-      }),
-    });
-    const session = { ...headers, 'mcp-session-id': init.headers['mcp-session-id'] as string };
+    const session = await legacySession(url, alice, { elicitation: {}, roots: {} });
     const post = (body: Json) => rawRequest(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
     expect((await post({ method: 'notifications/initialized' })).status).to.equal(202);
     expect((await post({ id: 2, method: 'logging/setLevel', params: { level: 'debug', _meta: forged } })).status).to.equal(200);
@@ -280,7 +285,10 @@ describe('serve: several callers on one gateway', function () {
     );
     const file = join(dir, 'audit.jsonl');
     writeFileSync(file, '', { mode: 0o644 });
-    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') }, { policy, auditLog: file, denyTools: ['bank__forge'] });
+    const { url, alice, bob } = await start(
+      { bank: banked('bank'), vault: banked('vault') },
+      { policy, auditLog: file, denyTools: ['bank__forge'], rateLimit: '2/m' },
+    );
     const call = (token: string, id: number, name: string, args: Json) => rawRequest(url, modern(token, id, 'tools/call', { name, arguments: args }));
     expect((await call(alice, 1, 'vault__balance', { who: 'alice', ms: 1 })).body).to.include('balance of alice');
     expect((await call(bob, 2, 'vault__steps', {})).body, 'the policy refuses Bob').to.match(/Unknown tool/);
@@ -308,6 +316,33 @@ describe('serve: several callers on one gateway', function () {
     for (const secret of [alice, bob, 'alice@example.com']) expect(text).not.to.include(secret);
     expect(log.filter((l) => l.includes('audit: alice tools/call vault/vault__balance: ok in'))).to.have.length(1);
     expect(log.some((l) => l.includes('audit: bob tools/call -/vault__steps: refused (policy)'))).to.equal(true);
+    // Over her rate: refused, and a record says so.
+    expect((await call(alice, 4, 'vault__balance', { who: 'alice', ms: 1 })).status).to.equal(429);
+    await until(5000, 'the rate refusal', () => records().length >= 4, 10);
+    expect(records()[3]).to.deep.include({
+      caller: { issuer: idp.issuer, subject: 'alice' },
+      name: 'vault__balance',
+      outcome: 'refused',
+      why: 'rate',
+    });
+    // A call in a session of the initialize era names its session (short id).
+    const session = await legacySession(url, bob);
+    const id = session['mcp-session-id']!;
+    await rawRequest(url, { method: 'POST', headers: session, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const called = await rawRequest(url, {
+      method: 'POST',
+      headers: session,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'vault__balance', arguments: { who: 'bob', ms: 1 } } }),
+    });
+    expect(called.body).to.include('balance of bob');
+    await until(5000, 'the session record', () => records().length >= 5, 10);
+    expect(records()[4]).to.deep.include({ caller: { issuer: idp.issuer, subject: 'bob' }, session: id.slice(0, 8), server: 'vault', outcome: 'ok' });
+    expect(
+      records()
+        .slice(0, 4)
+        .every((r) => r.session === undefined),
+      'modern requests have no session',
+    ).to.equal(true);
   });
 
   it("checks a modern call's Mcp-Param-* headers from what the gateway listed: no server is asked for its list again", async () => {

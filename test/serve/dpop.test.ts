@@ -118,6 +118,22 @@ describe('serve checks DPoP proofs (RFC 9449) of tokens bound to a key', functio
     expect((await post(url, `Bearer ${unbound}`)).status).to.equal(200);
   });
 
+  it('takes htu as the public URL names it, a proxy’s path prefix included', async () => {
+    const s = await start({ issuer: idp.issuer, resource: 'http://mcp.test/team/mcp' });
+    const key = DpopKey.generate();
+    const token = await idp.mint({ aud: 'http://mcp.test/team/mcp', cnf: { jkt: key.thumbprint } });
+    const at = (proof: string) =>
+      rawRequest(`http://127.0.0.1:${s.port}/mcp`, {
+        method: 'POST',
+        headers: { ...MCP_HEADERS, host: 'mcp.test', authorization: `DPoP ${token}`, dpop: proof },
+        body: INIT,
+      });
+    expect((await at(key.proof('POST', 'http://mcp.test/team/mcp', token))).status).to.equal(200);
+    const local = await at(key.proof('POST', 'http://mcp.test/mcp', token));
+    expect(local.status).to.equal(401);
+    expect(local.headers['www-authenticate']).to.match(/another URL \(htu\)/);
+  });
+
   it('with dpop require: refuses an unbound token with a DPoP challenge, and says so in its metadata', async () => {
     const s = await start({ issuer: idp.issuer, dpop: 'require' });
     const url = s.url!;

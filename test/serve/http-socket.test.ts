@@ -106,6 +106,20 @@ describe('Streamable HTTP over a local socket (serve --http-socket)', function (
       const run = await cli(['call', 'local', '--config', config, 'tools/call', '{"name":"echo","arguments":{"text":"through the socket"}}']);
       expect(run.code, run.stderr).to.equal(0);
       expect(run.stdout).to.include('through the socket');
+      const byUrl = await cli([
+        'call',
+        '--url',
+        'http://localhost/mcp',
+        '--socket-path',
+        socketPath,
+        'tools/call',
+        '{"name":"echo","arguments":{"text":"by url"}}',
+      ]);
+      expect(byUrl.code, byUrl.stderr).to.equal(0);
+      expect(byUrl.stdout).to.include('by url');
+      const named = await cli(['call', 'local', '--config', config, '--socket-path', socketPath, 'tools/list']);
+      expect(named.code).to.equal(2);
+      expect(named.stderr).to.include('--socket-path is for a server named by --url');
     } finally {
       served.proc.kill('SIGTERM');
       expect(await served.exited).to.equal(0);

@@ -39,9 +39,10 @@ import {
   type ServeContext,
   type SessionTable,
   StreamableSession,
+  shortId,
 } from '../sessions/index.js';
 import type { Guard } from './guard.js';
-import { type CallLimits, overLimit } from './rates.js';
+import { type CallLimits, type OverLimit, overLimit } from './rates.js';
 import { CODES } from '../../protocol/codes.js';
 
 const UNKNOWN_SESSION = 'unknown or ended session (start a new one with initialize)';
@@ -452,7 +453,8 @@ export class HttpFront {
     if (modern === undefined) checkProtocolVersion(req);
     this.#stepUp(messages, caller);
     // A call over a rate limit runs nothing (the replica that took the request counted it).
-    const [over] = forwarded ? [] : await this.#limits.over(messages, caller, req.socket.remoteAddress);
+    const sessionId = req.headers['mcp-session-id'];
+    const [over] = forwarded ? [] : await this.#overLimit(messages, caller, req, typeof sessionId === 'string' ? sessionId : undefined);
     if (over !== undefined) throw overLimit(over);
     if (modern !== undefined) {
       if (!forwarded && (await this.#carryRetry(modern, req, res, body, caller))) return;
@@ -593,7 +595,7 @@ export class HttpFront {
     const messages = parseMessages(body);
     this.#stepUp(messages, caller);
     // A call over a rate limit runs nothing, and its error goes on the stream; the rest of the POST goes on.
-    const over = forwarded ? [] : await this.#limits.over(messages, caller, req.socket.remoteAddress);
+    const over = forwarded ? [] : await this.#overLimit(messages, caller, req, id!);
     const refused = new Set<unknown>(over.map((o) => o.request));
     const taken = messages.filter((msg) => !refused.has(msg));
     if (session === undefined) {
@@ -605,6 +607,17 @@ export class HttpFront {
     for (const o of over) session.answer(overLimit(o).body());
     session.post(taken, caller);
     res.writeHead(202).end('Accepted');
+  }
+
+  /** The calls of `messages` over a rate limit of `caller`, each told to the audit trail as refused (rate). */
+  async #overLimit(messages: unknown[], caller: Caller | undefined, req: IncomingMessage, session: string | undefined): Promise<OverLimit[]> {
+    const over = await this.#limits.over(messages, caller, req.socket.remoteAddress);
+    for (const { request } of over) {
+      const name = isObject(request.params) && typeof request.params.name === 'string' ? request.params.name : '';
+      const label = session === undefined ? undefined : `session ${shortId(session)}`;
+      this.#ctx.telemetry.publish('gateway:refused', { method: 'tools/call', name, why: 'rate', caller, session: label });
+    }
+    return over;
   }
 
   /**

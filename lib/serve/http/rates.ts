@@ -13,7 +13,7 @@ import { Refusal } from '../../protocol/refusal.js';
 import { CODES } from '../../protocol/codes.js';
 
 /** A call over a limit: the request, the limit (as written), and how long until a call would be taken. */
-interface OverLimit {
+export interface OverLimit {
   request: JsonRpcRequest;
   rate: string;
   waitMs: number;

@@ -35,6 +35,8 @@ export interface ResourceServerOptions {
   dpop?: 'allow' | 'require';
   /** Where a proof's jti is claimed across replicas (their store), besides this process. */
   claimOnce?: ClaimOnce;
+  /** serve's own MCP path (the public URL's path may carry a proxy's prefix before it). @defaultValue the public URL's path */
+  localPath?: string;
   log: Logger;
 }
 
@@ -101,9 +103,15 @@ export class ResourceServer {
     this.#dpopRequired = options.dpop === 'require';
   }
 
-  /** The URL a DPoP proof of a request to `path` names (htu): the public URL's origin, and the path. */
+  /**
+   * The URL a DPoP proof of a request to `path` names (htu): the public URL's origin, the prefix a proxy in front
+   * takes off (the public URL's path before `localPath`, serve's own MCP path), and the path.
+   */
   htuOf(path: string): string {
-    return `${new URL(this.#options.resource).origin}${path.split('?')[0]}`;
+    const publicUrl = new URL(this.#options.resource);
+    const local = this.#options.localPath ?? publicUrl.pathname;
+    const prefix = publicUrl.pathname.endsWith(local) ? publicUrl.pathname.slice(0, -local.length) : '';
+    return `${publicUrl.origin}${prefix}${path.split('?')[0]}`;
   }
 
   /** The paths the metadata is served at: the path-suffixed one, and the root one. */

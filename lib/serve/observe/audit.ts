@@ -24,6 +24,11 @@ function who(caller: Caller | undefined): { issuer?: string; subject: string } |
   return typeof issuer === 'string' ? { issuer, subject } : { subject };
 }
 
+/** The session a record names: the session's short id (its label without `session `), when there is one. */
+function sessionOf(label: string | undefined): { session?: string } {
+  return label === undefined ? {} : { session: label.replace(/^session /, '') };
+}
+
 /** Subscribes the audit trail to `telemetry`: records to `log`, and appended to `file` when one is given. */
 export function auditTrail(telemetry: Telemetry, log: Logger, file: string | undefined): { close(): void } {
   let fd: number | undefined;
@@ -48,6 +53,7 @@ export function auditTrail(telemetry: Telemetry, log: Logger, file: string | und
     const ms = Math.round(r.seconds * 1e4) / 10;
     record({
       ...(caller === undefined ? {} : { caller }),
+      ...sessionOf(r.session),
       method: r.method,
       server: r.upstream,
       name: r.name ?? '',
@@ -57,7 +63,15 @@ export function auditTrail(telemetry: Telemetry, log: Logger, file: string | und
   });
   telemetry.subscribe('gateway:refused', (r) => {
     const caller = who(r.caller);
-    record({ ...(caller === undefined ? {} : { caller }), method: r.method, server: '-', name: r.name, outcome: 'refused', why: r.why });
+    record({
+      ...(caller === undefined ? {} : { caller }),
+      ...sessionOf(r.session),
+      method: r.method,
+      server: '-',
+      name: r.name,
+      outcome: 'refused',
+      why: r.why,
+    });
   });
   return {
     close() {

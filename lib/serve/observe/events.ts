@@ -48,9 +48,25 @@ export interface ServeEvents {
   'request:start': RequestStart;
   'request:end': RequestEnd;
   /** `name`: the tool or prompt (as the client named it) or the resource URI; `caller`: who, when signed in. */
-  'upstream:request': { source: Telemetry; upstream: string; method: string; outcome: Outcome; seconds: number; name?: string; caller?: Caller };
+  'upstream:request': {
+    source: Telemetry;
+    upstream: string;
+    method: string;
+    outcome: Outcome;
+    seconds: number;
+    name?: string;
+    caller?: Caller;
+    session?: string;
+  };
   /** A call a gateway refused before any server saw it: the policy does not let its caller call it, or the filters leave it out. */
-  'gateway:refused': { source: Telemetry; method: string; name: string; why: 'policy' | 'filter'; caller: Caller | undefined };
+  'gateway:refused': {
+    source: Telemetry;
+    method: string;
+    name: string;
+    why: 'policy' | 'filter' | 'rate';
+    caller: Caller | undefined;
+    session?: string | undefined;
+  };
   'upstream:restart': { source: Telemetry; upstream: string };
   'session:open': { source: Telemetry; transport: 'streamable' | 'legacy' | 'socket' };
   'child:start': { source: Telemetry };

@@ -198,6 +198,8 @@ export async function gatewayChildren(
     new Gateway({
       ...options,
       ...(caller === undefined ? {} : { caller }),
+      // A session's own gateway (isolated) names its session in the audit trail.
+      ...(label === MODERN_LABEL || label === 'start-up check' ? {} : { session: label }),
       // The gateway for modern requests serves every modern caller: it attributes, or refuses, never guesses.
       shared: label === MODERN_LABEL,
       observer: {
