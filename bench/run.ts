@@ -17,6 +17,7 @@ import { GONE_CAP_MS, gatewayRoundTrips, gatewayTables, goneTable, importCost, r
 import { gatewayCost, gatewayCostTable } from './gateway.js';
 import { observeCost, observeTable } from './observe.js';
 import { dpopCost, dpopTable, searchCost, searchTable } from './search.js';
+import { hubCompare, hubTable } from './hub.js';
 import { replicaRoundTrips, replicaTable } from './replicas.js';
 import { serveRoundTrips, serveTable } from './serve.js';
 import { stdioRoundTrips, stdioTable } from './stdio.js';
@@ -386,6 +387,23 @@ section(
   'Through `mcp-frame serve --all`: server-everything beside server-filesystem behind the gateway, against server-everything behind a one-server `serve`; the same SDK client',
   `Three runs, interleaved, medians; each serve a process of its own. The gateway's added work per call is its routing layer: the prefix taken off the tool name, the request sent on over a Connection to the child, the answer back. No peer does this (supergateway, mcp-proxy and mcp-remote serve one server).\n\n${gatewayCostTable(gatewayed)}`,
 );
+
+// The gateway against mcp-hub, at 1, 4 and 16 servers ----------------------------------------------------------
+const hubbed = await hubCompare();
+section(
+  'The gateway against mcp-hub 4.2.1 (npm): N example servers behind each, the same SDK 1.x client over the legacy HTTP+SSE transport',
+  `mcp-hub's /mcp speaks the legacy transport, so the gateway is measured on its /sse. Session start: the handshake; the complete list: every page of tools/list; calls: three runs interleaved, medians; memory: the processes under each with 10 sessions open, RSS and PSS summed over the tree.\n\n${hubTable(hubbed)}`,
+);
+{
+  const ours = hubbed.filter((r) => r.name.startsWith('mcp-frame'));
+  const one = ours.find((r) => r.servers === 1)!;
+  const sixteen = ours.find((r) => r.servers === 16)!;
+  verdict(
+    'gateway: a complete tools/list of 16 servers at most 4x one server’s',
+    sixteen.listMs <= 4 * one.listMs,
+    `${(sixteen.listMs / one.listMs).toFixed(2)}x`,
+  );
+}
 
 // Tool search and DPoP: serve's own work, in process ----------------------------------------------------------------
 const searched = searchCost();

@@ -7,8 +7,8 @@
  *
  * Each server's pages are kept while they are known to hold (see #keepFor): a server of the initialize era that
  * declared `listChanged` says when its list changes, so its pages are kept until it does (or restarts, or goes
- * down); any other server's for as long as its result's `ttlMs` says. A list every session asks for is then read
- * from its servers once, and answered from here after.
+ * down); any other server's for as long as its result's `ttlMs` says, or 5 s when it says nothing. A list every
+ * session asks for is then read from its servers once, and answered from here after.
  */
 import { RpcError } from '../client/connection.js';
 import { isObject } from '../jsonrpc.js';
@@ -49,6 +49,12 @@ const KINDS: Record<Kind, KindInfo> = {
 
 /** Items of one server's list of one kind kept at most: past them, its pages are asked for each time. */
 const KEPT_ITEMS = 10_000;
+/**
+ * A page of a server that says neither that it tells of changes (listChanged) nor how long its list holds (ttlMs)
+ * is kept this long: its list is read again at most this often, however many sessions ask (mcp-hub keeps such a
+ * list until the server restarts; a server whose list changes unsaid is seen to within this).
+ */
+const UNSAID_KEEP_MS = 5000;
 
 /** Upstream pages one list request may read (a page of the gateway's is its upstreams' pages, merged). */
 const MAX_STEPS = 256;
@@ -243,11 +249,11 @@ export class Catalog {
     known.keptItems += items.length;
   }
 
-  /** How long a page of `up`'s list of `kind` holds: until it says it changed (Infinity), for its ttlMs, or not at all (0). */
+  /** How long a page of `up`'s list of `kind` holds: until it says it changed (Infinity), its ttlMs, or UNSAID_KEEP_MS. */
   #keepFor(kind: Kind, up: Upstream, result: unknown): number {
     const declared = up.capabilities[KINDS[kind].capability];
     if (up.era === 'legacy' && isObject(declared) && declared.listChanged === true) return Number.POSITIVE_INFINITY;
-    return isObject(result) && typeof result.ttlMs === 'number' ? result.ttlMs : 0;
+    return isObject(result) && typeof result.ttlMs === 'number' ? result.ttlMs : UNSAID_KEEP_MS;
   }
 
   /** Whether `up`'s list of `kind` is to be read now: it offers one, and did not time out lately. */
@@ -471,7 +477,7 @@ export class Catalog {
     const firsts = new Map<number, Promise<unknown>>();
     for (let i = position.cursor === undefined ? position.upstream : position.upstream + 1; i < this.#ups.length; i++) {
       const up = this.#ups[i]!;
-      if (this.#listable(up, kind)) firsts.set(i, this.#listPage(kind, up, undefined));
+      if (this.#listable(up, kind)) firsts.set(up.index, this.#listPage(kind, up, undefined));
     }
     let bytes = 0;
     for (let steps = 0; position.upstream < this.#ups.length && steps < MAX_STEPS; steps++) {

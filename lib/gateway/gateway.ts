@@ -502,14 +502,7 @@ export class Gateway extends EventEmitter implements Channel {
       token = this.#calls.token(up, params._meta.progressToken);
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
-    const watch = observeCall(this.#observer, this.#tracing, {
-      upstream: up.name,
-      method,
-      params: out,
-      name,
-      caller: call.caller,
-      session: call.session,
-    });
+    const watch = observeCall(this.#observer, this.#tracing, { ...call, upstream: up.name, method, params: out, name });
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
     let failure: unknown;
     try {

@@ -116,7 +116,7 @@ describe('gateway/catalog: what a gateway knows of its servers lists, and the li
     expect(c.uriOwner('file:///a')).to.equal(undefined);
   });
 
-  it('keeps the pages of a server that says when its list changes, until it does, and asks one that does not each time', async () => {
+  it('keeps the pages of a server that says when its list changes, until it does, and of one that says nothing for 5 s', async () => {
     const asked: string[] = [];
     ups.push(
       await started('kept', 0, { 'tools/list': [tool('echo')] }, asked, { tools: { listChanged: true } }),
@@ -132,13 +132,22 @@ describe('gateway/catalog: what a gateway knows of its servers lists, and the li
     });
     for (let i = 0; i < 3; i++) expect(names(await c.list('tools', {}, all))).to.deep.equal(['kept__echo', 'asked__sum']);
     const lists = (name: string): number => asked.filter((a) => a === `${name} tools/list`).length;
-    expect([lists('kept'), lists('asked')]).to.deep.equal([1, 3]);
+    expect([lists('kept'), lists('asked')]).to.deep.equal([1, 1]);
     c.listChanged(ups[0]!, 'notifications/tools/list_changed');
     await c.list('tools', {}, all);
     expect(lists('kept'), 'read again after its list changed').to.equal(2);
     c.upstreamChanged(ups[0]!, true);
     await c.list('tools', {}, all);
     expect(lists('kept'), 'and after it restarted').to.equal(3);
+    // 5 s on, the list of the server that said nothing is read again; the other's is not.
+    const now = Date.now;
+    Date.now = () => now() + 5001;
+    try {
+      await c.list('tools', {}, all);
+    } finally {
+      Date.now = now;
+    }
+    expect([lists('kept'), lists('asked')]).to.deep.equal([3, 2]);
   });
 
   it('resolves names by an index under prefix conflicts, made again when a server renames a tool and not before', async () => {
