@@ -219,6 +219,9 @@ export function safeLine(text: string): string {
  * A short, printable, redacted preview of some input: control characters escaped, at most PREVIEW_CHARS
  * characters, with an ellipsis when cut.
  */
+/** Bytes as text for a preview, bad sequences replaced (U+FFFD): on any runtime, not Node's alone. */
+const PREVIEW_DECODER = new TextDecoder();
+
 export function preview(input: string | Uint8Array): string {
   let text: string;
   let cut = false;
@@ -227,7 +230,7 @@ export function preview(input: string | Uint8Array): string {
     text = cut ? input.slice(0, PREVIEW_SCAN_BYTES) : input;
   } else {
     cut = input.length > PREVIEW_SCAN_BYTES;
-    text = Buffer.from(input.buffer, input.byteOffset, Math.min(input.length, PREVIEW_SCAN_BYTES)).toString('utf8');
+    text = PREVIEW_DECODER.decode(input.subarray(0, PREVIEW_SCAN_BYTES));
   }
   text = printable(redact(text.trim()));
   if (text.length > PREVIEW_CHARS) {

@@ -14,6 +14,7 @@ const ENTRIES: Record<string, string> = {
   'mcp-frame/sdk': 'sdk/index.ts',
   'mcp-frame/serve': 'serve/index.ts',
   'mcp-frame/bridge': 'bridge/index.ts',
+  'mcp-frame/web': 'web/index.ts',
 };
 
 /** GitHub's anchor for a heading. */

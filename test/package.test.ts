@@ -217,6 +217,11 @@ const ENTRY_POINTS = {
     names: ['BridgeOptions', 'BridgeResult', 'bridge'],
     runtime: 1,
   },
+  'mcp-frame/web': {
+    file: 'web/index.ts',
+    names: ['FrameDecoderStream', 'FrameDecoderStreamOptions', 'FrameEncoderStream', 'FrameError', 'FrameErrorCode', 'WebFraming', 'frame'],
+    runtime: 4,
+  },
 } as const;
 
 /** TypeScript 5.9 from peers/ (installed by .ci/run), for node10 resolution, which TypeScript 7 no longer has. */
@@ -342,7 +347,7 @@ describe('the package', () => {
       if (path.startsWith('bridge/')) return 5;
       if (path.startsWith('cassette/') || path.startsWith('sdk/') || path.startsWith('gateway/')) return 4;
       if (path.startsWith('client/')) return 3;
-      if (path === 'streams.ts' || path === 'index.ts') return 2;
+      if (path === 'streams.ts' || path === 'index.ts' || path.startsWith('web/')) return 2;
       if (path.startsWith('framings/') || path.startsWith('protocol/')) return 1;
       return 0; // errors, jsonrpc, json-position, version, debug
     };
@@ -448,6 +453,26 @@ describe('the package', () => {
     expect(modules.length, modules.join(' ')).to.be.at.most(30);
     expect(modules.filter((m) => /\/(serve|gateway|client)\//.test(m))).to.deep.equal([]);
     expect(readFileSync(`${ROOT}dist/lib/cli/main.js`, 'utf8')).to.include("import('./serve.js')");
+  });
+
+  it('keeps mcp-frame/web off Node: no node: module, no Buffer and no process in anything its entry reaches', () => {
+    const modules = [...reachedFrom(`${ROOT}dist/lib/web/index.js`)];
+    expect(modules.length).to.be.greaterThan(4);
+    expect(
+      modules.filter((m) => !m.startsWith('/')),
+      'bare imports (node: modules, packages)',
+    ).to.deep.equal([]);
+    for (const module of modules) {
+      // The code, its comments left out (they may speak of Buffer).
+      const code = readFileSync(module, 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/(^|[^:])\/\/.*$/gm, '$1');
+      expect(code, module).not.to.match(/\bBuffer\b|\bprocess\b|\brequire\(/);
+    }
+    // The Node entry's framing is not what it reaches (a check that would pass on any module is no check).
+    expect(modules.some((m) => m.endsWith('/framings/ndjson.js'))).to.equal(false);
+    const node = [...reachedFrom(`${ROOT}dist/lib/index.js`)];
+    expect(node.some((m) => m.startsWith('node:'))).to.equal(true);
   });
 
   it('loads the Redis client only for serve --store: no static import reaches it from any entry point or the bin', () => {

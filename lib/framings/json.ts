@@ -2,7 +2,7 @@
  * JSON for the framings: compact serialisation, and the parse of one frame's text with the checks every
  * framing makes after it (null, nesting depth).
  */
-import { FrameError } from '../errors.js';
+import { FrameError, type FrameErrorPosition, preview } from '../errors.js';
 
 /** Compact JSON for one message, or FrameError(NOT_SERIALIZABLE) for a value with no JSON text. */
 export function serialize(msg: unknown): string {
@@ -123,4 +123,21 @@ export function problemOf(msg: unknown, text: string, maxDepth: number): FramePr
 
 export function mayBeTooDeep(text: string, maxDepth: number): boolean {
   return text.length > 2 * maxDepth;
+}
+
+/** What is wrong with a line that tryParse gave `msg` for: nothing, 'blank' (JSON whitespace only), or a problem. */
+export function lineProblem(msg: unknown, text: string, maxDepth: number): FrameProblem | 'blank' | undefined {
+  if (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, maxDepth)) return undefined;
+  const problem = problemOf(msg, text, maxDepth);
+  return problem?.code === 'INVALID_JSON' && isJsonBlank(text) ? 'blank' : problem;
+}
+
+/** The error for a line that did not parse to a message; at the end of the input, a line cut off is TRUNCATED. */
+export function lineError(parsed: FrameProblem, atEnd: boolean, at: FrameErrorPosition, text: string | Uint8Array): FrameError {
+  if (parsed.code === 'INVALID_JSON') {
+    return atEnd
+      ? new FrameError('TRUNCATED', 'input ended inside a message', at, preview(text))
+      : new FrameError('INVALID_JSON', `line ${parsed.reason}`, at, preview(text));
+  }
+  return new FrameError(parsed.code, parsed.reason, at, preview(text));
 }

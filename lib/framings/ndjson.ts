@@ -5,7 +5,7 @@ import { asBuffer, decodeUtf8, LF, SizeLimit, startsWithBom, withoutCR } from '.
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, parseLarge } from './large.js';
 import { keepShape } from './shapes.js';
-import { DEFAULT_MAX_DEPTH, type FrameProblem, isJsonBlank, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
+import { DEFAULT_MAX_DEPTH, lineError, lineProblem, serialize, tryParse } from './json.js';
 
 /** Framing bytes a line holds beside its message: a BOM (3) on the first line and the CR of a CRLF (1). */
 const LINE_SLACK = 4;
@@ -181,7 +181,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     if (this.#limit.over(withoutCR(buf, start, end) - start)) return sink.invalid(this.#tooLarge(line, offset, buf.subarray(start)));
     const large = end - start >= LARGE_FRAME && sink.textUnused === true ? parseLarge(buf.subarray(start, end)) : undefined;
     if (large !== undefined) {
-      const problem = this.#problem(large.msg, large.skeleton);
+      const problem = lineProblem(large.msg, large.skeleton, this.#maxDepth);
       const error = problem === undefined || problem === 'blank' ? undefined : lineError(problem, atEnd, { line, offset }, buf.subarray(start));
       held?.clear();
       if (error !== undefined) return sink.invalid(error);
@@ -195,7 +195,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
     }
     held?.clear();
     const msg = tryParse(text);
-    const problem = this.#problem(msg, text);
+    const problem = lineProblem(msg, text, this.#maxDepth);
     if (problem === 'blank') return true;
     if (problem !== undefined) return sink.invalid(lineError(problem, atEnd, { line, offset }, text));
     this.#delivered(line, offset);
@@ -208,13 +208,6 @@ export class NdjsonDecoder implements FrameDecoderCore {
     this.#lastLine = line;
     this.#lastOffset = offset;
     this.#lastBlock = undefined;
-  }
-
-  /** What is wrong with a line that tryParse gave `msg` for: nothing, 'blank' (JSON whitespace only), or a problem. */
-  #problem(msg: unknown, text: string): FrameProblem | 'blank' | undefined {
-    if (msg !== NOT_JSON && msg !== null && !mayBeTooDeep(text, this.#maxDepth)) return undefined;
-    const problem = problemOf(msg, text, this.#maxDepth);
-    return problem?.code === 'INVALID_JSON' && isJsonBlank(text) ? 'blank' : problem;
   }
 
   /**
@@ -249,7 +242,7 @@ export class NdjsonDecoder implements FrameDecoderCore {
         error = this.#tooLarge(line, here(pos).offset!, lineText);
       } else {
         const msg = tryParse(lineText);
-        const problem = this.#problem(msg, lineText);
+        const problem = lineProblem(msg, lineText, this.#maxDepth);
         if (problem === undefined) {
           this.#lastLine = line;
           this.#lastOffset = byteMark;
@@ -284,16 +277,6 @@ export class NdjsonDecoder implements FrameDecoderCore {
   #tooLarge(line: number, offset: number, head: string | Uint8Array): FrameError {
     return this.#limit.error('message', { line, offset }, head);
   }
-}
-
-/** The error for a line that did not parse to a message; at the end of the input, a line cut off is TRUNCATED. */
-function lineError(parsed: FrameProblem, atEnd: boolean, at: FrameErrorPosition, text: string | Uint8Array): FrameError {
-  if (parsed.code === 'INVALID_JSON') {
-    return atEnd
-      ? new FrameError('TRUNCATED', 'input ended inside a message', at, preview(text))
-      : new FrameError('INVALID_JSON', `line ${parsed.reason}`, at, preview(text));
-  }
-  return new FrameError(parsed.code, parsed.reason, at, preview(text));
 }
 
 /** Newline-delimited JSON, the framing of MCP's stdio transport. */

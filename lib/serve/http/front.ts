@@ -454,7 +454,8 @@ export class HttpFront {
     this.#stepUp(messages, caller);
     // A call over a rate limit runs nothing (the replica that took the request counted it).
     const sessionId = req.headers['mcp-session-id'];
-    const [over] = forwarded ? [] : await this.#overLimit(messages, caller, req, typeof sessionId === 'string' ? sessionId : undefined);
+    const [over] =
+      forwarded || this.#limits.none ? [] : await this.#overLimit(messages, caller, req, typeof sessionId === 'string' ? sessionId : undefined);
     if (over !== undefined) throw overLimit(over);
     if (modern !== undefined) {
       if (!forwarded && (await this.#carryRetry(modern, req, res, body, caller))) return;
@@ -595,7 +596,7 @@ export class HttpFront {
     const messages = parseMessages(body);
     this.#stepUp(messages, caller);
     // A call over a rate limit runs nothing, and its error goes on the stream; the rest of the POST goes on.
-    const over = forwarded ? [] : await this.#overLimit(messages, caller, req, id!);
+    const over = forwarded || this.#limits.none ? [] : await this.#overLimit(messages, caller, req, id!);
     const refused = new Set<unknown>(over.map((o) => o.request));
     const taken = messages.filter((msg) => !refused.has(msg));
     if (session === undefined) {

@@ -37,6 +37,11 @@ export class CallLimits {
     this.#toolSearch = toolSearch;
   }
 
+  /** No limit to count: no --rate-limit and no policy (a policy's rules may carry rates, and a reload may add one). */
+  get none(): boolean {
+    return this.#limit === undefined && this.#policy?.current === undefined;
+  }
+
   /** The tools/call requests of `messages` over a limit of their caller; each other one counted against its limits. */
   async over(messages: readonly unknown[], caller: Caller | undefined, address: string | undefined): Promise<OverLimit[]> {
     const who = caller === undefined ? `address ${address ?? 'unknown'}` : `caller ${caller.subject}`;
