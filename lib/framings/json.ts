@@ -78,7 +78,7 @@ function deeperByStack(node: object, depth: number, max: number): boolean {
 }
 
 /** JSON's own whitespace: space, tab, LF and CR, and nothing else (not U+00A0, U+2028 or a BOM). */
-export function isJsonBlank(text: string): boolean {
+function isJsonBlank(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return false;
@@ -101,7 +101,7 @@ export function tryParse(text: string): unknown {
   }
 }
 
-export interface FrameProblem {
+interface FrameProblem {
   code: 'INVALID_JSON' | 'INVALID_MESSAGE';
   reason: string;
 }
