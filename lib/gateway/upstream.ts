@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../log.js';
 import { EventEmitter } from 'node:events';
+import { isDeepStrictEqual } from 'node:util';
 import type { ServerConfig } from '../client/config.js';
 import { type Connection, type RequestOptions, RpcError } from '../client/connection.js';
 import { isObject } from '../jsonrpc.js';
@@ -339,15 +340,8 @@ export class Fleet {
   }
 }
 
-/** Two server entries that start the same server: equal as JSON, whatever the order of their keys. */
-export function sameEntry(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b))
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => sameEntry(v, b[i]));
-  if (!isObject(a) || !isObject(b)) return false;
-  const keys = Object.keys(a).filter((k) => a[k] !== undefined);
-  return keys.length === Object.keys(b).filter((k) => b[k] !== undefined).length && keys.every((k) => sameEntry(a[k], b[k]));
-}
+/** Two server entries that start the same server: equal as values, whatever the order of their keys. */
+export const sameEntry = (a: ServerConfig | undefined, b: ServerConfig): boolean => isDeepStrictEqual(a, b);
 
 /** What a reload changed, by server name (one whose entry is the same is none of these, and is not touched). */
 export interface ServerChanges {
