@@ -72,7 +72,8 @@ gateway (several servers behind one endpoint):
                            servers offer one name), never (a name two offer is refused at start)
   --separator <text>       what joins server and tool names (default __)
   --isolate <server>       a server that keeps state per client (roots, a login): each session of the initialize
-                           era then gets servers of its own (repeatable; by default every server runs once for all)
+                           era then gets a child of it of its own (repeatable; by default every server runs once
+                           for all, and the servers not named still do)
   --share                  one server: every session shares one child of it (by default each has its own);
                            for a server that keeps no state per client
   --tool-search            list two tools, search_tools and call_tool, in place of every tool (a host with

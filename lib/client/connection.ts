@@ -244,6 +244,8 @@ type NotificationHandler = (params: unknown, notification: Json) => void;
 
 interface Pending {
   method: string;
+  /** RequestOptions.related: handed to the handlers of what a channel says belongs to this request. */
+  related: unknown;
   resolve(result: unknown): void;
   reject(error: Error): void;
   /** Rejects with ABORTED and tells the server with notifications/cancelled. */
@@ -255,7 +257,7 @@ interface Pending {
  * streams): requests with timeouts and cancellation, notifications, and requests from the server (ping is
  * answered; others go to onRequest handlers or get -32601). Made by connect().
  *
- * Events: 'notification' (message), 'invalid' (FrameError: a stray or broken frame from the server),
+ * Events: 'notification' (message, and the `related` of the request it belongs to when the channel says), 'invalid' (FrameError: a stray or broken frame from the server),
  * 'stderr' (line), 'frame' (FrameTrace, for each message in either direction), 'exit' (ExitStatus),
  * 'unmatched' (a response whose id matches no pending request), 'error' (an exception thrown by an
  * onNotification handler; without an 'error' listener it becomes a process warning), and over HTTP
@@ -298,7 +300,8 @@ export class Connection extends EventEmitter {
     this.#channel = channel;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     timerDelay(this.#requestTimeoutMs, 'requestTimeoutMs');
-    channel.on('message', (msg: unknown) => this.#receive(msg));
+    // A channel may say which request of ours a message of the server's belongs to (an in-process gateway's does).
+    channel.on('message', (msg: unknown, ours?: unknown) => this.#receive(msg, this.#pending.get(ours as number)?.related));
     channel.on('invalid', (err) => this.emit('invalid', err));
     channel.on('stderr', (line) => this.emit('stderr', line));
     forwardWhenListened(this, 'frame', () => channel.on('wire', (direction: Direction, text: string) => this.#trace(direction, text)));
@@ -478,6 +481,7 @@ export class Connection extends EventEmitter {
       };
       this.#pending.set(id, {
         method,
+        related: options.related,
         resolve: (result) => {
           done();
           resolve(result);
@@ -709,11 +713,11 @@ export class Connection extends EventEmitter {
   }
 
   /** One message from the channel; a batch arrives as its elements. */
-  #receive(msg: unknown): void {
+  #receive(msg: unknown, related: unknown): void {
     if (!isObject(msg)) return void this.emit('unmatched', msg);
     if (typeof msg.method === 'string') {
-      if ('id' in msg) void this.#answer(msg);
-      else this.#notification(msg);
+      if ('id' in msg) void this.#answer(msg, related);
+      else this.#notification(msg, related);
       return;
     }
     const pending = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
@@ -731,13 +735,13 @@ export class Connection extends EventEmitter {
     else pending.resolve(msg.result);
   }
 
-  #notification(msg: Json): void {
+  #notification(msg: Json, related: unknown): void {
     // A notification of a subscriptions/listen stream goes to the listener that opened it.
     const meta = isObject(msg.params) && isObject(msg.params._meta) ? msg.params._meta : undefined;
     const subscription = meta === undefined ? undefined : this.#subscriptions.get(meta[META_SUBSCRIPTION_ID] as number);
     if (subscription !== undefined) {
       subscription(msg);
-      this.emit('notification', msg);
+      this.emit('notification', msg, related);
       return;
     }
     for (const handler of this.#notificationHandlers.get(msg.method as string) ?? []) {
@@ -749,7 +753,7 @@ export class Connection extends EventEmitter {
         else process.emitWarning(err as Error, { detail: `thrown by an onNotification handler for ${String(msg.method)}` });
       }
     }
-    this.emit('notification', msg);
+    this.emit('notification', msg, related);
   }
 
   /** A handler's answer to a request of the server's (or an input request of a modern result), as sent. */
@@ -758,10 +762,10 @@ export class Connection extends EventEmitter {
     return request.method === 'elicitation/create' && this.#elicitationDefaults ? withElicitationDefaults(request.params, result) : result;
   }
 
-  async #answer(request: Json): Promise<void> {
+  async #answer(request: Json, related: unknown): Promise<void> {
     const { id, method } = request as { id: unknown; method: string };
     const handler = this.#requestHandlers.get(method) ?? (method === 'ping' ? () => ({}) : undefined);
-    const reply = await replyOf(id, method, handler === undefined ? undefined : () => this.#handled(handler, request));
+    const reply = await replyOf(id, method, handler === undefined ? undefined : () => this.#handled(handler, request, related));
     await this.#send(reply).catch(() => undefined);
   }
 }

@@ -97,6 +97,20 @@ interface CatalogOptions {
   prefixOne?: boolean;
 }
 
+/** What is known of a list never read. */
+function unknown(): Known {
+  return {
+    names: new Set(),
+    before: undefined,
+    headers: new Map(),
+    complete: false,
+    ttlMs: undefined,
+    cacheScope: undefined,
+    pages: new Map(),
+    keptItems: 0,
+  };
+}
+
 export class Catalog {
   readonly #ups: readonly Upstream[];
   readonly #separator: string;
@@ -157,16 +171,7 @@ export class Catalog {
     const key = `${kind}:${up.index}`;
     let known = this.#known.get(key);
     if (known === undefined) {
-      known = {
-        names: new Set(),
-        before: undefined,
-        headers: new Map(),
-        complete: false,
-        ttlMs: undefined,
-        cacheScope: undefined,
-        pages: new Map(),
-        keptItems: 0,
-      };
+      known = unknown();
       this.#known.set(key, known);
     }
     return known;
@@ -379,7 +384,7 @@ export class Catalog {
    */
   exposed(kind: 'tools' | 'prompts', up: Upstream, name: string, filtered = true): string | undefined {
     let exposed = name;
-    if (this.#prefixed && this.#prefix !== 'never') {
+    if (this.#prefixed && this.#prefix !== 'never' && !up.transparent) {
       const clash = this.#prefix === 'always' || this.#ups.some((other) => other !== up && this.knownOf(kind, other).names.has(name));
       if (clash) exposed = `${up.name}${this.#separator}${name}`;
     }
@@ -403,12 +408,8 @@ export class Catalog {
    */
   declaredHeaders(exposed: string): readonly ParamHeader[] | undefined {
     if (this.#prefix === 'always' || !this.#prefixed) {
-      const up = !this.#prefixed
-        ? this.#ups[0]
-        : this.#ups.filter((u) => exposed.startsWith(`${u.name}${this.#separator}`)).sort((a, b) => b.name.length - a.name.length)[0];
-      if (up === undefined) return undefined;
-      const name = !this.#prefixed ? exposed : exposed.slice(up.name.length + this.#separator.length);
-      return this.knownOf('tools', up).headers.get(name);
+      const owner = this.#owner(exposed);
+      return owner === undefined ? undefined : this.knownOf('tools', owner.up).headers.get(owner.name);
     }
     for (const up of this.#ups) {
       for (const [name, headers] of this.knownOf('tools', up).headers) if (this.exposed('tools', up, name) === exposed) return headers;
@@ -423,14 +424,7 @@ export class Catalog {
 
   /** The upstream and its own name for an exposed tool or prompt name, or undefined when no upstream offers it. */
   async resolve(kind: 'tools' | 'prompts', exposed: string): Promise<{ up: Upstream; name: string } | undefined> {
-    if (!this.#prefixed) return this.#filters[kind].passes(exposed) ? { up: this.#ups[0]!, name: exposed } : undefined;
-    if (this.#prefix === 'always') {
-      // The longest server name first: "a__b" must not be taken by a server "a" when a server "a__b" exists.
-      const byLength = [...this.#ups].sort((a, b) => b.name.length - a.name.length);
-      const up = byLength.find((u) => exposed.startsWith(`${u.name}${this.#separator}`));
-      if (up === undefined || !this.#filters[kind].passes(exposed)) return undefined;
-      return { up, name: exposed.slice(up.name.length + this.#separator.length) };
-    }
+    if (this.#prefix === 'always' || !this.#prefixed) return this.#filters[kind].passes(exposed) ? this.#owner(exposed) : undefined;
     await this.index(kind);
     // An exact match, and only one: a name two servers' tools would both take is called on neither.
     const found = this.#exposedIndex(kind).get(exposed);
@@ -441,6 +435,20 @@ export class Catalog {
       `${exposed} names a ${kind === 'tools' ? 'tool' : 'prompt'} of ${owners.map((up) => `"${up.name}"`).join(' and of ')}: called on neither`,
     );
     return undefined;
+  }
+
+  /**
+   * With prefix `always` (or one server): the upstream whose prefix `exposed` carries, and its own name; a
+   * transparent upstream's when none does (its names are as they are).
+   */
+  #owner(exposed: string): { up: Upstream; name: string } | undefined {
+    if (!this.#prefixed) return this.#ups[0] === undefined ? undefined : { up: this.#ups[0], name: exposed };
+    // The longest server name first: "a__b" must not be taken by a server "a" when a server "a__b" exists.
+    const byLength = this.#ups.filter((u) => !u.transparent).sort((a, b) => b.name.length - a.name.length);
+    const up = byLength.find((u) => exposed.startsWith(`${u.name}${this.#separator}`));
+    if (up !== undefined) return { up, name: exposed.slice(up.name.length + this.#separator.length) };
+    const through = this.#ups.find((u) => u.transparent);
+    return through === undefined ? undefined : { up: through, name: exposed };
   }
 
   /** Each exposed name of `kind` to its server and own name, null when two would take it (see #byExposed). */

@@ -97,6 +97,11 @@ export interface GatewayOptions {
    * search.ts); a call of any exposed name still works. @defaultValue undefined: every tool listed
    */
   toolSearch?: { pin?: readonly string[] };
+  /**
+   * The upstream (by name) that is another gateway, in front of servers shared with other sessions: its names
+   * are exposed as they are (that gateway's), and it is no server of its own in metrics, spans or /healthz.
+   */
+  transparent?: string;
 }
 
 export type { GatewayObserver } from './observed.js';
@@ -191,6 +196,7 @@ export class Gateway extends EventEmitter implements Channel {
       maxPending: options.maxPendingPerUpstream ?? 1024,
       health: options.health,
       log: this.#log,
+      transparent: options.transparent,
     });
     this.#ups = this.#fleet.ups;
     this.#fleet.reconcile(options.upstreams);
@@ -502,7 +508,7 @@ export class Gateway extends EventEmitter implements Channel {
       token = this.#calls.token(up, params._meta.progressToken);
       out = { ...out, _meta: { ...(out._meta as Json), progressToken: token } };
     }
-    const watch = observeCall(this.#observer, this.#tracing, { ...call, upstream: up.name, method, params: out, name });
+    const watch = observeCall(up.transparent ? undefined : this.#observer, this.#tracing, { ...call, upstream: up.name, method, params: out, name });
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
     let failure: unknown;
     try {
@@ -532,7 +538,7 @@ export class Gateway extends EventEmitter implements Channel {
 
   /** Before an upstream's handshake: its notifications to here, and its requests that the client can answer to the client. */
   #attach(up: Upstream, connection: Connection): void {
-    connection.on('notification', (msg: Json) => this.#fromUpstream(up, msg));
+    connection.on('notification', (msg: Json, related?: unknown) => this.#fromUpstream(up, msg, related));
     for (const [method, capability] of Object.entries(INPUT_CAPABILITIES)) {
       if (this.#clientCapabilities[capability] === undefined) {
         // A shared gateway declares what any of its callers may answer; a question for nobody is refused at once.
@@ -569,7 +575,7 @@ export class Gateway extends EventEmitter implements Channel {
     return Promise.reject(new RpcError(UPSTREAM_ERROR, `the gateway cannot tell which caller ${method} is for: ${why}`));
   }
 
-  #fromUpstream(up: Upstream, msg: Json): void {
+  #fromUpstream(up: Upstream, msg: Json, related?: unknown): void {
     const method = msg.method as string;
     const params = isObject(msg.params) ? msg.params : {};
     if (method === 'notifications/progress') {
@@ -588,12 +594,12 @@ export class Gateway extends EventEmitter implements Channel {
     if (method === 'notifications/message') {
       // A server's log is its session's: the call it belongs to only when it is the one call running there; a
       // shared gateway's client is several callers, and a log that is no one call's is given to none of them.
-      const owner = this.#calls.ownerOf(up);
+      const owner = this.#calls.ownerOf(up, related);
       if (owner === undefined && this.#shared) {
         this.#droppedCount++;
         return;
       }
-      const logger = typeof params.logger === 'string' ? `${up.name}/${params.logger}` : up.name;
+      const logger = up.transparent ? params.logger : typeof params.logger === 'string' ? `${up.name}/${params.logger}` : up.name;
       this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, owner?.id);
       return;
     }

@@ -146,7 +146,7 @@ export class GatewaySessions {
       }
       case 'notifications/message': {
         const pending = typeof related === 'string' ? this.#pending.get(related) : undefined;
-        return pending?.view.log(msg);
+        return pending?.view.log(msg, pending.id);
       }
       case 'notifications/resources/updated': {
         for (const view of this.#subscriptions.get(String(params.uri)) ?? []) void view.deliver(msg);
@@ -183,7 +183,7 @@ export class GatewaySessions {
       void this.#gateway.send({ jsonrpc: '2.0', id: msg.id, error }).catch(() => undefined);
       return;
     }
-    void pending.view.deliver(msg);
+    void pending.view.deliver(msg, pending.id);
   }
 
   /** The most verbose log level any session asked for. */
@@ -298,10 +298,10 @@ export class GatewayView extends EventEmitter {
     this.emit('close', { code: 0, signal: null } satisfies ExitStatus);
   }
 
-  /** A message for the session. */
-  deliver(msg: Json): Promise<void> {
+  /** A message for the session; `related`: the session's id of the request it belongs to, when known. */
+  deliver(msg: Json, related?: unknown): Promise<void> {
     if (this.#ended !== undefined) return Promise.resolve();
-    this.emit('message', msg);
+    this.emit('message', msg, related);
     if (this.#holds > 0 && 'method' in msg) {
       this.#unread += JSON.stringify(msg).length;
       if (this.#unread > UNREAD_BYTES) {
@@ -314,9 +314,9 @@ export class GatewayView extends EventEmitter {
   }
 
   /** A log message of one of its calls, when at or above the level it asked for. */
-  log(msg: Json): void {
+  log(msg: Json, related: unknown): void {
     const level = isObject(msg.params) ? String(msg.params.level) : '';
-    if (this.level === undefined || LEVELS.indexOf(level) >= LEVELS.indexOf(this.level)) void this.deliver(msg);
+    if (this.level === undefined || LEVELS.indexOf(level) >= LEVELS.indexOf(this.level)) void this.deliver(msg, related);
   }
 
   /** The session said it is initialized: the list changes held till then go to it. */

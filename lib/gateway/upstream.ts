@@ -87,6 +87,8 @@ export interface UpstreamOptions {
   maxPending: number;
   health: UpstreamHealth | undefined;
   log: Logger;
+  /** See Upstream.transparent. */
+  transparent?: boolean;
 }
 
 /**
@@ -97,6 +99,11 @@ export class Upstream extends EventEmitter {
   readonly name: string;
   readonly index: number;
   readonly entry: ServerConfig;
+  /**
+   * Its names are the client's as they are, unprefixed (another gateway's, whose servers are shared: see
+   * GatewayOptions.transparent); not a server of its own in /healthz, metrics or the trail.
+   */
+  readonly transparent: boolean;
   #state: UpstreamState = 'idle';
   #connection: Connection | undefined;
   #why: string | undefined;
@@ -120,6 +127,7 @@ export class Upstream extends EventEmitter {
     this.index = index;
     this.entry = entry;
     this.#options = options;
+    this.transparent = options.transparent === true;
   }
 
   get state(): UpstreamState {
@@ -282,7 +290,9 @@ export class Upstream extends EventEmitter {
 }
 
 /** What a Fleet makes its upstreams with, and tells of them. */
-interface FleetOptions extends Omit<UpstreamOptions, 'setup'> {
+interface FleetOptions extends Omit<UpstreamOptions, 'setup' | 'transparent'> {
+  /** The upstream whose names are the client's as they are (see Upstream.transparent). */
+  transparent: string | undefined;
   setup(up: Upstream, connection: Connection): void;
   changed(up: Upstream, isUp: boolean): void;
   restarting(up: Upstream): void;
@@ -317,8 +327,9 @@ export class Fleet {
   }
 
   #make(name: string, entry: ServerConfig): Upstream {
-    const { setup, changed, restarting, ...options } = this.#options;
-    const up = new Upstream(name, this.#indices++, entry, { ...options, setup: (connection) => setup(up, connection) });
+    const { setup, changed, restarting, transparent, ...options } = this.#options;
+    const through = name === transparent ? { transparent: true, health: undefined } : {};
+    const up = new Upstream(name, this.#indices++, entry, { ...options, ...through, setup: (connection) => setup(up, connection) });
     up.on('up', () => changed(up, true));
     up.on('down', () => changed(up, false));
     up.on('restarting', () => restarting(up));

@@ -123,8 +123,8 @@ export interface ServeOptions {
   separator?: string;
   /**
    * A gateway: the servers that keep state per client (roots, a login, a working directory). Every server runs once
-   * for all sessions of both eras unless one is named here; then every session of the initialize era gets servers
-   * of its own (each of them, for now: one isolated server isolates all), and 2026-07-28 requests share one of each.
+   * for all sessions of both eras unless it is named here; then every session of the initialize era gets a child of
+   * it of its own (2026-07-28 requests share one), and the other servers still run once for everyone.
    */
   isolate?: string[];
   /** A gateway: globs on the exposed tool names to offer (any of them; all when none is given). */

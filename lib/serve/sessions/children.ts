@@ -10,7 +10,7 @@ import { delimiter, join, resolve } from 'node:path';
 import type { AuthOptions } from '../../client/auth/types.js';
 import { isStdioServer, type RemoteServerConfig, type ServerConfig, type StdioServerConfig } from '../../client/config.js';
 import { connect } from '../../client/connect.js';
-import type { FrameTrace } from '../../client/connection.js';
+import { connectOver, type FrameTrace } from '../../client/connection.js';
 import { StdioChannel } from '../../client/stdio.js';
 import { type FrameError, frameProblem, printableJson, redactMessage, safeLine } from '../../errors.js';
 import { tryParse } from '../../framings/json.js';
@@ -21,6 +21,7 @@ import type { Policy } from '../../gateway/policy.js';
 import { changesOf, sameEntry, type ServerChanges, UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
 import type { Logger } from '../../log.js';
 import type { Caller } from '../../protocol/caller.js';
+import { LATEST_LEGACY_PROTOCOL_VERSION } from '../../protocol/versions.js';
 import type { RequestTap, Telemetry } from '../observe/index.js';
 
 /**
@@ -175,6 +176,17 @@ export interface GatewaySettings extends Readonly<{ [K in PassedOn]: GatewayOpti
 }
 
 /**
+ * With `isolate`: the upstream, in the gateway of each session (and of modern requests), that is the servers every
+ * session shares, through a gateway of their own (a view of it per session, as without `isolate`). Its names are
+ * exposed as that gateway gives them (a transparent upstream); the entry only marks it.
+ */
+const SHARED = 'mcp-frame:shared-servers';
+const SHARED_ENTRY: ServerConfig = { command: 'mcp-frame', args: ['(the servers every session shares)'] };
+
+/** The options of the gateway every session shares behind the gateways of isolated sessions: policy, filters, claims and search are theirs. */
+const INNER: Partial<GatewayOptions> = { allowTools: [], denyTools: [], allowPrompts: [], denyPrompts: [], forwardClaims: [], prefixOne: true };
+
+/**
  * Children that are gateways in front of `servers`, each with its own upstreams. Refuses (an Error of code
  * NAME_CLASH) servers whose prefixed names can be one, and with prefix `never`, starts the servers once now and
  * refuses a name two of them offer, both servers named.
@@ -188,90 +200,171 @@ export async function gatewayChildren(
   refuseClashingPrefixes(servers, settings);
   const health = new UpstreamHealth(servers.map(([name]) => name));
   await noteUnstartable(servers, health);
-  let current: ReadonlyArray<[string, ServerConfig]> = servers;
-  const { startTimeoutMs, inheritEnv, shutdownGraceMs, policy, upstreamAuth, isolate, ...given } = settings;
-  // What was not given is left out, so that the gateway's own default applies.
-  const options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
-    name: string;
-  };
-  const make = (label: string, caller: Caller | undefined, lines: Logger, upstreams = current): Gateway =>
-    new Gateway({
-      ...options,
+  const children = new GatewayChildren(servers, settings, watchers, log, health);
+  if (settings.prefix === 'never' && servers.length > 1) await children.refuseSharedNames(servers);
+  return children;
+}
+
+/**
+ * Each server runs once for every session of both eras, behind one gateway that each session sees through a view
+ * of its own (GatewaySessions). A server named in `isolate` instead runs once per session of the initialize era
+ * (and once for the modern requests): each such session gets a gateway of its own in front of its isolated servers
+ * and of the shared gateway (through a view, as one transparent upstream), so that the others still run once.
+ */
+class GatewayChildren implements Children {
+  readonly entry = undefined;
+  readonly health: UpstreamHealth;
+  #current: ReadonlyArray<[string, ServerConfig]>;
+  readonly #settings: GatewaySettings;
+  readonly #watchers: Watchers;
+  readonly #log: Logger;
+  /** The options passed on as given; what was not given is left out, so that the gateway's own default applies. */
+  readonly #options: Partial<GatewayOptions> & { name: string };
+  readonly #isolated: Set<string>;
+  /** The gateway in front of the shared servers (made at the first that needs it, again after it closed), and its sessions. */
+  #pool: { gateway: Gateway; sessions: GatewaySessions } | undefined;
+  /** With `isolate`: the gateways in front of isolated servers, while open (a reload changes their servers too). */
+  readonly #own = new Set<Gateway>();
+  /** With `isolate`: the one of them for modern requests. */
+  #modern: Gateway | undefined;
+
+  constructor(servers: Array<[string, ServerConfig]>, settings: GatewaySettings, watchers: Watchers, log: Logger, health: UpstreamHealth) {
+    this.#current = servers;
+    this.#settings = settings;
+    this.#watchers = watchers;
+    this.#log = log;
+    this.health = health;
+    const { startTimeoutMs: _s, inheritEnv: _i, shutdownGraceMs: _g, policy: _p, upstreamAuth: _u, isolate, ...given } = settings;
+    this.#options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
+      name: string;
+    };
+    this.#isolated = new Set(isolate ?? []);
+  }
+
+  #make(label: string, caller: Caller | undefined, lines: Logger, upstreams = this.#current, more: Partial<GatewayOptions> = {}): Gateway {
+    const { startTimeoutMs, inheritEnv, shutdownGraceMs, upstreamAuth, policy } = this.#settings;
+    const { toolSearch: _, ...searchless } = this.#options;
+    const telemetry = this.#watchers.telemetry;
+    return new Gateway({
+      ...(more === INNER ? searchless : this.#options),
       ...(caller === undefined ? {} : { caller }),
       // A session's own gateway (isolated) names its session in the audit trail.
-      ...(label === MODERN_LABEL || label === 'start-up check' ? {} : { session: label }),
-      // The gateway for modern requests serves every modern caller: it attributes, or refuses, never guesses.
-      shared: label === MODERN_LABEL,
+      ...(label === MODERN_LABEL || label === 'start-up check' || more === INNER ? {} : { session: label }),
+      // The gateway for modern requests serves every modern caller (and the one behind isolated sessions, every
+      // session): it attributes, or refuses, never guesses.
+      shared: label === MODERN_LABEL || more === INNER,
       observer: {
-        upstreamRequest: (r) => watchers.telemetry.publish('upstream:request', r),
-        upstreamRestart: (upstream) => watchers.telemetry.publish('upstream:restart', { upstream }),
-        refused: (r) => watchers.telemetry.publish('gateway:refused', r),
+        upstreamRequest: (r) => telemetry.publish('upstream:request', r),
+        upstreamRestart: (upstream) => telemetry.publish('upstream:restart', { upstream }),
+        refused: (r) => telemetry.publish('gateway:refused', r),
       },
-      policy: () => policy.current,
+      policy: more === INNER ? () => undefined : () => policy.current,
       upstreams,
-      open: opener({ inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth }, watchers, lines),
+      open: (name, entry, how) =>
+        name === SHARED
+          ? connectOver(this.#inner().sessions.open(label, caller), {
+              name,
+              protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
+              elicitationDefaults: false,
+              ...how,
+            })
+          : opener({ inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth }, this.#watchers, lines)(name, entry, how),
       ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
-      health,
+      health: this.health,
       logger: lines,
+      ...more,
     });
-  if (settings.prefix === 'never' && servers.length > 1)
-    await refuseSharedNames(make('start-up check', undefined, log.child({ label: 'start-up check' }, 'start-up check')));
-  // The gateway every session shares (made at the first that needs it, again after it closed), and its sessions.
-  let shared: { gateway: Gateway; sessions: GatewaySessions } | undefined;
-  const sharedGateway = (): { gateway: Gateway; sessions: GatewaySessions } => {
-    if (shared !== undefined) return shared;
-    const gateway = make(MODERN_LABEL, undefined, log.child({ label: 'servers' }, 'servers'));
+  }
+
+  /** The servers every session shares: all of them, or those not isolated. */
+  #sharedOf(all: ReadonlyArray<[string, ServerConfig]>): Array<[string, ServerConfig]> {
+    return all.filter(([name]) => !this.#isolated.has(name));
+  }
+
+  /** A gateway's servers in front of isolated ones: they, and the shared ones (when there are any) through a view. */
+  #ownOf(all: ReadonlyArray<[string, ServerConfig]>): Array<[string, ServerConfig]> {
+    const shared: Array<[string, ServerConfig]> = this.#sharedOf(all).length > 0 ? [[SHARED, SHARED_ENTRY]] : [];
+    return [...all.filter(([name]) => this.#isolated.has(name)), ...shared];
+  }
+
+  #inner(): { gateway: Gateway; sessions: GatewaySessions } {
+    if (this.#pool !== undefined) return this.#pool;
+    const lines = this.#log.child({ label: 'servers' }, 'servers');
+    const plain = this.#isolated.size === 0;
+    const gateway = plain
+      ? this.#make(MODERN_LABEL, undefined, lines)
+      : this.#make('servers', undefined, lines, this.#sharedOf(this.#current), INNER);
     const made = { gateway, sessions: new GatewaySessions(gateway) };
-    watchers.requests.watch(gateway, 'modern', MODERN_LABEL);
+    if (plain) this.#watchers.requests.watch(gateway, 'modern', MODERN_LABEL);
     gateway.once('close', () => {
-      if (shared === made) shared = undefined;
+      if (this.#pool === made) this.#pool = undefined;
     });
-    shared = made;
+    this.#pool = made;
     return made;
-  };
-  const isolated = (isolate ?? []).length > 0;
-  // The gateways of isolated sessions, while open (a reload changes their servers too).
-  const own = new Set<Gateway>();
-  return {
-    entry: undefined,
-    health,
-    start(label, lines, caller) {
-      if (label === MODERN_LABEL) return sharedGateway().gateway;
-      if (isolated) {
-        const gateway = make(label, caller, lines);
-        own.add(gateway);
-        gateway.once('close', () => own.delete(gateway));
-        watchers.requests.watch(gateway, 'legacy', label);
-        return gateway;
-      }
-      const { gateway, sessions } = sharedGateway();
-      const view = sessions.open(label, caller);
-      watchers.requests.watch(view, 'legacy', label, gateway);
-      return view;
-    },
-    async close() {
-      await shared?.gateway.close();
-    },
-    policyChanged() {
-      void shared?.gateway.policyChanged();
-    },
-    async reconfigure(next) {
-      if (next.length === 0) throw new TypeError('a gateway needs a server: the servers in force are kept');
-      refuseClashingPrefixes(next, settings);
-      if (settings.prefix === 'never' && next.length > 1)
-        await refuseSharedNames(make('start-up check', undefined, log.child({ label: 'start-up check' }, 'start-up check'), next));
-      const changes = changesOf(current, next);
-      current = [...next];
-      health.reset(next.map(([name]) => name));
-      await noteUnstartable(
-        next.filter(([name]) => changes.added.includes(name) || changes.changed.includes(name)),
-        health,
-      );
-      // Those gone close when their calls end: not waited for here.
-      for (const gateway of [...(shared === undefined ? [] : [shared.gateway]), ...own]) void gateway.reconfigure(current);
-      return changes;
-    },
-  };
+  }
+
+  #ownGateway(label: string, caller: Caller | undefined, lines: Logger): Gateway {
+    const gateway = this.#make(label, caller, lines, this.#ownOf(this.#current), { transparent: SHARED });
+    this.#own.add(gateway);
+    gateway.once('close', () => this.#own.delete(gateway));
+    this.#watchers.requests.watch(gateway, label === MODERN_LABEL ? 'modern' : 'legacy', label);
+    return gateway;
+  }
+
+  start(label: string, lines: Logger, caller?: Caller): ServedChild {
+    if (this.#isolated.size > 0 && label === MODERN_LABEL) {
+      if (this.#modern !== undefined) return this.#modern;
+      const made = this.#ownGateway(label, undefined, this.#log.child({ label: 'servers' }, 'servers'));
+      made.once('close', () => {
+        if (this.#modern === made) this.#modern = undefined;
+      });
+      this.#modern = made;
+      return made;
+    }
+    if (this.#isolated.size > 0) return this.#ownGateway(label, caller, lines);
+    const { gateway, sessions } = this.#inner();
+    if (label === MODERN_LABEL) return gateway;
+    const view = sessions.open(label, caller);
+    this.#watchers.requests.watch(view, 'legacy', label, gateway);
+    return view;
+  }
+
+  async close(): Promise<void> {
+    await this.#modern?.close();
+    await this.#pool?.gateway.close();
+  }
+
+  policyChanged(): void {
+    void (this.#modern ?? (this.#isolated.size === 0 ? this.#pool?.gateway : undefined))?.policyChanged();
+  }
+
+  async reconfigure(next: ReadonlyArray<[string, ServerConfig]>): Promise<ServerChanges> {
+    if (next.length === 0) throw new TypeError('a gateway needs a server: the servers in force are kept');
+    refuseClashingPrefixes(next, this.#settings);
+    if (this.#settings.prefix === 'never' && next.length > 1) await this.refuseSharedNames(next);
+    const changes = changesOf(this.#current, next);
+    this.#current = [...next];
+    this.health.reset(next.map(([name]) => name));
+    const started = next.filter(([name]) => changes.added.includes(name) || changes.changed.includes(name));
+    await noteUnstartable(started, this.health);
+    // Those gone close when their calls end: not waited for here.
+    void this.#pool?.gateway.reconfigure(this.#isolated.size === 0 ? this.#current : this.#sharedOf(this.#current));
+    for (const gateway of this.#own) void gateway.reconfigure(this.#ownOf(this.#current));
+    return changes;
+  }
+
+  /** With prefix `never`: the servers started once, and a name two of them offer refused (NAME_CLASH). */
+  async refuseSharedNames(servers: ReadonlyArray<[string, ServerConfig]>): Promise<void> {
+    const probe = this.#make('start-up check', undefined, this.#log.child({ label: 'start-up check' }, 'start-up check'), servers);
+    try {
+      await probe.start();
+      const clashes = await probe.clashes();
+      if (clashes.length > 0)
+        throw Object.assign(new Error(`prefix never: names offered by two servers: ${clashes.join('; ')}`), { code: 'NAME_CLASH' });
+    } finally {
+      await probe.close();
+    }
+  }
 }
 
 /** A server whose command cannot start is down from the start (for /healthz), before any session tries it. */
@@ -303,18 +396,6 @@ function refuseClashingPrefixes(servers: ReadonlyArray<readonly [string, ServerC
     ),
     { code: 'NAME_CLASH' },
   );
-}
-
-/** With prefix `never`: the servers started once, and a name two of them offer refused (NAME_CLASH). */
-async function refuseSharedNames(probe: Gateway): Promise<void> {
-  try {
-    await probe.start();
-    const clashes = await probe.clashes();
-    if (clashes.length > 0)
-      throw Object.assign(new Error(`prefix never: names offered by two servers: ${clashes.join('; ')}`), { code: 'NAME_CLASH' });
-  } finally {
-    await probe.close();
-  }
 }
 
 /** How a gateway reaches its servers: connect(), each child's stderr and bad frames logged under its name. */

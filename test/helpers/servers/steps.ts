@@ -1,7 +1,8 @@
 // A stdio server for the serve tests, on mini.ts: `steps` sends n progress notifications (to the request's
 // progress token) and n log messages, `ms` apart, then answers; `exit` exits mid-request; `later` answers,
 // then sends a log message; `echo` echoes; `flood` sends `count` log messages of `size` characters as fast as
-// its stdout takes them (saying on stderr how many it has written, every 10), then answers.
+// its stdout takes them (saying on stderr how many it has written, every 10), then answers; `pid` answers with its
+// process id.
 import { serve, write } from './mini.js';
 
 type Json = Record<string, unknown>;
@@ -10,6 +11,7 @@ serve('steps', (msg) => {
   const params = (msg.params ?? {}) as Json;
   if (msg.method !== 'tools/call') return {};
   const args = (params.arguments ?? {}) as Json;
+  if (params.name === 'pid') return { content: [{ type: 'text', text: String(process.pid) }] };
   if (params.name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
   if (params.name === 'exit') process.exit(3);
   if (params.name === 'later') {
