@@ -93,6 +93,52 @@ describe('sse framing', () => {
     expect(decoder.lastEventId).to.equal('');
   });
 
+  it('reads `event: message` and `id:` lines in either order before the data, and keeps lastEventId as line by line, at every split', () => {
+    const m = (n: number, text = ''): string => JSON.stringify({ jsonrpc: '2.0', id: n, result: { text } });
+    const stream = [
+      `event: message\nid: 1\ndata: ${m(1)}\n\n`,
+      `id: 2\nevent: message\ndata: ${m(2, 'é😀')}\n\n`,
+      `id: 3\ndata: ${m(3)}\n\n`,
+      `data: ${m(4)}\n\n`,
+      `id: a\0b\nevent: message\ndata: ${m(5)}\n\n`,
+      `id: ${'x'.repeat(300)}\ndata: ${m(6)}\n\n`,
+      `event: message\nid: 7\nid: 8\ndata: ${m(7)}\n\n`,
+      `id: 9\nevent: other\ndata: not a message\n\n`,
+      `id: 東京\nevent: message\ndata: ${m(10, 'データ')}\n\n`,
+      `id:11\ndata: ${m(11)}\n\n`,
+      `id: 12\nevent: message\ndata: {"jsonrpc":\n\n`,
+      `event: message\nid: 13\ndata: ${m(13)}\n\n`,
+    ].join('');
+    const bytes = Buffer.from(stream);
+    const expected = [
+      [1, '1', 1],
+      [2, '2', 5],
+      [3, '3', 9],
+      [4, '3', 12],
+      [5, '3', 14],
+      [6, 'x'.repeat(300), 18],
+      [7, '8', 21],
+      [10, '東京', 30],
+      [11, '11', 34],
+      ['INVALID_JSON', '12', 37],
+      [13, '13', 41],
+    ];
+    for (const [how, chunks] of chunkings(bytes)) {
+      const core = new SseDecoder({ maxMessageBytes: 1 << 20 });
+      const seen: unknown[] = [];
+      const sink: DecodeSink = {
+        message: (msg) => void seen.push([(msg as { id: number }).id, core.lastEventId, core.lastPosition().line]),
+        invalid: (e) => {
+          seen.push([e.code, core.lastEventId, e.line]);
+          return true;
+        },
+      };
+      for (const c of chunks) core.write(c, sink);
+      core.end(sink);
+      expect(seen, how).to.deep.equal(expected);
+    }
+  });
+
   it('counts a CRLF split across chunks once', () => {
     const bytes = Buffer.from('data: {"a":1}\r\n\r\ndata: {"b":2}\r\n\r\n');
     for (let at = 0; at <= bytes.length; at++) {
