@@ -43,6 +43,14 @@ export interface RemoteAuthConfig {
   params?: Record<string, string>;
   /** false: send no RFC 8707 `resource` parameter, for an authorization server that refuses it (Entra ID). */
   resource?: false;
+  /**
+   * Behind `mcp-frame serve --auth-issuer`: `exchange` reaches the server with each signed-in caller's own token,
+   * exchanged (RFC 8693) at the issuer's token endpoint for one meant for this server (its URL as `resource`, and
+   * `audience` and `scope` when given); never with the caller's own token, never with one identity for all.
+   */
+  mode?: 'exchange';
+  /** With `mode: exchange`: the exchange's `audience` parameter (a logical name the authorization server knows). */
+  audience?: string;
 }
 
 /** A server behind a local socket (a Unix domain socket, or a named pipe on Windows) carrying NDJSON, as `mcp-frame serve --socket` offers. */
@@ -447,8 +455,15 @@ class EntryReader {
           if (value !== false) this.#fail(at, `expected false (to send no resource parameter), got ${kind(value)}`);
           out.resource = false;
           break;
+        case 'mode':
+          if (value !== 'exchange') this.#fail(at, `expected "exchange" (each caller's token exchanged behind serve), got ${kind(value)}`);
+          out.mode = 'exchange';
+          break;
+        case 'audience':
+          out.audience = this.#string(value, at);
+          break;
         default:
-          this.#fail(at, 'unknown key (auth takes clientId, clientSecret, scope, clientMetadataUrl, callbackPort, params, resource)');
+          this.#fail(at, 'unknown key (auth takes clientId, clientSecret, scope, clientMetadataUrl, callbackPort, params, resource, mode, audience)');
       }
     }
     return out;

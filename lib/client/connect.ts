@@ -91,6 +91,7 @@ async function openChannel(server: ServerConfig, options: ConnectOptions): Promi
       ...(options.reconnect === undefined ? {} : { reconnect: options.reconnect }),
       ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
       ...(options.auth === undefined ? {} : { auth: options.auth }),
+      ...(options.bearer === undefined ? {} : { bearer: options.bearer }),
       ...(server.socketPath === undefined ? {} : { socketPath: server.socketPath }),
     };
     if (server.type === 'http') return new HttpChannel(server.url, http);

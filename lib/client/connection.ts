@@ -103,6 +103,11 @@ export interface ConnectOptions extends StdioOptions {
    * spent waiting for the user in authorize() does not count against timeoutMs or a request's timeout.
    */
   auth?: AuthOptions;
+  /**
+   * A remote server: the bearer token of each request, asked for each time (a gateway's token exchanged for its
+   * caller), in place of a sign-in; a 401 is then AUTH_REQUIRED. Its value appears nowhere else.
+   */
+  bearer?: () => Promise<string>;
   /** Called with the Connection before the handshake, to attach listeners ('frame', 'stderr', 'invalid') and request handlers. */
   onSpawn?: (connection: Connection) => void;
   /**

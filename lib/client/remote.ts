@@ -44,6 +44,8 @@ export interface HttpChannelOptions {
   headers?: Record<string, string>;
   /** Sign in with the MCP authorization flow (OAuth 2.1) when the server asks for it. */
   auth?: AuthOptions;
+  /** The bearer token of each request, asked for each time, in place of a sign-in (see ConnectOptions.bearer). */
+  bearer?: () => Promise<string>;
   /** How dropped streams are resumed; `false` never resumes. */
   reconnect?: ReconnectOptions | false;
   /**
@@ -89,6 +91,7 @@ export interface RemoteSettings {
   scrub: (text: string) => string;
   /** The sign-in state, when `auth` was given. */
   auth: SignIn | undefined;
+  bearer: (() => Promise<string>) | undefined;
   /** The local socket requests go through, when not the URL's host and port. */
   socketPath: string | undefined;
 }
@@ -129,6 +132,7 @@ export function remoteSettings(url: string | URL, options: HttpChannelOptions): 
     streamAgent: local ? new http.Agent({ keepAlive: true }) : agentFor(parsed, { keepAlive: true }),
     scrub: withAuth(scrubber(configuredSecrets(parsed, options.headers ?? {})), auth),
     auth,
+    bearer: options.bearer,
     socketPath: options.socketPath,
   };
 }
@@ -301,7 +305,7 @@ export async function remoteRequest(
   let nonceRetried = false;
   for (let signIns = 0; ; signIns++) {
     const headers = { ...request.headers };
-    const sent = auth === undefined ? undefined : await auth.header();
+    const sent = auth === undefined ? (given || remote.bearer === undefined ? undefined : `Bearer ${await remote.bearer()}`) : await auth.header();
     if (sent !== undefined) headers.authorization = sent;
     // A DPoP-bound token goes with a fresh proof of this request (RFC 9449 §7).
     const proof = auth?.proof(request.method, url);

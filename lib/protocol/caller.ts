@@ -20,3 +20,21 @@ export interface Caller {
 export function sameCaller(a: Caller | undefined, b: Caller | undefined): boolean {
   return a?.subject === b?.subject;
 }
+
+/**
+ * The access token each caller signed in with, by caller: kept beside it, never on it, so that no log, trail or
+ * copy of a caller (claims are forwarded, callers are compared and printed) can carry it. Held in memory only, for
+ * as long as the caller is; the gateway's token exchange (gateway/exchange.ts) is its one reader.
+ */
+const tokens = new WeakMap<Caller, string>();
+
+/** `caller`, signed in with `token`. */
+export function signedInWith<C extends Caller>(caller: C, token: string): C {
+  tokens.set(caller, token);
+  return caller;
+}
+
+/** The access token `caller` signed in with, when known. */
+export function tokenOf(caller: Caller | undefined): string | undefined {
+  return caller === undefined ? undefined : tokens.get(caller);
+}

@@ -20,6 +20,7 @@ import { requestTarget } from '../protocol/target.js';
 import { loadTraceApi } from '../protocol/trace.js';
 import { CallLimits, countingResponse, Guard, HttpFront, listenHttp } from './http/index.js';
 import { parseRate } from '../gateway/rate.js';
+import { TokenExchange } from '../gateway/exchange.js';
 import { loadJose, ResourceServer } from './identity/index.js';
 import { auditTrail, logRequests, type MetricsRegistry, prometheusMetrics, RequestTap, Telemetry, traceRequests } from './observe/index.js';
 import { checkOptions, type ServeConfig, type ServeHandle, type ServeOptions, type ServeTarget, serversOf } from './options.js';
@@ -119,11 +120,24 @@ async function childrenOf(
       statePrefix: replica,
       isolate: options.isolate,
       toolSearch: options.toolSearch === true ? { pin: options.pinTools ?? [] } : undefined,
+      exchange: tokenExchange(options),
     },
     watchers,
     log,
   );
   return { children, policy };
+}
+
+/**
+ * The token exchange for servers reached with each caller's own token (gateway/exchange.ts): with sign-in, and the
+ * gateway's client at the authorization server named by MCP_FRAME_EXCHANGE_CLIENT_ID and _SECRET; none otherwise
+ * (a server that needs it is then refused at start, by the gateway's children).
+ */
+function tokenExchange(options: ServeOptions): TokenExchange | undefined {
+  const clientId = process.env.MCP_FRAME_EXCHANGE_CLIENT_ID;
+  const clientSecret = process.env.MCP_FRAME_EXCHANGE_CLIENT_SECRET;
+  if (options.auth === undefined || !clientId || !clientSecret) return undefined;
+  return new TokenExchange({ issuer: options.auth.issuer, clientId, clientSecret });
 }
 
 /**

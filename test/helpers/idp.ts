@@ -5,7 +5,7 @@
 // The user's part of a sign-in is played by `browser()` (see oidc-server.ts); `idp.user` says who signs in.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { createLocalJWKSet, exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
 import Provider from 'oidc-provider';
 
 export interface Account {
@@ -22,6 +22,8 @@ export interface Idp {
   granted: string[][];
   /** The path of every request the provider got. */
   paths: string[];
+  /** Each token exchange (RFC 8693) it answered or refused: the client, the parameters, and the subject. */
+  exchanges: Array<{ client: string; params: Record<string, unknown>; subject: string | undefined; refused: boolean }>;
   /** A JWT signed with the provider's own key (or, with `stranger`, a key it does not publish): `claims` over sound defaults. */
   mint(claims: Record<string, unknown>, options?: { alg?: 'ES256' | 'RS256'; stranger?: boolean }): Promise<string>;
   close(): Promise<void>;
@@ -30,12 +32,17 @@ export interface Idp {
 /** Scopes a resource may be granted (what a client asks, within these). */
 const RESOURCE_SCOPES = ['mcp', 'admin', 'deploy'];
 
+/** The client serve exchanges callers' tokens as (with `exchange`). */
+export const EXCHANGE_CLIENT = { clientId: 'serve-gateway', clientSecret: 'exchange-secret-0123456789' };
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+
 /** The client serve introspects opaque tokens as (with `format: 'opaque'`). */
 export const INTROSPECTION_CLIENT = { clientId: 'serve-resource-server', clientSecret: 'introspection-secret-0123456789' };
 
 export async function startIdp(
   accounts: Record<string, Account>,
-  options: { accessTtl?: number; format?: 'jwt' | 'opaque'; dpop?: boolean } = {},
+  options: { accessTtl?: number; format?: 'jwt' | 'opaque'; dpop?: boolean; exchange?: { refuse?: string[] } } = {},
 ): Promise<Idp> {
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -52,6 +59,7 @@ export async function startIdp(
     user: Object.keys(accounts)[0]!,
     granted,
     paths: [],
+    exchanges: [],
     async mint(claims, mint = {}) {
       const alg = mint.alg ?? 'ES256';
       const key = mint.stranger === true ? (await generateKeyPair(alg)).privateKey : keys[alg];
@@ -73,6 +81,17 @@ export async function startIdp(
         redirect_uris: [],
         response_types: [],
       },
+      ...(options.exchange === undefined
+        ? []
+        : [
+            {
+              client_id: EXCHANGE_CLIENT.clientId,
+              client_secret: EXCHANGE_CLIENT.clientSecret,
+              grant_types: [TOKEN_EXCHANGE],
+              redirect_uris: [],
+              response_types: [],
+            },
+          ]),
     ],
     jwks: { keys: [keys.RS256, keys.ES256] },
     scopes: ['openid', 'offline_access', ...RESOURCE_SCOPES],
@@ -107,6 +126,7 @@ export async function startIdp(
     interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
   } as ConstructorParameters<typeof Provider>[1]);
   idp.provider = provider;
+  if (options.exchange !== undefined) exchangeGrant(idp, keys, options.exchange.refuse ?? []);
   const callback = provider.callback();
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const path = new URL(req.url ?? '/', issuer).pathname;
@@ -130,4 +150,50 @@ async function approve(idp: Idp, req: http.IncomingMessage, res: http.ServerResp
   idp.granted.push(resourceScopes);
   const grantId = await grant.save();
   await idp.provider.interactionFinished(req, res, { login: { accountId: idp.user }, consent: { grantId } }, { mergeWithLastSubmission: false });
+}
+
+/**
+ * Token exchange (RFC 8693) as an authorization server does it for a gateway: the client authenticates (oidc-provider
+ * checks its Basic credentials), the subject token must be one of this provider's, and the token given is for the
+ * `resource` (or `audience`) asked, with the subject's claims and the client as the actor. A subject in `refuse`
+ * is refused (invalid_grant).
+ */
+function exchangeGrant(idp: Idp, keys: Record<'RS256' | 'ES256', JWK>, refuse: readonly string[]): void {
+  const publicKeys = createLocalJWKSet({ keys: Object.values(keys).map(({ d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...key }) => key) });
+  const params = ['subject_token', 'subject_token_type', 'resource', 'audience', 'scope'];
+  idp.provider.registerGrantType(
+    TOKEN_EXCHANGE,
+    async (ctx: { oidc: { client: { clientId: string }; params: Record<string, unknown> }; status: number; body: unknown }) => {
+      const given = ctx.oidc.params;
+      const fail = (error: string, description: string): void => {
+        ctx.status = 400;
+        ctx.body = { error, error_description: description };
+      };
+      let subject: string | undefined;
+      let claims: Record<string, unknown> = {};
+      try {
+        ({ payload: claims } = await jwtVerify(String(given.subject_token), publicKeys, { issuer: idp.issuer }));
+        subject = String(claims.sub);
+      } catch {
+        idp.exchanges.push({ client: ctx.oidc.client.clientId, params: given, subject, refused: true });
+        return fail('invalid_grant', 'the subject token is not one of this server');
+      }
+      const refused = refuse.includes(subject) || given.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token';
+      idp.exchanges.push({ client: ctx.oidc.client.clientId, params: given, subject, refused });
+      if (refused) return fail('invalid_grant', `no exchange for ${subject}`);
+      const aud = String(given.audience ?? given.resource);
+      const { groups, email } = claims;
+      const token = await idp.mint({
+        sub: subject,
+        aud,
+        scope: given.scope ?? 'mcp',
+        act: { sub: ctx.oidc.client.clientId },
+        groups,
+        email,
+        exp: Math.floor(Date.now() / 1000) + 120,
+      });
+      ctx.body = { access_token: token, issued_token_type: 'urn:ietf:params:oauth:token-type:access_token', token_type: 'Bearer', expires_in: 120 };
+    },
+    params,
+  );
 }

@@ -10,7 +10,7 @@
  * is only for --store; its remote key set is cached, fetched again for an unknown `kid`, at most once per 30 s.
  */
 import { createHash } from 'node:crypto';
-import type { Caller } from '../../protocol/caller.js';
+import { type Caller, signedInWith } from '../../protocol/caller.js';
 import type { Logger } from '../../log.js';
 import { Refusal } from '../../protocol/refusal.js';
 import { isObject } from '../../jsonrpc.js';
@@ -195,7 +195,8 @@ export class ResourceServer {
     }
     const missing = (this.#options.requiredScopes ?? []).filter((scope) => !caller.scopes.includes(scope));
     if (missing.length > 0) return this.stepUp(caller, missing);
-    return { caller };
+    // The token goes with the caller in memory only, for the gateway's token exchange (protocol/caller.ts).
+    return { caller: signedInWith(caller, token) };
   }
 
   #refused(reason: string): Authentication {

@@ -20,7 +20,9 @@ import { prefixClashes } from '../../gateway/names.js';
 import type { Policy } from '../../gateway/policy.js';
 import { changesOf, sameEntry, type ServerChanges, UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
 import type { Logger } from '../../log.js';
-import type { Caller } from '../../protocol/caller.js';
+import { type Caller, tokenOf } from '../../protocol/caller.js';
+import type { ExchangeTarget, TokenExchange } from '../../gateway/exchange.js';
+import { ConnectionError } from '../../client/errors.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION } from '../../protocol/versions.js';
 import type { RequestTap, Telemetry } from '../observe/index.js';
 
@@ -173,6 +175,26 @@ export interface GatewaySettings extends Readonly<{ [K in PassedOn]: GatewayOpti
    * its own (as modern requests share one). Otherwise every session shares one gateway, each server running once.
    */
   isolate: readonly string[] | undefined;
+  /** How each caller's token is exchanged for a server whose entry's auth has mode exchange; none without sign-in. */
+  exchange: TokenExchange | undefined;
+}
+
+/** What the exchange asks for a server reached with each caller's own token (its auth's mode `exchange`), or undefined. */
+function exchanged(entry: ServerConfig): ExchangeTarget | undefined {
+  if (isStdioServer(entry) || entry.type === 'socket' || entry.auth?.mode !== 'exchange') return undefined;
+  return { resource: entry.url, audience: entry.auth.audience, scope: entry.auth.scope };
+}
+
+/** Servers reached with each caller's own token need the exchange (serve signs people in): refused otherwise, naming the first. */
+function checkExchanges(servers: ReadonlyArray<readonly [string, ServerConfig]>, exchange: TokenExchange | undefined): void {
+  const [first] = servers.filter(([, entry]) => exchanged(entry) !== undefined);
+  if (first !== undefined && exchange === undefined)
+    throw Object.assign(
+      new TypeError(
+        `server "${first[0]}" has auth mode "exchange": serve exchanges each caller's token at its authorization server's token endpoint, so it needs --auth-issuer, and MCP_FRAME_EXCHANGE_CLIENT_ID and MCP_FRAME_EXCHANGE_CLIENT_SECRET set`,
+      ),
+      { code: 'CONFIG' },
+    );
 }
 
 /**
@@ -198,6 +220,7 @@ export async function gatewayChildren(
   log: Logger,
 ): Promise<Children> {
   refuseClashingPrefixes(servers, settings);
+  checkExchanges(servers, settings.exchange);
   const health = new UpstreamHealth(servers.map(([name]) => name));
   await noteUnstartable(servers, health);
   const children = new GatewayChildren(servers, settings, watchers, log, health);
@@ -221,6 +244,8 @@ class GatewayChildren implements Children {
   /** The options passed on as given; what was not given is left out, so that the gateway's own default applies. */
   readonly #options: Partial<GatewayOptions> & { name: string };
   readonly #isolated: Set<string>;
+  /** Some servers are a session's own (isolated, or reached with each caller's exchanged token): fixed at start. */
+  readonly #splitting: boolean;
   /** The gateway in front of the shared servers (made at the first that needs it, again after it closed), and its sessions. */
   #pool: { gateway: Gateway; sessions: GatewaySessions } | undefined;
   /** With `isolate`: the gateways in front of isolated servers, while open (a reload changes their servers too). */
@@ -234,11 +259,12 @@ class GatewayChildren implements Children {
     this.#watchers = watchers;
     this.#log = log;
     this.health = health;
-    const { startTimeoutMs: _s, inheritEnv: _i, shutdownGraceMs: _g, policy: _p, upstreamAuth: _u, isolate, ...given } = settings;
+    const { startTimeoutMs: _s, inheritEnv: _i, shutdownGraceMs: _g, policy: _p, upstreamAuth: _u, isolate, exchange: _e, ...given } = settings;
     this.#options = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as unknown as Partial<GatewayOptions> & {
       name: string;
     };
     this.#isolated = new Set(isolate ?? []);
+    this.#splitting = servers.some(([name, entry]) => this.#isOwn(name, entry));
   }
 
   #make(label: string, caller: Caller | undefined, lines: Logger, upstreams = this.#current, more: Partial<GatewayOptions> = {}): Gateway {
@@ -268,7 +294,12 @@ class GatewayChildren implements Children {
               elicitationDefaults: false,
               ...how,
             })
-          : opener({ inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth }, this.#watchers, lines)(name, entry, how),
+          : opener(
+              { inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth },
+              this.#watchers,
+              lines,
+              this.#bearer(name, entry, caller),
+            )(name, entry, how),
       ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
       health: this.health,
       logger: lines,
@@ -276,21 +307,45 @@ class GatewayChildren implements Children {
     });
   }
 
-  /** The servers every session shares: all of them, or those not isolated. */
-  #sharedOf(all: ReadonlyArray<[string, ServerConfig]>): Array<[string, ServerConfig]> {
-    return all.filter(([name]) => !this.#isolated.has(name));
+  /** A server each session has its own of: one isolated, or one reached with each caller's own (exchanged) token. */
+  #isOwn(name: string, entry: ServerConfig): boolean {
+    return this.#isolated.has(name) || exchanged(entry) !== undefined;
   }
 
-  /** A gateway's servers in front of isolated ones: they, and the shared ones (when there are any) through a view. */
-  #ownOf(all: ReadonlyArray<[string, ServerConfig]>): Array<[string, ServerConfig]> {
+  /** For a server reached with each caller's own token: that of `caller`, exchanged for one meant for the server (see gateway/exchange.ts). */
+  #bearer(name: string, entry: ServerConfig, caller: Caller | undefined): (() => Promise<string>) | undefined {
+    const target = exchanged(entry);
+    const exchange = this.#settings.exchange;
+    if (target === undefined || exchange === undefined) return undefined;
+    const token = tokenOf(caller);
+    return () =>
+      token === undefined
+        ? Promise.reject(
+            new ConnectionError('AUTH_REQUIRED', `server "${name}" is reached with each caller's own token: this session has no signed-in caller`),
+          )
+        : exchange.tokenFor(token, target).catch((err: Error) => {
+            throw new ConnectionError('AUTH_REQUIRED', `server "${name}": ${err.message}`);
+          });
+  }
+
+  /** The servers every session shares: all of them, or those not isolated. */
+  #sharedOf(all: ReadonlyArray<[string, ServerConfig]>): Array<[string, ServerConfig]> {
+    return all.filter(([name, entry]) => !this.#isOwn(name, entry));
+  }
+
+  /**
+   * A gateway's servers in front of isolated ones: they, and the shared ones (when there are any) through a view.
+   * The modern requests' gateway has no caller of its own to exchange a token for: it leaves such servers out.
+   */
+  #ownOf(all: ReadonlyArray<[string, ServerConfig]>, modern = false): Array<[string, ServerConfig]> {
     const shared: Array<[string, ServerConfig]> = this.#sharedOf(all).length > 0 ? [[SHARED, SHARED_ENTRY]] : [];
-    return [...all.filter(([name]) => this.#isolated.has(name)), ...shared];
+    return [...all.filter(([name, entry]) => this.#isOwn(name, entry) && !(modern && exchanged(entry) !== undefined)), ...shared];
   }
 
   #inner(): { gateway: Gateway; sessions: GatewaySessions } {
     if (this.#pool !== undefined) return this.#pool;
     const lines = this.#log.child({ label: 'servers' }, 'servers');
-    const plain = this.#isolated.size === 0;
+    const plain = !this.#splitting;
     const gateway = plain
       ? this.#make(MODERN_LABEL, undefined, lines)
       : this.#make('servers', undefined, lines, this.#sharedOf(this.#current), INNER);
@@ -304,7 +359,7 @@ class GatewayChildren implements Children {
   }
 
   #ownGateway(label: string, caller: Caller | undefined, lines: Logger): Gateway {
-    const gateway = this.#make(label, caller, lines, this.#ownOf(this.#current), { transparent: SHARED });
+    const gateway = this.#make(label, caller, lines, this.#ownOf(this.#current, label === MODERN_LABEL), { transparent: SHARED });
     this.#own.add(gateway);
     gateway.once('close', () => this.#own.delete(gateway));
     this.#watchers.requests.watch(gateway, label === MODERN_LABEL ? 'modern' : 'legacy', label);
@@ -312,7 +367,7 @@ class GatewayChildren implements Children {
   }
 
   start(label: string, lines: Logger, caller?: Caller): ServedChild {
-    if (this.#isolated.size > 0 && label === MODERN_LABEL) {
+    if (this.#splitting && label === MODERN_LABEL) {
       if (this.#modern !== undefined) return this.#modern;
       const made = this.#ownGateway(label, undefined, this.#log.child({ label: 'servers' }, 'servers'));
       made.once('close', () => {
@@ -321,7 +376,7 @@ class GatewayChildren implements Children {
       this.#modern = made;
       return made;
     }
-    if (this.#isolated.size > 0) return this.#ownGateway(label, caller, lines);
+    if (this.#splitting) return this.#ownGateway(label, caller, lines);
     const { gateway, sessions } = this.#inner();
     if (label === MODERN_LABEL) return gateway;
     const view = sessions.open(label, caller);
@@ -335,21 +390,25 @@ class GatewayChildren implements Children {
   }
 
   policyChanged(): void {
-    void (this.#modern ?? (this.#isolated.size === 0 ? this.#pool?.gateway : undefined))?.policyChanged();
+    void (this.#modern ?? (this.#splitting ? undefined : this.#pool?.gateway))?.policyChanged();
   }
 
   async reconfigure(next: ReadonlyArray<[string, ServerConfig]>): Promise<ServerChanges> {
     if (next.length === 0) throw new TypeError('a gateway needs a server: the servers in force are kept');
     refuseClashingPrefixes(next, this.#settings);
     if (this.#settings.prefix === 'never' && next.length > 1) await this.refuseSharedNames(next);
+    checkExchanges(next, this.#settings.exchange);
+    const [own] = next.filter(([name, entry]) => !this.#splitting && this.#isOwn(name, entry));
+    if (own !== undefined)
+      throw new TypeError(`server "${own[0]}" is a session's own (isolated, or reached with each caller's token): restart serve to add it`);
     const changes = changesOf(this.#current, next);
     this.#current = [...next];
     this.health.reset(next.map(([name]) => name));
     const started = next.filter(([name]) => changes.added.includes(name) || changes.changed.includes(name));
     await noteUnstartable(started, this.health);
     // Those gone close when their calls end: not waited for here.
-    void this.#pool?.gateway.reconfigure(this.#isolated.size === 0 ? this.#current : this.#sharedOf(this.#current));
-    for (const gateway of this.#own) void gateway.reconfigure(this.#ownOf(this.#current));
+    void this.#pool?.gateway.reconfigure(this.#splitting ? this.#sharedOf(this.#current) : this.#current);
+    for (const gateway of this.#own) void gateway.reconfigure(this.#ownOf(this.#current, gateway === this.#modern));
     return changes;
   }
 
@@ -403,12 +462,14 @@ function opener(
   settings: Pick<GatewaySettings, 'inheritEnv' | 'shutdownGraceMs' | 'startTimeoutMs' | 'upstreamAuth'>,
   watchers: Watchers,
   lines: Logger,
+  bearer: (() => Promise<string>) | undefined,
 ): UpstreamOpener {
   return (name, entry, { capabilities, onSpawn }) => {
-    const auth = isStdioServer(entry) || entry.type === 'socket' ? undefined : settings.upstreamAuth?.(name, entry);
+    const auth = isStdioServer(entry) || entry.type === 'socket' || bearer !== undefined ? undefined : settings.upstreamAuth?.(name, entry);
     return connect(entry, {
       name,
       capabilities,
+      ...(bearer === undefined ? {} : { bearer }),
       elicitationDefaults: false,
       inheritEnv: settings.inheritEnv,
       shutdownGraceMs: settings.shutdownGraceMs,

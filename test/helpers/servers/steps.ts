@@ -2,7 +2,7 @@
 // progress token) and n log messages, `ms` apart, then answers; `exit` exits mid-request; `later` answers,
 // then sends a log message; `echo` echoes; `flood` sends `count` log messages of `size` characters as fast as
 // its stdout takes them (saying on stderr how many it has written, every 10), then answers; `pid` answers with its
-// process id.
+// process id; `whoami` with the caller serve forwarded in `_meta` (--forward-claims), as JSON.
 import { serve, write } from './mini.js';
 
 type Json = Record<string, unknown>;
@@ -11,6 +11,8 @@ serve('steps', (msg) => {
   const params = (msg.params ?? {}) as Json;
   if (msg.method !== 'tools/call') return {};
   const args = (params.arguments ?? {}) as Json;
+  if (params.name === 'whoami')
+    return { content: [{ type: 'text', text: JSON.stringify(((params._meta ?? {}) as Json)['mcp-frame/caller'] ?? null) }] };
   if (params.name === 'pid') return { content: [{ type: 'text', text: String(process.pid) }] };
   if (params.name === 'echo') return { content: [{ type: 'text', text: String(args.text) }] };
   if (params.name === 'exit') process.exit(3);

@@ -1,0 +1,112 @@
+// Each caller's own credentials to a remote server behind the gateway (RFC 8693 token exchange): a real
+// authorization server in the test process (oidc-provider, with the token-exchange grant the test registers), a
+// remote upstream (a second serve) that takes only tokens whose audience is its own URL and forwards the caller
+// it sees to its server, and several signed-in callers at once.
+import { expect } from 'chai';
+import { connect } from '../../lib/client/connect.js';
+import type { Connection } from '../../lib/client/connection.js';
+import type { ServerConfig } from '../../lib/client/config.js';
+import { type ServeHandle, serve } from '../../lib/serve/index.js';
+import { EXCHANGE_CLIENT, type Idp, startIdp } from '../helpers/idp.js';
+import { STEPS } from '../helpers/served.js';
+
+type Json = Record<string, unknown>;
+
+const textOf = (result: unknown): string => ((result as Json).content as Json[])[0]!.text as string;
+
+describe('serve: each caller’s own token to a remote server (token exchange)', function () {
+  this.timeout(30_000);
+  let idp: Idp;
+  const handles: ServeHandle[] = [];
+  const clients: Connection[] = [];
+  const env = { ...process.env };
+  let log: string[] = [];
+
+  beforeEach(async () => {
+    idp = await startIdp({ alice: { groups: ['eng'] }, bob: { groups: ['sales'] }, mallory: {} }, { exchange: { refuse: ['mallory'] } });
+    process.env.MCP_FRAME_EXCHANGE_CLIENT_ID = EXCHANGE_CLIENT.clientId;
+    process.env.MCP_FRAME_EXCHANGE_CLIENT_SECRET = EXCHANGE_CLIENT.clientSecret;
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    for (const h of handles.splice(0).reverse()) await h.close();
+    await idp.close();
+    process.env = { ...env };
+  });
+
+  /** The remote server: it takes tokens for its own URL only, and tells its server who called. */
+  async function upstream(): Promise<string> {
+    const handle = await serve(STEPS, { auth: { issuer: idp.issuer, requiredScopes: ['mcp'] }, forwardClaims: ['sub', 'act'], log: () => undefined });
+    handles.push(handle);
+    return handle.url!;
+  }
+
+  async function gateway(servers: Record<string, ServerConfig>): Promise<string> {
+    log = [];
+    const handle = await serve(servers, { auth: { issuer: idp.issuer, requiredScopes: ['mcp'] }, log: (line) => log.push(line) });
+    handles.push(handle);
+    return handle.url!;
+  }
+
+  async function signedIn(url: string, who: string, era = '2025-11-25'): Promise<Connection> {
+    const token = await idp.mint({ aud: url, sub: who });
+    const c = await connect({ type: 'http', url, headers: { authorization: `Bearer ${token}` } }, { protocolVersion: era });
+    clients.push(c);
+    return c;
+  }
+
+  it('reaches the server with each caller’s exchanged token, never the caller’s own, and keeps it while it holds', async () => {
+    const remote = await upstream();
+    const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange', scope: 'mcp' } }, local: STEPS });
+    const [alice, bob] = await Promise.all([signedIn(url, 'alice'), signedIn(url, 'bob')]);
+    const [a, b] = await Promise.all([
+      alice.request('tools/call', { name: 'remote__whoami', arguments: {} }),
+      bob.request('tools/call', { name: 'remote__whoami', arguments: {} }),
+    ]);
+    // The remote server saw each caller as itself, the gateway as the actor: tokens for its own URL.
+    expect(JSON.parse(textOf(a))).to.deep.equal({ sub: 'alice', act: { sub: EXCHANGE_CLIENT.clientId } });
+    expect(JSON.parse(textOf(b))).to.deep.equal({ sub: 'bob', act: { sub: EXCHANGE_CLIENT.clientId } });
+    const asked = idp.exchanges.filter((e) => !e.refused);
+    expect(asked.map((e) => e.subject).sort()).to.deep.equal(['alice', 'bob']);
+    for (const e of asked) {
+      expect(e.client).to.equal(EXCHANGE_CLIENT.clientId);
+      expect(e.params).to.deep.include({ resource: remote, scope: 'mcp', subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' });
+    }
+    // Kept while it holds: another call asks for none.
+    await alice.request('tools/call', { name: 'remote__whoami', arguments: {} });
+    expect(idp.exchanges).to.have.length(2);
+    // No token reached the log.
+    expect(log.join('\n')).to.not.match(/eyJ[A-Za-z0-9_-]{10,}/);
+  });
+
+  it('fails only that caller’s calls to that server when the exchange is refused, naming it; others go on', async () => {
+    const remote = await upstream();
+    const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS });
+    const [mallory, alice] = await Promise.all([signedIn(url, 'mallory'), signedIn(url, 'alice')]);
+    const err = (await mallory.request('tools/call', { name: 'remote__whoami', arguments: {} }).catch((e: Error) => e)) as Error;
+    expect(err).to.be.instanceOf(Error);
+    expect(err.message).to.match(/server "remote"/);
+    expect(err.message).to.match(/refused the token exchange \(invalid_grant: no exchange for mallory\)/);
+    expect(textOf(await mallory.request('tools/call', { name: 'local__echo', arguments: { text: 'still here' } }))).to.equal('still here');
+    expect(JSON.parse(textOf(await alice.request('tools/call', { name: 'remote__whoami', arguments: {} })))).to.deep.include({ sub: 'alice' });
+  });
+
+  it('refuses at start a server whose auth mode is exchange without sign-in, or without the exchange client', async () => {
+    const servers = { remote: { type: 'http' as const, url: 'http://127.0.0.1:9/mcp', auth: { mode: 'exchange' as const } }, local: STEPS };
+    const without = (await serve(servers, {}).catch((e: Error) => e)) as Error;
+    expect(without.message).to.match(/server "remote" has auth mode "exchange".*--auth-issuer/);
+    delete process.env.MCP_FRAME_EXCHANGE_CLIENT_SECRET;
+    const noClient = (await serve(servers, { auth: { issuer: idp.issuer } }).catch((e: Error) => e)) as Error;
+    expect(noClient.message).to.match(/MCP_FRAME_EXCHANGE_CLIENT_SECRET/);
+  });
+
+  it('leaves such a server out of what 2026-07-28 requests see, which carry no session of a caller’s own', async () => {
+    const remote = await upstream();
+    const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS });
+    const modern = await signedIn(url, 'alice', '2026-07-28');
+    expect(textOf(await modern.request('tools/call', { name: 'local__echo', arguments: { text: 'modern' } }))).to.equal('modern');
+    const err = (await modern.request('tools/call', { name: 'remote__whoami', arguments: {} }).catch((e: Error) => e)) as Error;
+    expect(err.message).to.match(/Unknown tool: remote__whoami/);
+    expect(idp.exchanges).to.have.length(0);
+  });
+});
