@@ -1,0 +1,67 @@
+// What the tests of mcp-frame/web outside Node run there (Deno, Bun, a browser): each NDJSON wire fixture's bytes
+// through FrameDecoderStream in skip mode, whole and byte by byte, and messages through FrameEncoderStream; and
+// how what came out is held to the fixtures and to frame().
+import { expect } from 'chai';
+import { frame } from '../../lib/framings/ndjson.js';
+import type { DecodeEvent } from './decode.js';
+import type { WireFixture } from './fixtures.js';
+
+/** The messages encoded, as the runtime's FrameEncoderStream must write them. */
+export const ENCODED = [
+  { jsonrpc: '2.0', id: 1, result: { text: 'ünïcödé ✓ \u2028 end' } },
+  { jsonrpc: '2.0', method: 'ping' },
+];
+
+type Decoded = { messages: unknown[]; invalid: unknown[] };
+/** What the script reports: per fixture, what came out whole and byte by byte; and the encoder's bytes, base64. */
+export type WebCheck = Record<string, { whole: Decoded; bytes: Decoded }> & { encoded: string };
+
+/** The script, an ES module importing the entry from `entry`; `report` is its last statement, given `out`. */
+export function checkScript(entry: string, fixtures: readonly WireFixture[], report: string): string {
+  const given = fixtures.map((f) => ({ name: f.name, base64: f.bytes.toString('base64') }));
+  return `
+import { FrameDecoderStream, FrameEncoderStream } from ${JSON.stringify(entry)};
+const bytesOf = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+async function decode(chunks) {
+  const invalid = [];
+  const stream = new FrameDecoderStream({ onInvalid: 'skip', oninvalid: (e) => invalid.push({ code: e.code, line: e.line, offset: e.offset }) });
+  const writer = stream.writable.getWriter();
+  const messages = [];
+  const reading = (async () => { for await (const m of stream.readable) messages.push(m); })();
+  for (const c of chunks) await writer.write(c);
+  await writer.close();
+  await reading;
+  return { messages, invalid };
+}
+const out = {};
+for (const f of ${JSON.stringify(given)}) {
+  const bytes = bytesOf(f.base64);
+  out[f.name] = { whole: await decode([bytes]), bytes: await decode([...bytes].map((b) => new Uint8Array([b]))) };
+}
+const encoder = new FrameEncoderStream();
+const w = encoder.writable.getWriter();
+const parts = [];
+const read = (async () => { for await (const c of encoder.readable) parts.push(...c); })();
+for (const m of ${JSON.stringify(ENCODED)}) await w.write(m);
+await w.close();
+await read;
+out.encoded = btoa(String.fromCharCode(...parts));
+${report}
+`;
+}
+
+const messagesOf = (events: DecodeEvent[]): unknown[] => events.flatMap((e) => ('message' in e ? [e.message] : []));
+const invalidOf = (events: DecodeEvent[]): unknown[] => events.flatMap((e) => ('invalid' in e ? [e.invalid] : []));
+
+/** What `where` reported, held to the fixtures (messages, codes, lines, offsets) and the encoder to frame(). */
+export function expectChecked(where: string, fixtures: readonly WireFixture[], out: WebCheck): void {
+  expect(fixtures.length).to.be.greaterThan(0);
+  for (const f of fixtures) {
+    for (const how of ['whole', 'bytes'] as const) {
+      const got = out[f.name]![how];
+      expect(got.messages, `${where} ${f.name} ${how}`).to.deep.equal(messagesOf(f.events));
+      expect(got.invalid, `${where} ${f.name} ${how}`).to.deep.equal(invalidOf(f.events));
+    }
+  }
+  expect(Buffer.from(out.encoded, 'base64').equals(Buffer.from(ENCODED.map((m) => frame(m)).join('')))).to.equal(true);
+}
