@@ -8,6 +8,8 @@ import split2 from 'split2';
 import * as rpc from 'vscode-jsonrpc/node';
 import { SseDecoder } from '../lib/framings/sse.js';
 import { FrameDecoder, FrameEncoder } from '../lib/index.js';
+import { WebNdjsonDecoder } from '../lib/web/ndjson.js';
+import { FrameDecoderStream } from '../lib/web/index.js';
 
 export interface DecoderPeer {
   name: string;
@@ -325,4 +327,38 @@ export const validationPeers: DecoderPeer[] = [
   { name: 'floor', run: (_chunks, whole) => floorDecode(whole) },
   { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder(), chunks) },
   { name: 'FrameDecoder, validate: true', run: (chunks) => throughStream(() => new FrameDecoder({ validate: true }), chunks) },
+];
+
+/** Chunks through a WHATWG TransformStream, written as a host's pipe writes them (none awaited), messages counted. */
+async function throughWebStream(stream: TransformStream<Uint8Array, unknown>, chunks: readonly Buffer[]): Promise<number> {
+  let n = 0;
+  const reading = (async () => {
+    for await (const _ of stream.readable) n++;
+  })();
+  const writer = stream.writable.getWriter();
+  for (const c of chunks) void writer.write(c);
+  await writer.close();
+  await reading;
+  return n;
+}
+
+/**
+ * mcp-frame/web beside the Node decoder, on the same NDJSON input: FrameDecoderStream, and its portable codec
+ * (Uint8Array and TextDecoder, a line at a time) fed the chunks with no stream around it, so that what the Web
+ * Streams machinery costs shows apart from what the portable codec costs.
+ */
+export const webDecoders: DecoderPeer[] = [
+  { name: 'floor', run: (_chunks, whole) => floorDecode(whole) },
+  { name: 'FrameDecoder', run: (chunks) => throughStream(() => new FrameDecoder(), chunks) },
+  { name: 'FrameDecoderStream (mcp-frame/web)', run: (chunks) => throughWebStream(new FrameDecoderStream(), chunks) },
+  {
+    name: 'WebNdjsonDecoder, the portable codec without a stream',
+    run: (chunks) => {
+      counting.n = 0;
+      const decoder = new WebNdjsonDecoder({ maxMessageBytes: 1 << 30 });
+      for (const c of chunks) decoder.write(c, counting);
+      decoder.end(counting);
+      return counting.n;
+    },
+  },
 ];

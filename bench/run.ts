@@ -29,6 +29,7 @@ import {
   encoders,
   sseDecoders,
   SSE_PEER,
+  webDecoders,
   sseSmallPeers,
   validationPeers,
   type DecoderPeer,
@@ -225,6 +226,32 @@ const smallVsFloor = ratio(smallTimings, 'FrameDecoder', 'floor');
 const smallVsSplit2 = ratio(smallTimings, 'FrameDecoder', 'split2(JSON.parse)');
 verdict('decode small messages: at most 1.25x the floor', smallVsFloor <= 1.25, fmtX(smallVsFloor));
 verdict('decode small messages: faster than split2(JSON.parse)', smallVsSplit2 < 1, `${fmtX(smallVsSplit2)} of split2's time`);
+
+// mcp-frame/web on Node: the Web Streams decoder beside the Node one, small messages and one 32 MiB message.
+const webSmall = await decodeCase({
+  title: 'mcp-frame/web, 90,000 small MCP messages',
+  bytes: smallBytes,
+  chunkSize: 64 * 1024,
+  count: small.length,
+  longLines: false,
+  peers: webDecoders,
+});
+const webBig = await decodeCase({
+  title: 'mcp-frame/web, one 32 MiB message, 16 KiB chunks',
+  bytes: ndjsonBytes([imageResult(32 * MiB)]),
+  chunkSize: 16 * 1024,
+  count: 1,
+  longLines: true,
+  peers: webDecoders,
+});
+const WEB = 'FrameDecoderStream (mcp-frame/web)';
+const WEB_CODEC = 'WebNdjsonDecoder, the portable codec without a stream';
+note(
+  [webSmall, webBig].map(
+    (t, i) =>
+      `${i === 0 ? 'small messages' : 'one 32 MiB message'}: ${WEB} took ${fmtX(ratio(t, WEB, 'FrameDecoder'))} FrameDecoder's time; the Web Streams machinery ${fmtX(ratio(t, WEB, WEB_CODEC))} the portable codec's alone, which took ${fmtX(ratio(t, WEB_CODEC, 'floor'))} the floor`,
+  ),
+);
 
 /** Beside the long-line cases: the least a streaming decoder must do there (see copyFloor). */
 const copyFloors: DecoderPeer[] = [
@@ -444,7 +471,7 @@ section(
 const searched = searchCost();
 section(
   'serve --tool-search: `search_tools` over 1,000 and 10,000 tools, and a DPoP proof checked',
-  `In process, the work serve does: the index made once per change of the merged list (its time, and the heap it keeps), then 200 searches of two to six words, medians, against the floor a plain implementation sets (every tool scored by counting the query's words in its name and description). Then a DPoP proof's check, against the access token's own check that every signed-in call pays already (medians of 500).\n\n${searchTable(searched)}\n\n${dpopTable(await dpopCost())}`,
+  `In process, the work serve does: the index made once per change of the merged list (its time, and the heap it keeps), then 200 searches of two to six words, medians, against the floor a plain implementation sets (every tool scored by counting the query's words in its name and description). Then a DPoP proof's check, and a token exchange for a server reached with each caller's own token (kept, and asked), against the access token's own check that every signed-in call pays already (medians of 500).\n\n${searchTable(searched)}\n\n${dpopTable(await dpopCost())}`,
 );
 verdict('tool search: a search of 10,000 tools under 1 ms', searched.at(-1)!.searchMs < 1, `${searched.at(-1)!.searchMs.toFixed(3)} ms`);
 

@@ -4,9 +4,12 @@
 // description, no index); and a DPoP proof checked (jose's verify, the thumbprint, the replay cache) against the
 // access token's own check, which every signed-in call pays already.
 // npm run bench runs it; `node --expose-gc dist/bench/search.js` runs it alone.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { DpopKey } from '../lib/client/auth/dpop.js';
+import { TokenExchange } from '../lib/gateway/exchange.js';
 import { ToolIndex, words } from '../lib/gateway/search.js';
 import { DpopCheck } from '../lib/serve/identity/dpop.js';
 import { gc } from './gc.js';
@@ -113,6 +116,43 @@ export function searchTable(rows: SearchRow[]): string {
 export interface DpopRow {
   tokenUs: number;
   proofUs: number;
+  /** A token exchange (gateway/exchange.ts) kept from before, and one asked of an authorization server on loopback. */
+  keptUs: number;
+  askedUs: number;
+}
+
+/**
+ * What a token exchange adds to a call: the token kept from the caller's first call (a lookup by a hash of the
+ * caller's token), and one asked of a minimal authorization server on 127.0.0.1 (its answer at once: the
+ * round trip and the gateway's work, not a real server's signing), medians of 500 each.
+ */
+async function exchangeCost(): Promise<{ keptUs: number; askedUs: number }> {
+  const server = http.createServer((req, res) => {
+    if (req.url?.startsWith('/.well-known/')) return void res.end(JSON.stringify({ issuer, token_endpoint: `${issuer}/token` }));
+    req.resume();
+    req.on('end', () =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"access_token":"exchanged","token_type":"Bearer","expires_in":300}'),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const exchange = new TokenExchange({ issuer, clientId: 'gateway', clientSecret: 'secret' });
+  const target = { resource: 'https://tools.example/mcp' };
+  const kept: number[] = [];
+  const asked: number[] = [];
+  await exchange.tokenFor('warm-up', target);
+  for (let i = 0; i < 500; i++) {
+    const t0 = performance.now();
+    await exchange.tokenFor(`caller-${i}`, target);
+    const t1 = performance.now();
+    await exchange.tokenFor(`caller-${i}`, target);
+    const t2 = performance.now();
+    asked.push((t1 - t0) * 1000);
+    kept.push((t2 - t1) * 1000);
+  }
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  return { keptUs: median(kept), askedUs: median(asked) };
 }
 
 /** A proof's check, median of 500, against the access token's own check (jose's jwtVerify with the issuer's key). */
@@ -141,7 +181,7 @@ export async function dpopCost(): Promise<DpopRow> {
     tokenTimes.push((t1 - t0) * 1000);
     proofTimes.push((t2 - t1) * 1000);
   }
-  return { tokenUs: median(tokenTimes), proofUs: median(proofTimes) };
+  return { tokenUs: median(tokenTimes), proofUs: median(proofTimes), ...(await exchangeCost()) };
 }
 
 export function dpopTable(row: DpopRow): string {
@@ -150,6 +190,8 @@ export function dpopTable(row: DpopRow): string {
     '| --- | ---: | ---: |',
     `| the access token (JWT, ES256) | ${row.tokenUs.toFixed(0)} | 1.00x |`,
     `| its DPoP proof (ES256, thumbprint, htu, ath, jti) | ${row.proofUs.toFixed(0)} | ${(row.proofUs / row.tokenUs).toFixed(2)}x |`,
+    `| a token exchange (RFC 8693), kept from the caller's first call | ${row.keptUs.toFixed(1)} | ${(row.keptUs / row.tokenUs).toFixed(2)}x |`,
+    `| a token exchange asked of an authorization server on loopback | ${row.askedUs.toFixed(0)} | ${(row.askedUs / row.tokenUs).toFixed(2)}x |`,
   ].join('\n');
 }
 
