@@ -155,8 +155,8 @@ async function approve(idp: Idp, req: http.IncomingMessage, res: http.ServerResp
 /**
  * Token exchange (RFC 8693) as an authorization server does it for a gateway: the client authenticates (oidc-provider
  * checks its Basic credentials), the subject token must be one of this provider's, and the token given is for the
- * `resource` (or `audience`) asked, with the subject's claims and the client as the actor. A subject in `refuse`
- * is refused (invalid_grant).
+ * `resource` (or `audience`) asked, with the subject's claims and the client as the actor. A subject in `refuse`,
+ * or a token that says `no_exchange: true`, is refused (invalid_grant).
  */
 function exchangeGrant(idp: Idp, keys: Record<'RS256' | 'ES256', JWK>, refuse: readonly string[]): void {
   const publicKeys = createLocalJWKSet({ keys: Object.values(keys).map(({ d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...key }) => key) });
@@ -178,7 +178,8 @@ function exchangeGrant(idp: Idp, keys: Record<'RS256' | 'ES256', JWK>, refuse: r
         idp.exchanges.push({ client: ctx.oidc.client.clientId, params: given, subject, refused: true });
         return fail('invalid_grant', 'the subject token is not one of this server');
       }
-      const refused = refuse.includes(subject) || given.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token';
+      const refused =
+        refuse.includes(subject) || claims.no_exchange === true || given.subject_token_type !== 'urn:ietf:params:oauth:token-type:access_token';
       idp.exchanges.push({ client: ctx.oidc.client.clientId, params: given, subject, refused });
       if (refused) return fail('invalid_grant', `no exchange for ${subject}`);
       const aud = String(given.audience ?? given.resource);

@@ -8,7 +8,9 @@ import type { Connection } from '../../lib/client/connection.js';
 import type { ServerConfig } from '../../lib/client/config.js';
 import { type ServeHandle, serve } from '../../lib/serve/index.js';
 import { EXCHANGE_CLIENT, type Idp, startIdp } from '../helpers/idp.js';
-import { STEPS } from '../helpers/served.js';
+import { within } from '../helpers/poll.js';
+import { MCP_HEADERS, rawRequest } from '../helpers/raw-http.js';
+import { rawSession, STEPS } from '../helpers/served.js';
 
 type Json = Record<string, unknown>;
 
@@ -89,6 +91,28 @@ describe('serve: each caller’s own token to a remote server (token exchange)',
     expect(err.message).to.match(/refused the token exchange \(invalid_grant: no exchange for mallory\)/);
     expect(textOf(await mallory.request('tools/call', { name: 'local__echo', arguments: { text: 'still here' } }))).to.equal('still here');
     expect(JSON.parse(textOf(await alice.request('tools/call', { name: 'remote__whoami', arguments: {} })))).to.deep.include({ sub: 'alice' });
+  });
+
+  it('exchanges the latest token a session’s host presents: a session whose token was refused goes on once the host refreshes it', async () => {
+    const remote = await upstream();
+    const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS });
+    const stale = await idp.mint({ aud: url, sub: 'alice', no_exchange: true });
+    const fresh = await idp.mint({ aud: url, sub: 'alice' });
+    const session = await rawSession(url, { authorization: `Bearer ${stale}` });
+    const call = (token: string, id: number) =>
+      rawRequest(url, {
+        method: 'POST',
+        headers: { ...MCP_HEADERS, authorization: `Bearer ${token}`, 'mcp-session-id': session },
+        body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'remote__whoami', arguments: {} } }),
+      });
+    expect((await call(stale, 2)).body).to.match(/refused the token exchange \(invalid_grant: no exchange for alice\)/);
+    // The same session, the host's refreshed token: the server is reached as alice (after its restart's backoff).
+    let id = 3;
+    const answered = await within(10_000, 'a call with the refreshed token', async () => {
+      const res = await call(fresh, id++);
+      return /"sub\\":\\"alice\\"/.test(res.body) ? res.body : undefined;
+    });
+    expect(answered).to.include('serve-gateway');
   });
 
   it('refuses at start a server whose auth mode is exchange without sign-in, or without the exchange client', async () => {

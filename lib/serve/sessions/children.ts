@@ -66,6 +66,11 @@ export interface Children {
    * changed, for the sessions to come).
    */
   reconfigure(servers: ReadonlyArray<[string, ServerConfig]>): Promise<ServerChanges>;
+  /**
+   * A session's message came from `caller` (its host may have refreshed its token): a server its gateway reaches
+   * with each caller's own token is asked for with the latest.
+   */
+  called?(child: ServedChild, caller: Caller | undefined): void;
 }
 
 /** Settings of the stdio children. */
@@ -250,6 +255,8 @@ class GatewayChildren implements Children {
   #pool: { gateway: Gateway; sessions: GatewaySessions } | undefined;
   /** With `isolate`: the gateways in front of isolated servers, while open (a reload changes their servers too). */
   readonly #own = new Set<Gateway>();
+  /** Each gateway's latest caller (see called). */
+  readonly #seen = new WeakMap<Gateway, { caller: Caller | undefined }>();
   /** With `isolate`: the one of them for modern requests. */
   #modern: Gateway | undefined;
 
@@ -271,7 +278,9 @@ class GatewayChildren implements Children {
     const { startTimeoutMs, inheritEnv, shutdownGraceMs, upstreamAuth, policy } = this.#settings;
     const { toolSearch: _, ...searchless } = this.#options;
     const telemetry = this.#watchers.telemetry;
-    return new Gateway({
+    // Who the session's messages come from, latest first: a host that refreshed its token presents the new one.
+    const seen = { caller };
+    const gateway = new Gateway({
       ...(more === INNER ? searchless : this.#options),
       ...(caller === undefined ? {} : { caller }),
       // A session's own gateway (isolated) names its session in the audit trail.
@@ -298,13 +307,20 @@ class GatewayChildren implements Children {
               { inheritEnv, shutdownGraceMs, startTimeoutMs, upstreamAuth },
               this.#watchers,
               lines,
-              this.#bearer(name, entry, caller),
+              this.#bearer(name, entry, seen),
             )(name, entry, how),
       ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
       health: this.health,
       logger: lines,
       ...more,
     });
+    this.#seen.set(gateway, seen);
+    return gateway;
+  }
+
+  called(child: ServedChild, caller: Caller | undefined): void {
+    const seen = child instanceof Gateway ? this.#seen.get(child) : undefined;
+    if (seen !== undefined && tokenOf(caller) !== undefined) seen.caller = caller;
   }
 
   /** A server each session has its own of: one isolated, or one reached with each caller's own (exchanged) token. */
@@ -313,19 +329,20 @@ class GatewayChildren implements Children {
   }
 
   /** For a server reached with each caller's own token: that of `caller`, exchanged for one meant for the server (see gateway/exchange.ts). */
-  #bearer(name: string, entry: ServerConfig, caller: Caller | undefined): (() => Promise<string>) | undefined {
+  #bearer(name: string, entry: ServerConfig, seen: { caller: Caller | undefined }): (() => Promise<string>) | undefined {
     const target = exchanged(entry);
     const exchange = this.#settings.exchange;
     if (target === undefined || exchange === undefined) return undefined;
-    const token = tokenOf(caller);
-    return () =>
-      token === undefined
+    return () => {
+      const token = tokenOf(seen.caller);
+      return token === undefined
         ? Promise.reject(
             new ConnectionError('AUTH_REQUIRED', `server "${name}" is reached with each caller's own token: this session has no signed-in caller`),
           )
         : exchange.tokenFor(token, target).catch((err: Error) => {
             throw new ConnectionError('AUTH_REQUIRED', `server "${name}": ${err.message}`);
           });
+    };
   }
 
   /** The servers every session shares: all of them, or those not isolated. */

@@ -58,5 +58,7 @@ export function shortId(id: string): string {
  */
 export function sendAs(ctx: ServeContext, child: ServedChild, msg: unknown, caller: Caller | undefined): Promise<void> {
   const out = ctx.requests.outgoing(child, msg, caller);
-  return child instanceof StdioChannel ? child.send(out) : child.send(out, caller);
+  if (child instanceof StdioChannel) return child.send(out);
+  ctx.children.called?.(child, caller);
+  return child.send(out, caller);
 }
