@@ -84,12 +84,19 @@ describe('serve: each caller’s own token to a remote server (token exchange)',
   it('fails only that caller’s calls to that server when the exchange is refused, naming it; others go on', async () => {
     const remote = await upstream();
     const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS });
-    const [mallory, alice] = await Promise.all([signedIn(url, 'mallory'), signedIn(url, 'alice')]);
+    const mallory = await signedIn(url, 'mallory');
     const err = (await mallory.request('tools/call', { name: 'remote__whoami', arguments: {} }).catch((e: Error) => e)) as Error;
     expect(err).to.be.instanceOf(Error);
     expect(err.message).to.match(/server "remote"/);
     expect(err.message).to.match(/refused the token exchange \(invalid_grant: no exchange for mallory\)/);
     expect(textOf(await mallory.request('tools/call', { name: 'local__echo', arguments: { text: 'still here' } }))).to.equal('still here');
+    // One caller's refusal is no state of the server's: /healthz does not say it is down.
+    const health = await rawRequest(url.replace('/mcp', '/healthz'));
+    expect(health.status).to.equal(200);
+    const servers = (JSON.parse(health.body) as { servers: Record<string, { state: string }> }).servers;
+    expect(servers.remote!.state).to.not.equal('down');
+    expect(servers.local!.state).to.equal('up');
+    const alice = await signedIn(url, 'alice');
     expect(JSON.parse(textOf(await alice.request('tools/call', { name: 'remote__whoami', arguments: {} })))).to.deep.include({ sub: 'alice' });
   });
 

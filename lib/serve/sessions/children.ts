@@ -18,7 +18,7 @@ import { Gateway, type GatewayOptions } from '../../gateway/gateway.js';
 import { GatewaySessions, type GatewayView } from '../../gateway/sessions.js';
 import { prefixClashes } from '../../gateway/names.js';
 import type { Policy } from '../../gateway/policy.js';
-import { changesOf, sameEntry, type ServerChanges, UpstreamHealth, type UpstreamOpener } from '../../gateway/upstream.js';
+import { changesOf, sameEntry, type ServerChanges, UpstreamHealth, type UpstreamOpener, type UpstreamState } from '../../gateway/upstream.js';
 import type { Logger } from '../../log.js';
 import { type Caller, tokenOf } from '../../protocol/caller.js';
 import type { ExchangeTarget, TokenExchange } from '../../gateway/exchange.js';
@@ -255,6 +255,12 @@ class GatewayChildren implements Children {
   #pool: { gateway: Gateway; sessions: GatewaySessions } | undefined;
   /** With `isolate`: the gateways in front of isolated servers, while open (a reload changes their servers too). */
   readonly #own = new Set<Gateway>();
+  /**
+   * What a session's own gateway says of its servers' health: a server reached with each caller's own token is
+   * left out (its caller's refused exchange is no state of the server's: one caller must not take it, nor the
+   * replica, out of /healthz).
+   */
+  readonly #sessionHealth: UpstreamHealth;
   /** Each gateway's latest caller (see called). */
   readonly #seen = new WeakMap<Gateway, { caller: Caller | undefined }>();
   /** With `isolate`: the one of them for modern requests. */
@@ -271,6 +277,7 @@ class GatewayChildren implements Children {
       name: string;
     };
     this.#isolated = new Set(isolate ?? []);
+    this.#sessionHealth = new PartHealth(health, (name) => this.#current.some(([n, entry]) => n === name && exchanged(entry) !== undefined));
     this.#splitting = servers.some(([name, entry]) => this.#isOwn(name, entry));
   }
 
@@ -310,7 +317,7 @@ class GatewayChildren implements Children {
               this.#bearer(name, entry, seen),
             )(name, entry, how),
       ...(startTimeoutMs === undefined ? {} : { startTimeoutMs }),
-      health: this.health,
+      health: more === INNER || label === MODERN_LABEL || label === 'start-up check' ? this.health : this.#sessionHealth,
       logger: lines,
       ...more,
     });
@@ -440,6 +447,26 @@ class GatewayChildren implements Children {
     } finally {
       await probe.close();
     }
+  }
+}
+
+/** A part of a serve's upstream health: what it is told of the servers `skip` names is not passed on. */
+class PartHealth extends UpstreamHealth {
+  readonly #whole: UpstreamHealth;
+  readonly #skip: (name: string) => boolean;
+
+  constructor(whole: UpstreamHealth, skip: (name: string) => boolean) {
+    super([]);
+    this.#whole = whole;
+    this.#skip = skip;
+  }
+
+  override set(name: string, state: UpstreamState, why?: string): void {
+    if (!this.#skip(name)) this.#whole.set(name, state, why);
+  }
+
+  override note(name: string, problem: string | undefined): void {
+    if (!this.#skip(name)) this.#whole.note(name, problem);
   }
 }
 
