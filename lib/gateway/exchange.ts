@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isObject } from '../jsonrpc.js';
+import { clientSecretBasic } from '../protocol/www-authenticate.js';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
@@ -110,7 +111,7 @@ export class TokenExchange {
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
-          authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`,
+          authorization: clientSecretBasic(clientId, clientSecret),
         },
         body: body.toString(),
         signal: AbortSignal.timeout(EXCHANGE_TIMEOUT_MS),

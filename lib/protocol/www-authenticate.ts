@@ -1,4 +1,7 @@
-/* The WWW-Authenticate header (RFC 9110 §11.6.1): what a server that wants a token says, parsed. */
+/*
+ * The WWW-Authenticate header (RFC 9110 §11.6.1): what a server that wants a token says, parsed; and the Basic
+ * credentials a client presents to an authorization server.
+ */
 
 /** A parsed `WWW-Authenticate` challenge (`Bearer`, `DPoP`). */
 export interface AuthChallenge {
@@ -77,4 +80,12 @@ export function bearerChallenge(header: string | string[] | undefined): AuthChal
 export function authChallenge(header: string | string[] | undefined): AuthChallenge | undefined {
   const all = parseChallenges(header);
   return all.find((c) => c.scheme.toLowerCase() === 'bearer') ?? all.find((c) => c.scheme.toLowerCase() === 'dpop');
+}
+
+/**
+ * The Authorization header of a client that authenticates with client_secret_basic (RFC 6749 §2.3.1): its id and
+ * secret each form-encoded, then joined and base64-encoded (a secret holding `:` or `%` survives the trip).
+ */
+export function clientSecretBasic(clientId: string, clientSecret: string): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(clientSecret)}`).toString('base64')}`;
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { authChallenge, bearerChallenge, parseChallenges } from '../../lib/protocol/www-authenticate.js';
+import { authChallenge, bearerChallenge, clientSecretBasic, parseChallenges } from '../../lib/protocol/www-authenticate.js';
 
 describe('protocol/www-authenticate: the challenges a server sends', () => {
   it('parses several challenges, quoted values with escapes and token values, keys lower-cased', () => {
@@ -36,5 +36,11 @@ describe('protocol/www-authenticate: the challenges a server sends', () => {
     expect(authChallenge('DPoP algs="ES256", Bearer scope=a')?.scheme).to.equal('Bearer');
     expect(authChallenge('DPoP algs="ES256"')?.scheme).to.equal('DPoP');
     expect(authChallenge('Basic realm=x')).to.equal(undefined);
+  });
+
+  it('makes client_secret_basic credentials with each part form-encoded (RFC 6749 §2.3.1)', () => {
+    const header = clientSecretBasic('my client', 'p:ss%w0rd');
+    expect(header).to.match(/^Basic [A-Za-z0-9+/]+=*$/);
+    expect(Buffer.from(header.slice(6), 'base64').toString('utf8')).to.equal('my%20client:p%3Ass%25w0rd');
   });
 });

@@ -6,6 +6,7 @@
  */
 import { preview } from '../../errors.js';
 import { ConnectionError } from '../errors.js';
+import { clientSecretBasic } from '../../protocol/www-authenticate.js';
 import { DPOP_ALG, type DpopKey, type DpopNonces, dpopKeyFor } from './dpop.js';
 import type { Discovery } from './discovery.js';
 import type { AuthChallenge } from '../errors.js';
@@ -81,10 +82,7 @@ function tokenPost(endpoint: string, client: StoredClient, body: Record<string, 
   const form = new URLSearchParams(body);
   switch (client.authMethod) {
     case 'client_secret_basic': {
-      // RFC 6749 §2.3.1: each part form-encoded before base64.
-      const id = encodeURIComponent(client.clientId);
-      const secret = encodeURIComponent(client.clientSecret ?? '');
-      headers.authorization = `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+      headers.authorization = clientSecretBasic(client.clientId, client.clientSecret ?? '');
       // The client_id in the body too (RFC 6749 §3.2.1 lets a client identify itself there): some servers (the
       // Python MCP SDK's) read it from the form only, and one that reads the header finds the same id.
       form.set('client_id', client.clientId);

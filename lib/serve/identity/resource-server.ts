@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { type Caller, signedInWith } from '../../protocol/caller.js';
 import type { Logger } from '../../log.js';
 import { Refusal } from '../../protocol/refusal.js';
+import { clientSecretBasic } from '../../protocol/www-authenticate.js';
 import { isObject } from '../../jsonrpc.js';
 import { missingPeer } from '../../errors.js';
 import { type ClaimOnce, DPOP_ALGORITHMS, DpopCheck, type ProvenRequest } from './dpop.js';
@@ -290,7 +291,7 @@ export class ResourceServer {
         headers: {
           'content-type': 'application/x-www-form-urlencoded',
           accept: 'application/json',
-          authorization: `Basic ${Buffer.from(`${encodeURIComponent(config.clientId)}:${encodeURIComponent(config.clientSecret)}`).toString('base64')}`,
+          authorization: clientSecretBasic(config.clientId, config.clientSecret),
         },
         body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
         signal: AbortSignal.timeout(10_000),
