@@ -2,6 +2,7 @@
  * A channel moves messages: it sends one, delivers what arrives, reports bad frames, and closes. The session
  * (Connection) never knows which channel carries it.
  */
+import type { Caller } from '../protocol/caller.js';
 import type { ProtocolEra } from '../protocol/modern.js';
 import { EventEmitter } from 'node:events';
 import type { Readable, Writable } from 'node:stream';
@@ -31,9 +32,11 @@ export interface Channel extends EventEmitter {
   readonly transport?: 'stdio' | 'streamable-http' | 'sse';
   /**
    * Frames `msg` and hands it on; resolves once the channel can take more. A message with no JSON form
-   * rejects with FrameError(NOT_SERIALIZABLE) before anything is written, and the channel goes on.
+   * rejects with FrameError(NOT_SERIALIZABLE) before anything is written, and the channel goes on. `caller`: whom
+   * the message is sent for (RequestOptions.caller), which a channel standing for several callers (a view of a
+   * shared gateway) tells apart by; others ignore it.
    */
-  send(msg: unknown): Promise<void>;
+  send(msg: unknown, caller?: Caller): Promise<void>;
   /** Ends the channel; resolves once its peer is gone. */
   close(): Promise<ExitStatus>;
   /** Why the channel cannot carry a message now, as an error for a request that waited for one. */

@@ -32,6 +32,7 @@ import {
   META_SUBSCRIPTION_ID,
 } from '../protocol/modern.js';
 import type { StdioOptions } from './stdio.js';
+import type { Caller } from '../protocol/caller.js';
 import { CODES } from '../protocol/codes.js';
 import { RpcError } from '../protocol/rpc-error.js';
 
@@ -53,6 +54,11 @@ export interface RequestOptions {
    * request (`input_required`) this request gets, so that a handler serving several callers knows whose it is.
    */
   related?: unknown;
+  /**
+   * Whom the request is sent for, when this connection carries several callers' requests: the channel is handed it
+   * with the request and its cancellation (a gateway's view of a shared gateway tells callers apart by it).
+   */
+  caller?: Caller | undefined;
   /**
    * Called with each progress notification of this request (the server's `progress`, and `total` and `message`
    * when it gives them): a progress token of the connection's own is put in the request's `_meta` (one given
@@ -475,7 +481,8 @@ export class Connection extends EventEmitter {
         done();
         reject(error);
         // The server may still be working on it; tell it to stop. It may be gone already: that is fine.
-        if (tell) this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }).catch(() => undefined);
+        if (tell)
+          this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }, options.caller).catch(() => undefined);
       };
       const onAbort = (): void =>
         cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client', true);
@@ -511,7 +518,7 @@ export class Connection extends EventEmitter {
       signal?.addEventListener('abort', onAbort, { once: true });
       const msg: Json = { jsonrpc: '2.0', id, method };
       if (params !== undefined) msg.params = params;
-      this.#send(msg).catch((err: Error) => this.#pending.get(id)?.reject(err));
+      this.#send(msg, options.caller).catch((err: Error) => this.#pending.get(id)?.reject(err));
     });
   }
 
@@ -704,8 +711,8 @@ export class Connection extends EventEmitter {
     }
   }
 
-  #send(msg: Json): Promise<void> {
-    return this.#channel.send(msg);
+  #send(msg: Json, caller?: Caller): Promise<void> {
+    return caller === undefined ? this.#channel.send(msg) : this.#channel.send(msg, caller);
   }
 
   #trace(direction: Direction, text: string): void {

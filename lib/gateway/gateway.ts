@@ -512,7 +512,7 @@ export class Gateway extends EventEmitter implements Channel {
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
     let failure: unknown;
     try {
-      const options = { signal: forwarded.abort.signal, timeoutMs: this.#callTimeoutMs, related: forwarded };
+      const options = { signal: forwarded.abort.signal, timeoutMs: this.#callTimeoutMs, related: forwarded, caller: call.caller };
       const result = await up.request(method, watch.params, options);
       if (isObject(result) && result.isError === true) outcome = 'tool_error';
       return result;

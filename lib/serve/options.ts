@@ -327,8 +327,9 @@ export interface ServeHandle {
   /** Sessions open now, of every transport. */
   readonly sessions: number;
   /**
-   * Messages of the child shared by modern requests that named no request in flight (a notification without a
-   * progress token), dropped rather than sent to a client they may not belong to.
+   * Messages of the child shared by modern requests (and of the servers shared by every session behind isolated
+   * ones) that could be attributed to no request in flight, dropped (a request: refused) rather than sent to a
+   * client they may not belong to.
    */
   readonly unattributed: number;
   /** With metrics: the registry counted into (a prom-client Registry). */

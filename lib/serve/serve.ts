@@ -458,7 +458,7 @@ export async function serve(target: ServeTarget, given: ServeOptions | ServeConf
     },
     setServers: (servers) => ctx.children.reconfigure(Object.entries(servers)),
     get unattributed() {
-      return modern.dropped;
+      return modern.dropped + (ctx.children.dropped ?? 0);
     },
     close: () => {
       closing ??= closeAll(running);

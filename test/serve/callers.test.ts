@@ -127,30 +127,44 @@ describe('serve: several callers on one gateway', function () {
   const called = (name: string, tool: string) => () =>
     Promise.resolve(ledger(name).some((m) => m.method === 'tools/call' && (m.params as Json).name === tool) ? true : undefined);
 
-  it("never gives a server's question to another caller: a cancelled call's question is refused to the server", async () => {
-    const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault') });
-    const asks = { elicitation: {} };
-    await cancelledTransfer(url, bob);
-    // Alice's unrelated call is the only one in flight at the bank when the question comes.
-    const balance = await rawRequest(url, modern(alice, 1, 'tools/call', { name: 'bank__balance', arguments: { who: 'alice' } }, {}, asks));
-    expect(balance.status, balance.body).to.equal(200);
-    expect(balance.body).not.to.include('Confirm');
-    expect(messages(balance.body).at(-1)).to.deep.include({
-      id: 1,
-      result: { content: [{ type: 'text', text: 'bank: balance of alice is 12' }], resultType: 'complete' },
+  const beside: Array<[string, ServeOptions]> = [
+    ['', {}],
+    [' (beside a session-isolated server, where the modern requests reach the shared ones through a view)', { isolate: ['own'] }],
+  ];
+  for (const [how, options] of beside)
+    it(`never gives a server's question to another caller: a cancelled call's question is refused to the server${how}`, async () => {
+      const isolated: Record<string, ServerConfig> = options.isolate === undefined ? {} : { own: banked('own') };
+      const audit = join(dir, 'audit.jsonl');
+      const { url, alice, bob } = await start({ bank: banked('bank'), vault: banked('vault'), ...isolated }, { ...options, auditLog: audit });
+      const asks = { elicitation: {} };
+      await cancelledTransfer(url, bob);
+      // Alice's unrelated call is the only one in flight at the bank when the question comes.
+      const balance = await rawRequest(url, modern(alice, 1, 'tools/call', { name: 'bank__balance', arguments: { who: 'alice' } }, {}, asks));
+      expect(balance.status, balance.body).to.equal(200);
+      expect(balance.body).not.to.include('Confirm');
+      expect(messages(balance.body).at(-1)).to.deep.include({
+        id: 1,
+        result: { content: [{ type: 'text', text: 'bank: balance of alice is 12' }], resultType: 'complete' },
+      });
+      // The bank was told at once that nobody answers it.
+      const refused = await within(5000, 'the refusal at the bank', () =>
+        Promise.resolve(log.find((l) => /bank confirm answered \{"code":-32000/.test(l))),
+      );
+      expect(refused).to.match(/cannot tell which caller/);
+      expect(g!.unattributed).to.be.at.least(1);
+      // A question that is the one call's own still reaches its caller.
+      const own = await rawRequest(url, modern(alice, 2, 'tools/call', { name: 'vault__ask', arguments: {} }, {}, asks));
+      const result = messages(own.body).at(-1)!.result as Json;
+      expect(result.resultType).to.equal('input_required');
+      expect(JSON.stringify(result.inputRequests)).to.include('vault asks');
+      // The audit trail names each call's caller, the shared servers' too.
+      const records = readFileSync(audit, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Json);
+      expect(records.find((r) => r.name === 'bank__balance')).to.deep.include({ caller: { issuer: idp.issuer, subject: 'alice' }, outcome: 'ok' });
+      expect(records.find((r) => r.name === 'bank__transfer')).to.deep.include({ caller: { issuer: idp.issuer, subject: 'bob' } });
     });
-    // The bank was told at once that nobody answers it.
-    const refused = await within(5000, 'the refusal at the bank', () =>
-      Promise.resolve(log.find((l) => /bank confirm answered \{"code":-32000/.test(l))),
-    );
-    expect(refused).to.match(/cannot tell which caller/);
-    expect(g!.unattributed).to.be.at.least(1);
-    // A question that is the one call's own still reaches its caller.
-    const own = await rawRequest(url, modern(alice, 2, 'tools/call', { name: 'vault__ask', arguments: {} }, {}, asks));
-    const result = messages(own.body).at(-1)!.result as Json;
-    expect(result.resultType).to.equal('input_required');
-    expect(JSON.stringify(result.inputRequests)).to.include('vault asks');
-  });
 
   it("holds the same in a real `mcp-frame serve --all` process: a cancelled call's question and forged progress reach nobody", async () => {
     const file = join(dir, 'mcp.json');

@@ -71,6 +71,11 @@ export interface Children {
    * with each caller's own token is asked for with the latest.
    */
   called?(child: ServedChild, caller: Caller | undefined): void;
+  /**
+   * Messages of servers behind the modern requests' child that could be attributed to no call, and were dropped
+   * (those the modern child counts itself are not in it).
+   */
+  readonly dropped?: number;
 }
 
 /** Settings of the stdio children. */
@@ -323,6 +328,11 @@ class GatewayChildren implements Children {
     });
     this.#seen.set(gateway, seen);
     return gateway;
+  }
+
+  /** With isolated servers: what the gateway of the shared ones behind them dropped (the one for modern requests counts its own). */
+  get dropped(): number {
+    return this.#splitting ? (this.#pool?.gateway.dropped ?? 0) : 0;
   }
 
   called(child: ServedChild, caller: Caller | undefined): void {
