@@ -17,6 +17,7 @@ import { GONE_CAP_MS, gatewayRoundTrips, gatewayTables, goneTable, importCost, r
 import { gatewayCost, gatewayCostTable } from './gateway.js';
 import { observeCost, observeTable } from './observe.js';
 import { dpopCost, dpopTable, searchCost, searchTable } from './search.js';
+import { tasksCost, tasksTable } from './tasks.js';
 import { hubCompare, hubTable } from './hub.js';
 import { replicaRoundTrips, replicaTable } from './replicas.js';
 import { serveRoundTrips, serveTable } from './serve.js';
@@ -474,6 +475,18 @@ section(
   `In process, the work serve does: the index made once per change of the merged list (its time, and the heap it keeps), then 200 searches of two to six words, medians, against the floor a plain implementation sets (every tool scored by counting the query's words in its name and description). Then a DPoP proof's check, and a token exchange for a server reached with each caller's own token (kept, and asked), against the access token's own check that every signed-in call pays already (medians of 500).\n\n${searchTable(searched)}\n\n${dpopTable(await dpopCost())}`,
 );
 verdict('tool search: a search of 10,000 tools under 1 ms', searched.at(-1)!.searchMs < 1, `${searched.at(-1)!.searchMs.toFixed(3)} ms`);
+
+// The tasks extension: a tasks/get routed by the gateway, against one passed through and one asked directly ------
+const tasked = await tasksCost();
+section(
+  'The tasks extension: `tasks/get` of a running task, directly, through serve, and routed by a gateway',
+  `The conformance fixture (the MCP SDK 2.x, with the tasks extension) asked directly over its own HTTP handler, through \`mcp-frame serve\` of it alone (the request passed through to the child), and through a gateway that puts it beside another server (the task's id mapped to the server that made it and to that server's id). The same client (connect(), 2026-07-28, declaring the extension), five rounds of 300 sequential requests, interleaved, medians.\n\n${tasksTable(tasked)}`,
+);
+verdict(
+  'tasks: a routed tasks/get within 1.25x one passed through serve',
+  tasked[2]!.getUs <= 1.25 * tasked[1]!.getUs,
+  `${(tasked[2]!.getUs / tasked[1]!.getUs).toFixed(2)}x`,
+);
 
 // What metrics and tracing cost per call through serve ----------------------------------------------------------
 const observed = await observeCost();

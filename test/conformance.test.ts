@@ -1,9 +1,10 @@
 // The MCP conformance suite 0.2 (peers/: conformance-0.2, with the Node >= 22 it needs), run for both frozen
 // requirement sets: every client scenario against mcp-frame's client (test/conformance-client.ts), and every
-// server scenario against the fixture server natively (the SDK's own HTTP handler) and through `mcp-frame serve`
-// (the same fixture on stdio behind it). A client scenario passes or is listed in
-// test/conformance-expected-failures.txt with its reason; a server scenario that passes natively passes through
-// serve. Without the peers install (.ci/run does it) these tests say they are skipped.
+// server scenario against the fixture server natively (the SDK's own HTTP handler), through `mcp-frame serve` (the
+// same fixture on stdio behind it) and through a gateway of it and another server. A client scenario passes or is
+// listed in test/conformance-expected-failures.txt with its reason; a server scenario that passes natively passes
+// through serve, and through the gateway or is listed. Without the peers install (.ci/run does it) these tests say
+// they are skipped.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,6 +19,7 @@ const NODE22 = join(ROOT, 'peers/node_modules/node/bin/node');
 const SUITE = join(ROOT, 'peers/node_modules/conformance-0.2/dist/index.js');
 const CLIENT = join(ROOT, 'dist/test/conformance-client.js');
 const FIXTURE = join(ROOT, 'dist/test/helpers/servers/conformance.js');
+const STEPS = join(ROOT, 'dist/test/helpers/servers/steps.js');
 const REVISIONS = ['2025-11-25', '2026-07-28'] as const;
 
 interface Outcome {
@@ -129,6 +131,34 @@ describe('the MCP conformance suite 0.2, both requirement sets', function () {
       expect(lost.map(([name]) => `${name}: natively passed, through serve ${through.get(name)?.summary ?? 'not run'}`)).to.deep.equal([]);
       // And through serve, every scored scenario passes.
       expect(scoredServer.filter((s) => through.get(s)?.passed !== true)).to.deep.equal([]);
+
+      // Through a gateway that puts the fixture beside another server (its names unprefixed: `conflicts`), every
+      // scenario the fixture passes natively passes too, the tasks extension's included (routed by task), or is
+      // an expected failure of the gateway's.
+      const gateway = await serve(
+        { fixture: { command: process.execPath, args: [FIXTURE] }, other: { command: process.execPath, args: [STEPS] } },
+        { prefix: 'conflicts', log: () => undefined },
+      );
+      let gatewayOut: string;
+      try {
+        gatewayOut = await suite(['server', '--url', gateway.url!, '--requirements', revision, '-o', tempDir('conformance')]);
+      } finally {
+        await gateway.close();
+      }
+      const viaGateway = outcomes(gatewayOut);
+      if (revision === '2026-07-28')
+        expect(
+          [...natively.keys()].filter((s) => s.startsWith('tasks-')),
+          'the tasks scenarios',
+        ).to.have.length.above(8);
+      const lostAtGateway = [...natively].filter(
+        ([name, o]) => o.passed && viaGateway.get(name)?.passed !== true && !expected.has(`${revision} gateway ${name}`),
+      );
+      expect(
+        lostAtGateway.map(([name]) => `${name}: natively passed, through a gateway ${viaGateway.get(name)?.summary ?? 'not run'}`),
+      ).to.deep.equal([]);
+      const staleAtGateway = [...expected].filter((k) => k.startsWith(`${revision} gateway `) && viaGateway.get(k.split(' ')[2]!)?.passed !== false);
+      expect(staleAtGateway, 'expected failures of the gateway that no longer fail').to.deep.equal([]);
     });
   }
 });

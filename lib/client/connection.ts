@@ -60,6 +60,11 @@ export interface RequestOptions {
    */
   caller?: Caller | undefined;
   /**
+   * Modern era: the client capabilities this request declares, in place of the connection's (a gateway declares
+   * for each caller's request what that caller declared).
+   */
+  capabilities?: Record<string, unknown> | undefined;
+  /**
    * Called with each progress notification of this request (the server's `progress`, and `total` and `message`
    * when it gives them): a progress token of the connection's own is put in the request's `_meta` (one given
    * there is replaced), and the notifications stop reaching it once the request settles.
@@ -429,7 +434,7 @@ export class Connection extends EventEmitter {
   async #modernCall(method: string, params: unknown, options: RequestOptions, budget: Budget, refreshed = false): Promise<unknown> {
     const asked = this.#meta!.protocolVersion;
     try {
-      return await this.#call(method, withModernMeta(params, this.#metaNow()), budget.options(options));
+      return await this.#call(method, withModernMeta(params, this.#metaNow(options.capabilities)), budget.options(options));
     } catch (err) {
       // HeaderMismatch on a tool call: the tool's x-mcp-header declarations are not the ones the channel knows
       // (never listed, or changed). The tool list is read again (to its end, bounded), once, and the call sent
@@ -443,7 +448,7 @@ export class Connection extends EventEmitter {
       }
       if (!(err instanceof RpcError) || err.code !== MODERN_ERRORS.unsupportedProtocolVersion) throw err;
       this.#useModern(versionFrom(err, asked, this.#channel.name, true));
-      return this.#call(method, withModernMeta(params, this.#metaNow()), budget.options(options));
+      return this.#call(method, withModernMeta(params, this.#metaNow(options.capabilities)), budget.options(options));
     }
   }
 
@@ -457,13 +462,14 @@ export class Connection extends EventEmitter {
     return { ...declared, ...this.#declared };
   }
 
-  /** The modern metadata with the capabilities as they are now (handlers may have been added), and the log level. */
-  #metaNow(): ClientMeta {
+  /** The modern metadata: the capabilities as they are now (handlers may have been added), or a request's `own`; the log level. */
+  #metaNow(own?: Record<string, unknown>): ClientMeta {
     // Made again only when the metadata or the handlers changed: every modern request carries it.
     if (this.#metaCache === undefined || this.#metaCache.base !== this.#meta) {
       this.#metaCache = { base: this.#meta, meta: { ...this.#meta!, capabilities: this.#capabilities() } };
     }
-    return this.#metaCache.meta;
+    const meta = this.#metaCache.meta;
+    return own === undefined ? meta : { ...meta, capabilities: own };
   }
 
   /** One request, as is. `cancelOnTimeout: false` sends no notifications/cancelled (for the era probe). */
@@ -481,8 +487,8 @@ export class Connection extends EventEmitter {
         done();
         reject(error);
         // The server may still be working on it; tell it to stop. It may be gone already: that is fine.
-        if (tell)
-          this.#send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } }, options.caller).catch(() => undefined);
+        const cancelled = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason } };
+        if (tell) this.#send(cancelled, options.caller).catch(() => undefined);
       };
       const onAbort = (): void =>
         cancel(new ConnectionError('ABORTED', `request ${method} was aborted`, { cause: signal?.reason }), 'aborted by the client', true);

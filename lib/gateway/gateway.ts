@@ -18,7 +18,7 @@
  */
 import type { ParamHeader } from '../protocol/param-headers.js';
 import { Catalog, completionTarget, initializeResult, type Kind } from './catalog.js';
-import { type Call, RunningCalls } from './running.js';
+import { type Call, RunningCalls, sendOptions } from './running.js';
 import { LISTEN_ENDED, ModernFace } from './modern.js';
 import { createLogger, type Logger, lineLogger } from '../log.js';
 import { EventEmitter } from 'node:events';
@@ -207,6 +207,7 @@ export class Gateway extends EventEmitter implements Channel {
         uriRequest: (method, uri) => this.#uriRequest(method, uri),
         emit: (msg) => !this.#closed && this.emit('message', msg),
         calls: this.#calls,
+        ups: () => this.#ups,
       },
       options.statePrefix,
     );
@@ -512,10 +513,9 @@ export class Gateway extends EventEmitter implements Channel {
     let outcome: 'ok' | 'error' | 'tool_error' | 'gone' = 'ok';
     let failure: unknown;
     try {
-      const options = { signal: forwarded.abort.signal, timeoutMs: this.#callTimeoutMs, related: forwarded, caller: call.caller };
-      const result = await up.request(method, watch.params, options);
+      const result = await up.request(method, watch.params, sendOptions(forwarded, this.#callTimeoutMs));
       if (isObject(result) && result.isError === true) outcome = 'tool_error';
-      return result;
+      return this.#modern.created(up, call.caller, result);
     } catch (err) {
       outcome = err instanceof RpcError ? 'error' : 'gone';
       failure = err;

@@ -23,6 +23,8 @@ import { sameCaller } from '../protocol/caller.js';
 import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
 import { discoverFrom, INPUT_CAPABILITIES, META_SUBSCRIPTION_ID, modernResult, REMOVED_METHODS } from '../protocol/modern.js';
 import { abort, type Call, type Forwarded, type ModernCall, type RunningCalls } from './running.js';
+import { GatewayTasks, TASK_METHODS, withTasks } from './tasks.js';
+import type { Upstream } from './upstream.js';
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +45,8 @@ interface ModernHost {
   /** A message to the client. */
   emit(msg: Json): void;
   calls: RunningCalls;
+  /** The upstreams now. */
+  ups(): readonly Upstream[];
 }
 
 /** A server's question waiting for the client's retry. */
@@ -63,16 +67,29 @@ export class ModernFace {
   /** The resources subscribed at their servers for listens: how many listens watch each, and whether it took. */
   readonly #subscriptions = new Map<string, { count: number; taken: Promise<boolean> }>();
 
+  /** The tasks its servers made (the tasks extension; see tasks.ts). */
+  readonly #tasks: GatewayTasks;
+
   constructor(host: ModernHost, statePrefix: string | undefined) {
     this.#host = host;
     this.#statePrefix = statePrefix === undefined ? '' : `${statePrefix}.`;
+    this.#tasks = new GatewayTasks(this.#statePrefix);
+  }
+
+  /** A server's answer to a call: a task it made is given under the gateway's id (see GatewayTasks.created). */
+  created(up: Upstream, caller: Call['caller'], result: unknown): unknown {
+    return this.#tasks.created(up, caller, result);
   }
 
   /** A modern request (its modern `_meta` taken off): its result, or LISTEN_ENDED for a listen. */
   async request(call: Call & { modern: ModernCall }, method: string, params: Json): Promise<unknown> {
     if (REMOVED_METHODS.has(method)) throw new RpcError(CODES.methodNotFound, `Method not found: ${method} is not part of the 2026-07-28 revision`);
     const init = await this.#host.start();
-    if (method === 'server/discover') return discoverFrom(init);
+    if (method === 'server/discover') return discoverFrom({ ...init, capabilities: withTasks(init.capabilities as Json, this.#host.ups()) });
+    if (TASK_METHODS.has(method)) {
+      const result = await this.#tasks.request(method, params, call.caller, call.modern.capabilities);
+      return isObject(result) ? modernResult(method, result) : result;
+    }
     if (method === 'subscriptions/listen') return this.#listen(call, params, init);
     const interrupted = new Promise<unknown>((resolve, reject) => {
       let done = false;

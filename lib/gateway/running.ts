@@ -6,7 +6,10 @@
  * never a pick between callers. Progress tokens are the gateway's own, random, each known to one server.
  */
 import { randomUUID } from 'node:crypto';
+import type { RequestOptions } from '../client/connection.js';
 import { type Caller, sameCaller } from '../protocol/caller.js';
+import { INPUT_CAPABILITIES } from '../protocol/modern.js';
+import { tasksDeclared } from './tasks.js';
 import type { Upstream } from './upstream.js';
 
 /**
@@ -149,6 +152,21 @@ export class RunningCalls {
     for (const timer of this.#limbo) clearTimeout(timer);
     this.#limbo.clear();
   }
+}
+
+/**
+ * How a client's request is sent on to its server: aborted with it, for its caller, its server's questions
+ * related to it; a modern request declares to its server what its client declared of what the gateway relays
+ * (the questions it passes on, and the tasks extension: see tasks.ts), so that the server answers as it would
+ * that client.
+ */
+export function sendOptions(forwarded: Forwarded, timeoutMs: number): RequestOptions {
+  const options: RequestOptions = { signal: forwarded.abort.signal, timeoutMs, related: forwarded, caller: forwarded.caller };
+  const declared = forwarded.modern?.capabilities;
+  if (declared === undefined) return options;
+  const capabilities: Record<string, unknown> = {};
+  for (const capability of Object.values(INPUT_CAPABILITIES)) if (declared[capability] !== undefined) capabilities[capability] = declared[capability];
+  return { ...options, capabilities: { ...capabilities, ...tasksDeclared(declared) } };
 }
 
 /** Aborts a request sent on, with `reason`: the server is told, and its messages are no one's from now on. */

@@ -121,8 +121,15 @@ export function headerValue(value: string): string {
   return plain ? value : `=?base64?${Buffer.from(value, 'utf8').toString('base64')}?=`;
 }
 
-/** The methods whose `Mcp-Name` header mirrors a param, and which param. */
-const NAMED: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+/** The methods whose `Mcp-Name` header mirrors a param, and which param (the tasks extension's, SEP-2663, its task's id). */
+const NAMED: Record<string, 'name' | 'uri' | 'taskId'> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
 
 /** The request headers a modern POST carries for `msg`: MCP-Protocol-Version, Mcp-Method and, where it applies, Mcp-Name. */
 export function modernHeaders(msg: unknown, version: string): Record<string, string> {

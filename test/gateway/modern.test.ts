@@ -225,6 +225,7 @@ describe('gateway/modern: the gateway speaks 2026-07-28 itself', () => {
         uriRequest: async () => true,
         emit: (msg) => void emitted.push(msg),
         calls: new RunningCalls(),
+        ups: () => [],
       },
       undefined,
     );

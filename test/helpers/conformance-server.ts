@@ -20,6 +20,7 @@ import {
   ResourceTemplate,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { registerTasks, TASKS, TaskBoard } from './conformance-tasks.js';
 import { writeResponse } from './sdk2.js';
 
 /** A 1x1 PNG and a minimal WAV, small enough to inline. */
@@ -47,8 +48,15 @@ const text = (value: string) => ({ content: [{ type: 'text' as const, text: valu
 const capabilitiesOf = (ctx: Ctx) => (ctx.mcpReq.envelope?.['io.modelcontextprotocol/clientCapabilities'] ?? {}) as Record<string, unknown>;
 const schema = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object' as const, properties, required });
 
-/** The fixture's McpServer. `codec` signs requestState; one per process, so every round reaches its key. */
-export function conformanceServer(notifier: ChangeNotifier, codec = createRequestStateCodec({ key: randomBytes(32) })): McpServer {
+/**
+ * The fixture's McpServer. `codec` signs requestState and `board` holds the tasks; one of each per process, so
+ * every round reaches its key and every tasks/get its task.
+ */
+export function conformanceServer(
+  notifier: ChangeNotifier,
+  codec = createRequestStateCodec({ key: randomBytes(32) }),
+  board = new TaskBoard(),
+): McpServer {
   const server = new McpServer(
     { name: 'mcp-frame-conformance-fixture', version: '1.0.0' },
     {
@@ -58,6 +66,7 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
         prompts: { listChanged: true },
         logging: {},
         completions: {},
+        extensions: { [TASKS]: {} },
       },
       requestState: { verify: codec.verify as never },
     },
@@ -470,6 +479,7 @@ export function conformanceServer(notifier: ChangeNotifier, codec = createReques
   legacy.setRequestHandler('resources/subscribe', () => ({}));
   legacy.setRequestHandler('resources/unsubscribe', () => ({}));
   legacy.setRequestHandler('logging/setLevel', () => ({}));
+  registerTasks(server, board);
   return server;
 }
 
@@ -481,8 +491,12 @@ export interface ConformanceHttp {
 /** The fixture natively on the SDK's HTTP handler, on 127.0.0.1 and a free port; 2025-era requests served statelessly. */
 export async function conformanceHttp(): Promise<ConformanceHttp> {
   const codec = createRequestStateCodec({ key: randomBytes(32) });
-  const notifier: ChangeNotifier = { toolsChanged: () => handler.notify.toolsChanged(), promptsChanged: () => handler.notify.promptsChanged() };
-  const handler = createMcpHandler(() => conformanceServer(notifier, codec), { legacy: 'stateless' });
+  const board = new TaskBoard();
+  const notifier: ChangeNotifier = {
+    toolsChanged: () => handler.notify.toolsChanged(),
+    promptsChanged: () => handler.notify.promptsChanged(),
+  };
+  const handler = createMcpHandler(() => conformanceServer(notifier, codec, board), { legacy: 'stateless' });
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);

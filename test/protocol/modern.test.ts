@@ -85,6 +85,12 @@ describe('protocol/modern: the 2026-07-28 revision', () => {
     expect(headers).to.deep.equal({ 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/call', 'mcp-name': headerValue('café') });
     expect(modernHeaders({ method: 'resources/read', params: { uri: 'file:///a' } }, 'v')['mcp-name']).to.equal('file:///a');
     expect(modernHeaders({ method: 'tools/list' }, 'v')).to.not.have.property('mcp-name');
+    // The tasks extension's methods name their task (SEP-2663).
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const task = { method, params: { taskId: 't-1', _meta: META } };
+      expect(modernHeaders(task, 'v')['mcp-name'], method).to.equal('t-1');
+      expect(headerMismatch(task, { ...modernHeaders(task, '2026-07-28'), 'mcp-name': 't-2' }), method).to.match(/mcp-name header \("t-2"\)/);
+    }
     expect(headerMismatch(msg, headers)).to.equal(undefined);
     expect(headerMismatch(msg, { ...headers, 'mcp-name': 'cafe' })).to.match(/^the mcp-name header \("cafe"\) does not match the body \("café"\)/);
     expect(headerMismatch(msg, { ...headers, 'mcp-name': '=?base64?Y2FmZQ?=' })).to.match(/Base64 form is malformed/);

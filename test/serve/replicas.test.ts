@@ -35,6 +35,9 @@ import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../helpers/ports.js';
 import { startIdp } from '../helpers/idp.js';
 import { createLogger } from '../../lib/log.js';
+import { TASKS_EXTENSION } from '../../lib/gateway/tasks.js';
+
+type Json = Record<string, unknown>;
 
 /** A logger that writes nothing (the store's lines are not under test here). */
 const QUIET = createLogger({ write: () => undefined });
@@ -281,6 +284,50 @@ describe('serve --store: replicas that share sessions through Redis (a balancer 
       await client.close();
     }
     expect(next).to.be.greaterThan(8);
+  });
+
+  it("a gateway's task (the tasks extension) made on one replica is asked after, given input and cancelled through the other", async () => {
+    const config = join(tempDir('replica-tasks-'), 'mcp.json');
+    const fixture = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/conformance.js`] };
+    writeFileSync(config, JSON.stringify({ mcpServers: { fixture, steps: { command: STEPS.command, args: STEPS.args } } }));
+    const two = await Promise.all(
+      [0, 1].map(async () => {
+        const p = await serveProcess(['--port', '0', '--store', redis.url, '--all', '--prefix', 'conflicts', '--config', config]);
+        const close = async () => {
+          if (p.proc.exitCode === null) p.proc.kill('SIGTERM');
+          await p.exited;
+        };
+        return open.add({ ...p, url: p.url!, close });
+      }),
+    );
+    const declares = { capabilities: { extensions: { [TASKS_EXTENSION]: {} } } };
+    const [one, other] = await Promise.all(two.map((r) => connect({ type: 'http', url: r.url }, declares)));
+    try {
+      const made = (await one!.request('tools/call', { name: 'confirm_delete', arguments: { filename: 'a.txt' } })) as Json;
+      expect(made.resultType).to.equal('task');
+      const taskId = made.taskId as string;
+      expect(taskId, "the replica's id, the server's name, the server's id").to.match(/^[0-9a-f-]{36}\.fixture:/);
+      const asked = (await within(5000, 'the task asks', async () => {
+        const got = (await other!.request('tasks/get', { taskId })) as Json;
+        return got.status === 'input_required' ? got : undefined;
+      })) as Json;
+      expect(asked.taskId).to.equal(taskId);
+      const [key] = Object.keys(asked.inputRequests as Json);
+      // An ack (its server's _meta aside): no task in it.
+      const ackOnly = (ack: unknown) => Object.keys(ack as Json).filter((k) => k !== '_meta');
+      const answer = { [key!]: { action: 'accept', content: { confirm: true } } };
+      expect(ackOnly(await other!.request('tasks/update', { taskId, inputResponses: answer }))).to.deep.equal([]);
+      const done = (await within(5000, 'the task completes', async () => {
+        const got = (await one!.request('tasks/get', { taskId })) as Json;
+        return got.status === 'completed' ? got : undefined;
+      })) as Json;
+      expect(done.result).to.deep.include({ content: [{ type: 'text', text: 'deleted a.txt' }] });
+      const long = ((await one!.request('tools/call', { name: 'slow_compute', arguments: { seconds: 60 } })) as Json).taskId as string;
+      expect(ackOnly(await other!.request('tasks/cancel', { taskId: long }))).to.deep.equal([]);
+      expect(await one!.request('tasks/get', { taskId: long })).to.deep.include({ status: 'cancelled' });
+    } finally {
+      await Promise.all([one?.close(), other?.close()]);
+    }
   });
 
   for (const direct of [false, true]) {

@@ -13,6 +13,7 @@ import { decodeUtf8 } from '../../framings/bytes.js';
 import { isObject, isRequest, type JsonRpcRequest, jsonRpcProblem } from '../../jsonrpc.js';
 import { DEFAULT_MAX_DEPTH, problemOf, tryParse } from '../../framings/json.js';
 import type { Policy } from '../../gateway/policy.js';
+import { TASK_METHODS } from '../../gateway/tasks.js';
 import type { Caller } from '../../protocol/caller.js';
 import { Refusal } from '../../protocol/refusal.js';
 import type { Authentication, ResourceServer } from '../identity/index.js';
@@ -524,13 +525,14 @@ export class HttpFront {
 
   /**
    * A modern retry whose requestState another replica made is carried there: only that replica holds the call
-   * its child is waiting to finish. True when carried; false to serve it here (no store, this replica's own
-   * state, or its maker is gone, when the call starts over).
+   * its child is waiting to finish; so is a tasks request (the tasks extension) of a task a gateway of another
+   * replica made (its id starts with that replica's, as a requestState does). True when carried; false to serve
+   * it here (no store, this replica's own state, or its maker is gone, when the call starts over).
    */
   async #carryRetry(msg: JsonRpcRequest, req: IncomingMessage, res: ServerResponse, body: string, caller: Caller | undefined): Promise<boolean> {
     const store = this.#sessions.store;
     if (store === undefined) return false;
-    const state = isObject(msg.params) ? msg.params.requestState : undefined;
+    const state = isObject(msg.params) ? msg.params[TASK_METHODS.has(msg.method) ? 'taskId' : 'requestState'] : undefined;
     const maker = typeof state === 'string' ? /^([0-9a-f-]{36})\./.exec(state)?.[1] : undefined;
     if (maker === undefined || maker === store.replica) return false;
     this.#ctx.telemetry.publish('tunnel:request', {});
