@@ -7,9 +7,10 @@ import type { Logger } from '../log.js';
 import { EventEmitter } from 'node:events';
 import { isDeepStrictEqual } from 'node:util';
 import type { ServerConfig } from '../client/config.js';
-import { type Connection, type RequestOptions, RpcError } from '../client/connection.js';
+import { type Connection, type RequestOptions, RpcError, type Subscription } from '../client/connection.js';
 import { isObject } from '../jsonrpc.js';
 import { CODES } from '../protocol/codes.js';
+import { META_SUBSCRIPTION_ID } from '../protocol/modern.js';
 
 /** The JSON-RPC error code of a request the upstream it needs cannot take (down, starting, at its limit). */
 export const UPSTREAM_ERROR = CODES.serverError;
@@ -120,6 +121,8 @@ export class Upstream extends EventEmitter {
   /** The Connection being opened, so that close() can end its handshake. */
   #opening: Connection | undefined;
   readonly #options: UpstreamOptions;
+  /** A modern server's resources the gateway subscribed to: each URI's subscriptions/listen stream (see #watch). */
+  readonly #watches = new Map<string, Promise<Subscription>>();
 
   constructor(name: string, index: number, entry: ServerConfig, options: UpstreamOptions) {
     super();
@@ -201,6 +204,8 @@ export class Upstream extends EventEmitter {
   #lost(connection: Connection, why: string): void {
     if (this.#connection !== connection) return;
     this.#connection = undefined;
+    // The server's subscriptions went with it, as a legacy server's do.
+    this.#watches.clear();
     if (Date.now() - this.#upSince >= STABLE_MS) this.#restarts = 0;
     const tail = connection.stderrTail.slice(-1)[0];
     this.#failed(tail === undefined ? why : `${why} (its last stderr line: ${tail.slice(0, 200)})`);
@@ -241,11 +246,41 @@ export class Upstream extends EventEmitter {
     }
     this.#pending++;
     try {
+      if (connection.era === 'modern' && (method === 'resources/subscribe' || method === 'resources/unsubscribe')) {
+        return await this.#watch(connection, method, isObject(params) ? String(params.uri) : '');
+      }
       return await connection.request(method, params, { timeoutMs: Infinity, ...options });
     } finally {
       this.#pending--;
       if (this.#pending === 0) this.#idle?.();
     }
+  }
+
+  /**
+   * A client's resources/subscribe or resources/unsubscribe (of the initialize era, or the gateway's own for a
+   * listen) at a modern server, which has no such methods: a subscriptions/listen stream of that URI, opened once
+   * and closed by the unsubscribe.
+   */
+  async #watch(connection: Connection, method: string, uri: string): Promise<Record<string, never>> {
+    if (method === 'resources/unsubscribe') {
+      const watch = this.#watches.get(uri);
+      this.#watches.delete(uri);
+      await (await watch?.catch(() => undefined))?.close();
+      return {};
+    }
+    let watch = this.#watches.get(uri);
+    if (watch === undefined) {
+      // Its notifications reach the gateway as every notification does (the Connection's 'notification'), without
+      // the stream's id, which is the server's and no client's (the message was parsed for this connection alone).
+      watch = connection.listen({ resourceSubscriptions: [uri] }, (msg) => {
+        if (isObject(msg.params) && isObject(msg.params._meta)) delete msg.params._meta[META_SUBSCRIPTION_ID];
+      });
+      this.#watches.set(uri, watch);
+      watch.catch(() => this.#watches.get(uri) === watch && this.#watches.delete(uri));
+    }
+    const agreed = (await watch).acknowledged.resourceSubscriptions ?? [];
+    if (!agreed.includes(uri)) throw new RpcError(CODES.invalidParams, `server "${this.name}" does not send updates of ${uri.slice(0, 200)}`);
+    return {};
   }
 
   /** Says (or unsays, with undefined) what is wrong with it while it is up, for /healthz. */

@@ -32,6 +32,7 @@ const EMPTY = z.object({});
 export interface ChangeNotifier {
   toolsChanged(): void;
   promptsChanged(): void;
+  resourceUpdated(uri: string): void;
 }
 
 type Ctx = {
@@ -130,6 +131,11 @@ export function conformanceServer(
   tool('test_trigger_prompt_change', () => {
     notifier.promptsChanged();
     return text('Prompt list change published.');
+  });
+  // Not a scenario's: tells the subscribers of test://watched-resource that it changed.
+  tool('test_trigger_resource_update', () => {
+    notifier.resourceUpdated('test://watched-resource');
+    return text('Resource update published.');
   });
 
   // JSON Schema 2020-12 keywords, to be listed as written (SEP-1613, SEP-2106).
@@ -495,6 +501,7 @@ export async function conformanceHttp(): Promise<ConformanceHttp> {
   const notifier: ChangeNotifier = {
     toolsChanged: () => handler.notify.toolsChanged(),
     promptsChanged: () => handler.notify.promptsChanged(),
+    resourceUpdated: (uri) => handler.notify.resourceUpdated(uri),
   };
   const handler = createMcpHandler(() => conformanceServer(notifier, codec, board), { legacy: 'stateless' });
   const server = http.createServer(async (req, res) => {

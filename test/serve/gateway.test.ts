@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import type { ServerConfig } from '../../lib/client/config.js';
 import { connect } from '../../lib/client/connect.js';
@@ -29,6 +30,7 @@ const FILESYSTEM = (dir: string) => ({
   args: [`${ROOT}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, dir],
 });
 const SDK2_MODERN = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/sdk2.js`, 'modern'] };
+const CONFORMANCE = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/conformance.js`] };
 const CRASH = { command: process.execPath, args: [`${ROOT}dist/test/helpers/servers/crash.js`] };
 
 type Json = Record<string, unknown>;
@@ -133,6 +135,31 @@ describe('serve: a gateway in front of several servers', function () {
       expect(JSON.stringify(elicited.content)).to.include('Ada');
       expect(asked).to.deep.equal(['Deploy to staging?', asked[1]]);
       expect(asked).to.have.length(2);
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("subscribes a session of the initialize era (MCP SDK 1.x) to a 2026-07-28 server's resource through a listen of its own, and delivers its updates", async () => {
+    const g = await gateway({ fixture: CONFORMANCE, everything: EVERYTHING }, { prefix: 'conflicts' });
+    const host = new Client1({ name: 'sdk1-host', version: '1.0.0' });
+    const updates: string[] = [];
+    host.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(JSON.stringify(n.params)));
+    await host.connect(new StreamableHTTPClientTransport1(new URL(g.url!)));
+    try {
+      // The modern server has no resources/subscribe: the gateway listens for that URI there instead.
+      expect(await host.subscribeResource({ uri: 'test://watched-resource' })).to.deep.equal({});
+      await host.callTool({ name: 'test_trigger_resource_update', arguments: {} });
+      await until(5000, 'the update', () => updates.length > 0, 20);
+      expect(updates).to.have.length(1);
+      expect(JSON.parse(updates[0]!)).to.include({ uri: 'test://watched-resource' });
+      expect(updates[0], "the server's stream id is no client's").not.to.include('subscriptionId');
+      expect(await host.unsubscribeResource({ uri: 'test://watched-resource' })).to.deep.equal({});
+      await host.callTool({ name: 'test_trigger_resource_update', arguments: {} });
+      await host.callTool({ name: 'test_trigger_resource_update', arguments: {} });
+      // A round trip after: an update would have come before its answer.
+      await host.listTools();
+      expect(updates, 'none once unsubscribed').to.have.length(1);
     } finally {
       await host.close();
     }

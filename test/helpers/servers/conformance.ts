@@ -6,6 +6,7 @@ let instance: ReturnType<typeof conformanceServer> | undefined;
 const notifier: ChangeNotifier = {
   toolsChanged: () => void instance?.sendToolListChanged(),
   promptsChanged: () => void instance?.sendPromptListChanged(),
+  resourceUpdated: (uri) => void instance?.server.sendResourceUpdated({ uri }),
 };
 serveStdio(() => {
   instance = conformanceServer(notifier);
