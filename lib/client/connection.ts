@@ -65,6 +65,11 @@ export interface RequestOptions {
    */
   capabilities?: Record<string, unknown> | undefined;
   /**
+   * Modern era: an `input_required` result is returned as it came (a gateway passes it on to a client of its
+   * own), not answered through the onRequest handlers and sent again.
+   */
+  passInput?: boolean;
+  /**
    * Called with each progress notification of this request (the server's `progress`, and `total` and `message`
    * when it gives them): a progress token of the connection's own is put in the request's `_meta` (one given
    * there is replaced), and the notifications stop reaching it once the request settles.
@@ -412,7 +417,7 @@ export class Connection extends EventEmitter {
         delete result.resultType;
         return result;
       }
-      if (!isObject(result) || result.resultType !== 'input_required') return result;
+      if (!isObject(result) || result.resultType !== 'input_required' || options.passInput === true) return result;
       if (round >= MAX_INPUT_ROUNDS) {
         throw new ConnectionError(
           'INPUT_ROUNDS',

@@ -23,6 +23,7 @@ import { sameCaller } from '../protocol/caller.js';
 import { legacyAgreed, type ListenFilter, wantedBy } from '../protocol/listen.js';
 import { discoverFrom, INPUT_CAPABILITIES, META_SUBSCRIPTION_ID, modernResult, REMOVED_METHODS } from '../protocol/modern.js';
 import { abort, type Call, type Forwarded, type ModernCall, type RunningCalls } from './running.js';
+import { PassedStates, targetOf } from './input.js';
 import { GatewayTasks, TASK_METHODS, withTasks } from './tasks.js';
 import type { Upstream } from './upstream.js';
 
@@ -69,11 +70,14 @@ export class ModernFace {
 
   /** The tasks its servers made (the tasks extension; see tasks.ts). */
   readonly #tasks: GatewayTasks;
+  /** The requestStates of modern servers' input_required results passed on to clients (see input.ts). */
+  readonly #passed: PassedStates;
 
   constructor(host: ModernHost, statePrefix: string | undefined) {
     this.#host = host;
     this.#statePrefix = statePrefix === undefined ? '' : `${statePrefix}.`;
     this.#tasks = new GatewayTasks(this.#statePrefix);
+    this.#passed = new PassedStates(this.#statePrefix);
   }
 
   /** A server's answer to a call: a task it made is given under the gateway's id (see GatewayTasks.created). */
@@ -101,14 +105,19 @@ export class ModernFace {
         return true;
       };
     });
-    if (typeof params.requestState === 'string') {
+    const target = targetOf(method, params);
+    // A retry with the state of a modern server's input_required result goes to that server, its own state back in.
+    const passed = typeof params.requestState === 'string' ? this.#passed.restore(params, call.caller, target) : undefined;
+    if (passed === undefined && typeof params.requestState === 'string') {
       const forwarded = this.#resume(params.requestState, call, params.inputResponses);
       const rest = forwarded.modern?.rest;
       if (rest === undefined) throw new RpcError(CODES.invalidParams, 'Invalid requestState: it names no call of this era');
       call.modern.rest = rest;
       this.#host.calls.adopt(call, forwarded);
     } else {
-      call.modern.rest = this.#host.dispatch(call, method, params).then((result) => (isObject(result) ? modernResult(method, result) : result));
+      call.modern.rest = this.#host
+        .dispatch(call, method, passed ?? params)
+        .then((result) => (isObject(result) ? modernResult(method, this.#passed.passOn(result, call.caller, target)) : result));
       // Once the client was answered input_required, the rest may settle with no one waiting yet.
       call.modern.rest.catch(() => undefined);
     }

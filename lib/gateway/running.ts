@@ -158,7 +158,7 @@ export class RunningCalls {
  * How a client's request is sent on to its server: aborted with it, for its caller, its server's questions
  * related to it; a modern request declares to its server what its client declared of what the gateway relays
  * (the questions it passes on, and the tasks extension: see tasks.ts), so that the server answers as it would
- * that client.
+ * that client, and a modern server's input_required result comes back as it is, for the client.
  */
 export function sendOptions(forwarded: Forwarded, timeoutMs: number): RequestOptions {
   const options: RequestOptions = { signal: forwarded.abort.signal, timeoutMs, related: forwarded, caller: forwarded.caller };
@@ -166,7 +166,8 @@ export function sendOptions(forwarded: Forwarded, timeoutMs: number): RequestOpt
   if (declared === undefined) return options;
   const capabilities: Record<string, unknown> = {};
   for (const capability of Object.values(INPUT_CAPABILITIES)) if (declared[capability] !== undefined) capabilities[capability] = declared[capability];
-  return { ...options, capabilities: { ...capabilities, ...tasksDeclared(declared) } };
+  // A modern server's input requests go to the client as they came (see input.ts).
+  return { ...options, capabilities: { ...capabilities, ...tasksDeclared(declared) }, passInput: forwarded.up.era === 'modern' };
 }
 
 /** Aborts a request sent on, with `reason`: the server is told, and its messages are no one's from now on. */

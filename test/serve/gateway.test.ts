@@ -10,6 +10,7 @@ import type { ServerConfig } from '../../lib/client/config.js';
 import { connect } from '../../lib/client/connect.js';
 import type { Connection } from '../../lib/client/connection.js';
 import { decodeCursor, encodeCursor, globPattern, NameFilter, templatePattern } from '../../lib/gateway/names.js';
+import { TASKS_EXTENSION } from '../../lib/gateway/tasks.js';
 import { type ServeHandle, type ServeOptions, serve } from '../../lib/serve/index.js';
 import { FILLED_FORM } from '../helpers/elicitation.js';
 import { ROOT } from '../helpers/fixtures.js';
@@ -138,6 +139,34 @@ describe('serve: a gateway in front of several servers', function () {
     } finally {
       await host.close();
     }
+  });
+
+  it('gives the MCP SDK 2.x client, which has no tasks surface, results and never a task: the gateway declares the tasks extension to a server only for a caller that did', async () => {
+    const g = await gateway({ fixture: CONFORMANCE, everything: EVERYTHING }, { prefix: 'conflicts' });
+    const host = new Client({ name: 'sdk2-host', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await host.connect(new StreamableHTTPClientTransport(new URL(g.url!)));
+    try {
+      const computed = await host.callTool({ name: 'slow_compute', arguments: { seconds: 0, label: 'sync' } });
+      expect(computed).to.deep.include({ content: [{ type: 'text', text: 'computed sync after 0s' }] });
+      expect(computed).not.to.have.property('taskId');
+      // A tool that needs a task: the server's -32021, naming the extension.
+      const refused = await host.callTool({ name: 'failing_job', arguments: {} }).catch((err: Error) => err);
+      expect(refused).to.be.instanceOf(Error);
+      expect(String((refused as Error).message)).to.include('io.modelcontextprotocol/tasks');
+    } finally {
+      await host.close();
+    }
+    // The same gateway gives a caller that declares the extension a task, and its result once done.
+    const declares = await connect({ type: 'http', url: g.url! }, { capabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+    clients.push(declares);
+    const task = (await declares.request('tools/call', { name: 'slow_compute', arguments: { seconds: 0, label: 'task' } })) as Json;
+    expect(task).to.deep.include({ resultType: 'task' });
+    expect(task.taskId).to.match(/^fixture:/);
+    const done = (await within(5000, 'the task done', async () => {
+      const got = (await declares.request('tasks/get', { taskId: task.taskId })) as Json;
+      return got.status === 'completed' ? got : undefined;
+    })) as Json;
+    expect(done.result).to.deep.include({ content: [{ type: 'text', text: 'computed task after 0s' }] });
   });
 
   it("subscribes a session of the initialize era (MCP SDK 1.x) to a 2026-07-28 server's resource through a listen of its own, and delivers its updates", async () => {
