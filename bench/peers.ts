@@ -329,8 +329,11 @@ export const validationPeers: DecoderPeer[] = [
   { name: 'FrameDecoder, validate: true', run: (chunks) => throughStream(() => new FrameDecoder({ validate: true }), chunks) },
 ];
 
-/** Chunks through a WHATWG TransformStream, written as a host's pipe writes them (none awaited), messages counted. */
-async function throughWebStream(stream: TransformStream<Uint8Array, unknown>, chunks: readonly Buffer[]): Promise<number> {
+/** Chunks through a Web Streams readable and writable pair, written as a host's pipe writes them (none awaited), messages counted. */
+async function throughWebStream(
+  stream: { readable: ReadableStream<unknown>; writable: WritableStream<Uint8Array> },
+  chunks: readonly Buffer[],
+): Promise<number> {
   let n = 0;
   const reading = (async () => {
     for await (const _ of stream.readable) n++;

@@ -1,9 +1,8 @@
 /*
- * What the three decoders share: byte constants, the BOM, line ends, the one size rule and the error it gives.
- * Each framing file keeps only what differs between framings.
+ * What the three decoders share: byte constants, the BOM, line ends, UTF-8 to text (the one size rule and the
+ * error it gives are limit.ts's, which runs anywhere). Each framing file keeps only what differs between framings.
  */
 import { isAscii, isUtf8, transcode } from 'node:buffer';
-import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 
 export const LF = 0x0a;
 export const CR = 0x0d;
@@ -67,37 +66,4 @@ export function startsWithBom(buf: Uint8Array, start: number, end: number): bool
 /** Where a line's content ends: before its CR when it ends in CR (the CR of a CRLF whose LF was cut off). */
 export function withoutCR(buf: Uint8Array, start: number, end: number): number {
   return end > start && buf[end - 1] === CR ? end - 1 : end;
-}
-
-/**
- * The size rule, the same for every framing: a message's body may hold `max` bytes; one byte more is
- * MESSAGE_TOO_LARGE. While a frame is still arriving its bytes also hold framing that is not message (a BOM,
- * a CR, a field name), known only when the frame ends; so an unfinished frame is rejected early only once it
- * passes `max + slack`, and the exact check runs when it ends. `slack` is the most framing bytes a framing
- * holds beside a message.
- */
-export class SizeLimit {
-  constructor(
-    readonly max: number,
-    readonly slack: number,
-  ) {}
-
-  /** Bytes of an unfinished frame (framing included) that can no longer hold a message within the limit. */
-  heldTooLong(bytes: number): boolean {
-    return bytes > this.max + this.slack;
-  }
-
-  /** A complete message body of `bytes` is over the limit. */
-  over(bytes: number): boolean {
-    return bytes > this.max;
-  }
-
-  /** The most bytes a decoder ever holds for one frame. */
-  get holdCap(): number {
-    return this.max + this.slack;
-  }
-
-  error(what: string, position: FrameErrorPosition, head: string | Uint8Array): FrameError {
-    return new FrameError('MESSAGE_TOO_LARGE', `${what} is larger than maxMessageBytes (${this.max})`, position, preview(head));
-  }
 }

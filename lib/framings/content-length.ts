@@ -1,16 +1,14 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit } from './bytes.js';
+import { asBuffer, CR, decodeUtf8, LF } from './bytes.js';
+import { contentLength, HeaderScan, MAX_HEADER_BYTES, NAME_AND_COLON } from './headers.js';
+import { SizeLimit } from './limit.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, parseLarge } from './large.js';
 import { keepShape } from './shapes.js';
 import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
 
-/** A header block longer than this is INVALID_HEADER. */
-export const MAX_HEADER_BYTES = 8 * 1024;
-const HEADER_NAME = Buffer.from('content-length');
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
-const NAME_AND_COLON = Buffer.from('content-length:');
 /** The header as frameContentLength and LSP write it, read straight from the bytes. */
 const PLAIN_HEADER = Buffer.from('Content-Length: ');
 
@@ -67,28 +65,6 @@ enum State {
   Resync,
 }
 
-/** Headers as text, one line each; the length when it is a plain decimal number, otherwise why not. */
-function contentLength(block: string): { length: number } | { problem: string } {
-  let length: number | undefined;
-  for (const raw of block.split('\n')) {
-    // A line's CRs at its end are part of its line end: a line of only CRs is blank.
-    let end = raw.length;
-    while (end > 0 && raw.charCodeAt(end - 1) === 0x0d) end--;
-    const line = end === raw.length ? raw : raw.slice(0, end);
-    if (line === '') continue;
-    const colon = line.indexOf(':');
-    if (colon <= 0) return { problem: `a header line without a name and colon` };
-    if (line.slice(0, colon).trim().toLowerCase() !== 'content-length') continue;
-    const value = line.slice(colon + 1).trim();
-    // Only a plain decimal: parseInt would take "12x" as 12 and "-1" or "1e3" would slip through Number().
-    if (!/^[0-9]{1,15}$/.test(value)) return { problem: `Content-Length is not a plain decimal number` };
-    const n = Number(value);
-    if (length !== undefined && length !== n) return { problem: 'two different Content-Length headers' };
-    length = n;
-  }
-  return length === undefined ? { problem: 'no Content-Length header' } : { length };
-}
-
 /**
  * Content-Length framing. Headers are read byte by byte (they are short and capped at 8 KiB); a body's length is
  * known from its header, so its buffer is reserved once and filled in bulk, and a body that is complete inside
@@ -111,9 +87,8 @@ export class ContentLengthDecoder implements FrameDecoderCore {
   #bodyLength = 0;
   /** Body bytes still to come (Body, SkipBody). */
   #remaining = 0;
-  /** Resync: how much of HEADER_NAME has matched, and where the match started. */
-  #match = 0;
-  #resyncStart = 0;
+  /** Resync: the scan for the next header's name. */
+  readonly #scan = new HeaderScan();
   /** Stream offset of the next byte; of the first byte of the chunk being read; where the current frame started. */
   #offset = 0;
   #base = 0;
@@ -295,41 +270,19 @@ export class ContentLengthDecoder implements FrameDecoderCore {
     this.#head.clear();
     this.#lineHasContent = false;
     this.#state = State.Resync;
-    this.#match = 0;
+    this.#scan.reset();
     this.#index++;
   }
 
-  /**
-   * Drops bytes up to the next `Content-Length` name (any case) followed by optional blanks and a colon, then
-   * reads a header block from there. The name is looked for anywhere, not only at a line start, because a body
-   * has no line end after it: the next frame's header follows its last byte directly.
-   */
+  /** Drops bytes up to the next `Content-Length` name and its colon (see HeaderScan); a header block goes on from there. */
   #resync(buf: Buffer, pos: number): number {
-    for (let i = pos; i < buf.length; i++) {
-      const b = buf[i]!;
-      if (this.#match === HEADER_NAME.length) {
-        if (b === 0x20 || b === 0x09) continue;
-        if (b === COLON) {
-          this.#state = State.Header;
-          this.#frameOffset = this.#resyncStart;
-          this.#head.append(NAME_AND_COLON);
-          this.#lineHasContent = true;
-          return i + 1;
-        }
-        this.#match = 0;
-      }
-      const lower = b >= 0x41 && b <= 0x5a ? b + 0x20 : b;
-      if (lower === HEADER_NAME[this.#match]) {
-        if (this.#match === 0) this.#resyncStart = this.#base + i;
-        this.#match++;
-      } else if (lower === HEADER_NAME[0]) {
-        this.#resyncStart = this.#base + i;
-        this.#match = 1;
-      } else {
-        this.#match = 0;
-      }
-    }
-    return buf.length;
+    const end = this.#scan.find(buf, pos, this.#base);
+    if (end === -1) return buf.length;
+    this.#state = State.Header;
+    this.#frameOffset = this.#scan.start;
+    this.#head.append(NAME_AND_COLON);
+    this.#lineHasContent = true;
+    return end;
   }
 
   #readBody(buf: Buffer, pos: number, sink: DecodeSink): number {

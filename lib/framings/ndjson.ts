@@ -1,7 +1,8 @@
 import { isUtf8 } from 'node:buffer';
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
 import { ByteAccumulator } from './accumulator.js';
-import { asBuffer, decodeUtf8, LF, SizeLimit, startsWithBom, withoutCR } from './bytes.js';
+import { asBuffer, decodeUtf8, LF, startsWithBom, withoutCR } from './bytes.js';
+import { SizeLimit } from './limit.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, parseLarge } from './large.js';
 import { keepShape } from './shapes.js';

@@ -1,5 +1,6 @@
 import { FrameError, preview, type FrameErrorPosition } from '../errors.js';
-import { asBuffer, COLON, CR, decodeUtf8, LF, SizeLimit, startsWithBom } from './bytes.js';
+import { asBuffer, COLON, CR, decodeUtf8, LF, startsWithBom } from './bytes.js';
+import { SizeLimit } from './limit.js';
 import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, FrameEncoderCore, Framing } from './codec.js';
 import { LARGE_FRAME, type LargeParse, parseLarge } from './large.js';
 import { EventData, HeldLine, isWord, Region } from './sse-reading.js';

@@ -13,6 +13,7 @@
 import { FrameError, type FrameErrorPosition, preview } from '../errors.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore } from '../framings/codec.js';
 import { DEFAULT_MAX_DEPTH, lineError, lineProblem, tryParse } from '../framings/json.js';
+import { joined } from './pieces.js';
 
 const LF = 0x0a;
 const CR = 0x0d;
@@ -145,16 +146,4 @@ export class WebNdjsonDecoder implements FrameDecoderCore {
   #tooLarge(at: FrameErrorPosition, head: Uint8Array): FrameError {
     return new FrameError('MESSAGE_TOO_LARGE', `message is larger than maxMessageBytes (${this.#max})`, at, preview(head));
   }
-}
-
-/** Pieces as one array (the one piece itself when there is one). */
-function joined(pieces: readonly Uint8Array[]): Uint8Array {
-  if (pieces.length === 1) return pieces[0]!;
-  const out = new Uint8Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
-  let at = 0;
-  for (const piece of pieces) {
-    out.set(piece, at);
-    at += piece.length;
-  }
-  return out;
 }

@@ -5,19 +5,19 @@
  * with a FrameError, with 'skip' each FrameError goes to `oninvalid` and decoding goes on at the next line.
  *
  * This entry and every module it imports use no node: module and no Node global (a test holds it so), so that the
- * built file runs unbundled as an ES module anywhere. It frames NDJSON (MCP's stdio framing) for now; the
- * Content-Length and SSE framings are the Node streams' (mcp-frame) until their decoders are written to the same
- * rule.
+ * built file runs unbundled as an ES module anywhere. It frames NDJSON (MCP's stdio framing) and Content-Length
+ * (LSP's); SSE is the Node streams' (mcp-frame) until its decoder is written to the same rule.
  */
 import { FrameError } from '../errors.js';
 import type { DecodeSink, FrameDecoderCore } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import { frameProblem } from '../jsonrpc.js';
 import { preview } from '../redaction.js';
+import { frameContentLengthBytes, WebContentLengthDecoder } from './content-length.js';
 import { WebNdjsonDecoder } from './ndjson.js';
 
 /** The framings this entry speaks. */
-export type WebFraming = 'ndjson';
+export type WebFraming = 'ndjson' | 'content-length';
 
 /** The largest message a decoder takes by default, as the Node streams' (64 MiB). */
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -41,22 +41,47 @@ export function frame(msg: unknown): string {
 }
 
 function decoderOf(framing: string, maxMessageBytes: number): FrameDecoderCore {
-  if (framing !== 'ndjson')
-    throw new TypeError(`mcp-frame/web frames ndjson; ${JSON.stringify(framing)} is the Node streams' (mcp-frame's FrameDecoder) for now`);
+  if (framing !== 'ndjson' && framing !== 'content-length')
+    throw new TypeError(
+      `mcp-frame/web frames ndjson and content-length; ${JSON.stringify(framing)} is the Node streams' (mcp-frame's FrameDecoder) for now`,
+    );
   if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1)
     throw new TypeError(`maxMessageBytes is a whole number of bytes, got ${maxMessageBytes}`);
-  return new WebNdjsonDecoder({ maxMessageBytes });
+  return framing === 'ndjson' ? new WebNdjsonDecoder({ maxMessageBytes }) : new WebContentLengthDecoder({ maxMessageBytes });
 }
 
-/** Uint8Array chunks in, messages out. */
-export class FrameDecoderStream extends TransformStream<Uint8Array, unknown> {
+/**
+ * Uint8Array chunks in, messages out: a readable and writable pair, as a TransformStream is (`pipeThrough` takes
+ * it). Not a TransformStream: erroring one throws away the messages it holds that were not read yet, and a message
+ * next to a bad frame must not be lost. Here the messages decoded wait in the pair's own queue and go to the
+ * reader as it reads; the error of the first bad frame (in 'error' mode) reaches the reader only once it has read
+ * every message before it. A write resolves once the reader has taken what it decoded (so a reader that stops
+ * holds the writer: backpressure), and rejects with the error once the stream failed.
+ */
+export class FrameDecoderStream {
+  readonly readable: ReadableStream<unknown>;
+  readonly writable: WritableStream<Uint8Array>;
+
   constructor(options: FrameDecoderStreamOptions = {}) {
     const core = decoderOf(options.framing ?? 'ndjson', options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
     const skip = options.onInvalid === 'skip';
-    let controller!: TransformStreamDefaultController<unknown>;
+    const queue: unknown[] = [];
+    /** The stream's end: the error it failed with (the first bad frame's, or the reader's cancel), or done. */
+    let failure: unknown;
+    let failed = false;
+    let done = false;
+    /** A reader waiting for messages; writes waiting for the reader to take theirs. */
+    let waiting: (() => void) | undefined;
+    const taken: Array<() => void> = [];
+    let reader!: ReadableStreamDefaultController<unknown>;
+    const fail = (error: unknown): void => {
+      if (failed) return;
+      failed = true;
+      failure = error;
+    };
     const report = (error: FrameError): boolean => {
       if (!skip) {
-        controller.error(error);
+        fail(error);
         return false;
       }
       options.oninvalid?.(error);
@@ -64,8 +89,9 @@ export class FrameDecoderStream extends TransformStream<Uint8Array, unknown> {
     };
     const sink: DecodeSink = {
       message(msg) {
+        if (failed) return;
         const problem = options.validate === true ? frameProblem(msg) : undefined;
-        if (problem === undefined) controller.enqueue(msg);
+        if (problem === undefined) queue.push(msg);
         else
           report(
             new FrameError('INVALID_MESSAGE', `not a JSON-RPC 2.0 message: ${problem}`, core.lastPosition(), preview(JSON.stringify(msg) ?? '')),
@@ -73,29 +99,79 @@ export class FrameDecoderStream extends TransformStream<Uint8Array, unknown> {
       },
       invalid: report,
     };
-    super({
-      start(c) {
-        controller = c;
+    /** The reader, when it waits, gets what there is: the messages queued, else the failure or the end. */
+    const hand = (): void => {
+      if (waiting === undefined) return;
+      if (queue.length > 0) {
+        for (const msg of queue) reader.enqueue(msg);
+        queue.length = 0;
+        for (const resolve of taken.splice(0)) resolve();
+      } else if (failed) reader.error(failure);
+      else if (done) reader.close();
+      else return;
+      const resolve = waiting;
+      waiting = undefined;
+      resolve();
+    };
+    /** Resolves once the reader took what is queued now; rejects with the failure once there is one. */
+    const takenByReader = async (): Promise<void> => {
+      if (queue.length > 0) await new Promise<void>((resolve) => taken.push(resolve));
+      if (failed) throw failure;
+    };
+    this.readable = new ReadableStream<unknown>(
+      {
+        start(controller) {
+          reader = controller;
+        },
+        // Called only when a read waits and nothing is queued in the stream: a moment it may be errored.
+        pull() {
+          return new Promise<void>((resolve) => {
+            waiting = resolve;
+            hand();
+          });
+        },
+        cancel(reason) {
+          fail(reason ?? new TypeError('the reader cancelled'));
+          queue.length = 0;
+          for (const resolve of taken.splice(0)) resolve();
+        },
       },
-      transform(chunk) {
+      { highWaterMark: 0 },
+    );
+    this.writable = new WritableStream<Uint8Array>({
+      write(chunk) {
         if (!(chunk instanceof Uint8Array)) throw new TypeError(`FrameDecoderStream takes Uint8Array chunks, got ${typeof chunk}`);
-        core.write(chunk, sink);
+        if (!failed) core.write(chunk, sink);
+        hand();
+        return takenByReader();
       },
-      flush() {
-        core.end(sink);
+      close() {
+        if (!failed) core.end(sink);
+        done = true;
+        hand();
+        return takenByReader();
+      },
+      abort(reason) {
+        fail(reason);
+        hand();
       },
     });
   }
 }
 
-/** Messages in, Uint8Array chunks out: each message's frame. A value with no JSON form errors the stream (NOT_SERIALIZABLE). */
+/**
+ * Messages in, Uint8Array chunks out: each message's frame, byte for byte what frame() (NDJSON) or
+ * frameContentLength() writes. A value with no JSON form errors the stream (NOT_SERIALIZABLE).
+ */
 export class FrameEncoderStream extends TransformStream<unknown, Uint8Array> {
   constructor(options: { framing?: WebFraming } = {}) {
-    decoderOf(options.framing ?? 'ndjson', DEFAULT_MAX_MESSAGE_BYTES);
+    const framing = options.framing ?? 'ndjson';
+    decoderOf(framing, DEFAULT_MAX_MESSAGE_BYTES);
     const encoder = new TextEncoder();
+    const encode = framing === 'ndjson' ? (msg: unknown) => encoder.encode(frame(msg)) : frameContentLengthBytes;
     super({
       transform(msg, controller) {
-        controller.enqueue(encoder.encode(frame(msg)));
+        controller.enqueue(encode(msg));
       },
     });
   }

@@ -1,10 +1,20 @@
-// What the tests of mcp-frame/web outside Node run there (Deno, Bun, a browser): each NDJSON wire fixture's bytes
-// through FrameDecoderStream in skip mode, whole and byte by byte, and messages through FrameEncoderStream; and
-// how what came out is held to the fixtures and to frame().
+// What the tests of mcp-frame/web outside Node run there (Deno, Bun, a browser): each NDJSON and Content-Length
+// wire fixture's bytes through FrameDecoderStream in skip mode, whole and byte by byte, and messages through
+// FrameEncoderStream in both framings; and how what came out is held to the fixtures, frame() and
+// frameContentLength().
 import { expect } from 'chai';
+import { frameContentLength } from '../../lib/framings/content-length.js';
 import { frame } from '../../lib/framings/ndjson.js';
 import type { DecodeEvent } from './decode.js';
-import type { WireFixture } from './fixtures.js';
+import { type WireFixture, wireFixtures } from './fixtures.js';
+
+/** A wire fixture and the framing its bytes are in. */
+export type WebFixture = WireFixture & { framing: 'ndjson' | 'content-length' };
+
+/** Every wire fixture of the framings mcp-frame/web speaks. */
+export function webFixtures(): WebFixture[] {
+  return (['ndjson', 'content-length'] as const).flatMap((framing) => wireFixtures(framing).map((f) => ({ ...f, framing })));
+}
 
 /** The messages encoded, as the runtime's FrameEncoderStream must write them. */
 export const ENCODED = [
@@ -13,18 +23,19 @@ export const ENCODED = [
 ];
 
 type Decoded = { messages: unknown[]; invalid: unknown[] };
-/** What the script reports: per fixture, what came out whole and byte by byte; and the encoder's bytes, base64. */
-export type WebCheck = Record<string, { whole: Decoded; bytes: Decoded }> & { encoded: string };
+/** What the script reports: per fixture, what came out whole and byte by byte; and the encoders' bytes, base64. */
+export type WebCheck = Record<string, { whole: Decoded; bytes: Decoded }> & { encoded: string; encodedContentLength: string };
 
 /** The script, an ES module importing the entry from `entry`; `report` is its last statement, given `out`. */
-export function checkScript(entry: string, fixtures: readonly WireFixture[], report: string): string {
-  const given = fixtures.map((f) => ({ name: f.name, base64: f.bytes.toString('base64') }));
+export function checkScript(entry: string, fixtures: readonly WebFixture[], report: string): string {
+  const given = fixtures.map((f) => ({ name: f.name, framing: f.framing, base64: f.bytes.toString('base64') }));
   return `
 import { FrameDecoderStream, FrameEncoderStream } from ${JSON.stringify(entry)};
 const bytesOf = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-async function decode(chunks) {
+async function decode(chunks, framing) {
   const invalid = [];
-  const stream = new FrameDecoderStream({ onInvalid: 'skip', oninvalid: (e) => invalid.push({ code: e.code, line: e.line, offset: e.offset }) });
+  const oninvalid = (e) => invalid.push({ code: e.code, index: e.index, line: e.line, offset: e.offset });
+  const stream = new FrameDecoderStream({ framing, onInvalid: 'skip', oninvalid });
   const writer = stream.writable.getWriter();
   const messages = [];
   const reading = (async () => { for await (const m of stream.readable) messages.push(m); })();
@@ -36,16 +47,20 @@ async function decode(chunks) {
 const out = {};
 for (const f of ${JSON.stringify(given)}) {
   const bytes = bytesOf(f.base64);
-  out[f.name] = { whole: await decode([bytes]), bytes: await decode([...bytes].map((b) => new Uint8Array([b]))) };
+  out[f.name] = { whole: await decode([bytes], f.framing), bytes: await decode([...bytes].map((b) => new Uint8Array([b])), f.framing) };
 }
-const encoder = new FrameEncoderStream();
-const w = encoder.writable.getWriter();
-const parts = [];
-const read = (async () => { for await (const c of encoder.readable) parts.push(...c); })();
-for (const m of ${JSON.stringify(ENCODED)}) await w.write(m);
-await w.close();
-await read;
-out.encoded = btoa(String.fromCharCode(...parts));
+async function encode(framing) {
+  const encoder = new FrameEncoderStream({ framing });
+  const w = encoder.writable.getWriter();
+  const parts = [];
+  const read = (async () => { for await (const c of encoder.readable) parts.push(...c); })();
+  for (const m of ${JSON.stringify(ENCODED)}) await w.write(m);
+  await w.close();
+  await read;
+  return btoa(String.fromCharCode(...parts));
+}
+out.encoded = await encode('ndjson');
+out.encodedContentLength = await encode('content-length');
 ${report}
 `;
 }
@@ -53,9 +68,10 @@ ${report}
 const messagesOf = (events: DecodeEvent[]): unknown[] => events.flatMap((e) => ('message' in e ? [e.message] : []));
 const invalidOf = (events: DecodeEvent[]): unknown[] => events.flatMap((e) => ('invalid' in e ? [e.invalid] : []));
 
-/** What `where` reported, held to the fixtures (messages, codes, lines, offsets) and the encoder to frame(). */
-export function expectChecked(where: string, fixtures: readonly WireFixture[], out: WebCheck): void {
-  expect(fixtures.length).to.be.greaterThan(0);
+/** What `where` reported, held to the fixtures (messages, codes, frames or lines, offsets) and the encoders to frame() and frameContentLength(). */
+export function expectChecked(where: string, fixtures: readonly WebFixture[], out: WebCheck): void {
+  expect(fixtures.filter((f) => f.framing === 'content-length').length).to.be.greaterThan(0);
+  expect(fixtures.filter((f) => f.framing === 'ndjson').length).to.be.greaterThan(0);
   for (const f of fixtures) {
     for (const how of ['whole', 'bytes'] as const) {
       const got = out[f.name]![how];
@@ -64,4 +80,6 @@ export function expectChecked(where: string, fixtures: readonly WireFixture[], o
     }
   }
   expect(Buffer.from(out.encoded, 'base64').equals(Buffer.from(ENCODED.map((m) => frame(m)).join('')))).to.equal(true);
+  const contentLength = Buffer.from(ENCODED.map((m) => frameContentLength(m)).join(''));
+  expect(Buffer.from(out.encodedContentLength, 'base64').equals(contentLength), `${where}: Content-Length`).to.equal(true);
 }

@@ -1,27 +1,27 @@
 // mcp-frame/web in a real browser: Debian's chromium, headless, loads a page from a server on 127.0.0.1 that
-// imports the built entry as it is (unbundled ES modules over HTTP, as a page would), decodes every NDJSON wire
-// fixture whole and byte by byte through FrameDecoderStream, encodes through FrameEncoderStream, and posts what
+// imports the built entry as it is (unbundled ES modules over HTTP, as a page would), decodes every NDJSON and
+// Content-Length wire fixture whole and byte by byte through FrameDecoderStream, encodes through FrameEncoderStream, and posts what
 // came out back to the server. Skipped with a message where chromium is not installed (.ci/run installs it).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize } from 'node:path';
-import { ROOT, wireFixtures } from '../helpers/fixtures.js';
+import { ROOT } from '../helpers/fixtures.js';
 import { tempDir } from '../helpers/temp.js';
-import { checkScript, expectChecked, type WebCheck } from '../helpers/web-check.js';
+import { checkScript, expectChecked, type WebCheck, webFixtures } from '../helpers/web-check.js';
 
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((bin) => existsSync(bin));
 
 describe('mcp-frame/web in a browser (headless chromium)', function () {
   this.timeout(120_000);
 
-  it('decodes every NDJSON wire fixture whole and byte by byte as the fixtures expect, and encodes as frame()', async function () {
+  it('decodes every NDJSON and Content-Length wire fixture whole and byte by byte as the fixtures expect, and encodes as frame() and frameContentLength()', async function () {
     if (CHROMIUM === undefined) {
       console.error('      skipped: chromium is not installed (apt-get install chromium; .ci/run does it)');
       this.skip();
     }
-    const fixtures = wireFixtures('ndjson');
+    const fixtures = webFixtures();
     const check = checkScript('/dist/lib/web/index.js', fixtures, "await fetch('/result', { method: 'POST', body: JSON.stringify(out) });");
     // The check is a module of its own, imported by the page, so that any failure (a load, a parse, a throw) is
     // reported too, not only silence.

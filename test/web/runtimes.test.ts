@@ -1,14 +1,14 @@
 // mcp-frame/web outside Node: the built entry imported as it is (unbundled ES modules) by Deno and by Bun, from
 // their npm packages pinned in peers/ (installed by .ci/run; skipped with a message where they are not), each
-// decoding the NDJSON wire fixtures through FrameDecoderStream in skip mode, byte by byte and whole, and encoding
+// decoding the NDJSON and Content-Length wire fixtures through FrameDecoderStream in skip mode, byte by byte and whole, and encoding
 // with FrameEncoderStream: the same messages, codes and positions as the fixtures expect, the same bytes as frame().
 import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, wireFixtures } from '../helpers/fixtures.js';
+import { ROOT } from '../helpers/fixtures.js';
 import { tempDir } from '../helpers/temp.js';
-import { checkScript, expectChecked, type WebCheck } from '../helpers/web-check.js';
+import { checkScript, expectChecked, type WebCheck, webFixtures } from '../helpers/web-check.js';
 
 const RUNTIMES = {
   deno: { bin: `${ROOT}peers/node_modules/.bin/deno`, args: (file: string) => ['run', '--quiet', '--no-config', file] },
@@ -28,10 +28,10 @@ function run(bin: string, args: string[]): Promise<string> {
 
 describe('mcp-frame/web in Deno and Bun', function () {
   this.timeout(120_000);
-  const fixtures = wireFixtures('ndjson');
+  const fixtures = webFixtures();
 
   for (const [name, runtime] of Object.entries(RUNTIMES)) {
-    it(`${name}: decodes every NDJSON wire fixture whole and byte by byte as the fixtures expect, and encodes as frame()`, async function () {
+    it(`${name}: decodes every NDJSON and Content-Length wire fixture whole and byte by byte as the fixtures expect, and encodes as frame() and frameContentLength()`, async function () {
       if (!existsSync(runtime.bin)) {
         console.log(`      skipped: ${name} is not installed (npm ci --prefix peers; .ci/run does it)`);
         this.skip();

@@ -1,9 +1,13 @@
-// mcp-frame/web on Node: the portable NDJSON decoder held to the Node decoder's fixtures (the same messages and the
-// same error codes and positions, whole, byte by byte, at every split point and at random ones), multibyte text
-// included; the Web Streams around it, in both modes; and the encoder byte for byte against frame().
+// mcp-frame/web on Node: the portable NDJSON and Content-Length decoders held to the Node decoders' fixtures (the
+// same messages and the same error codes and positions, whole, byte by byte, at every split point and at random
+// ones), multibyte text included, and the Content-Length one to the Node decoder on random streams of good and bad
+// frames; the Web Streams around them, in both modes; and the encoders byte for byte against frame() and
+// frameContentLength().
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { ContentLengthDecoder, frameContentLength } from '../../lib/framings/content-length.js';
 import { frame as nodeFrame } from '../../lib/framings/ndjson.js';
+import { WebContentLengthDecoder } from '../../lib/web/content-length.js';
 import { WebNdjsonDecoder } from '../../lib/web/ndjson.js';
 import { FrameDecoderStream, FrameEncoderStream, FrameError, frame } from '../../lib/web/index.js';
 import { chunkings, randomChunks, rng } from '../helpers/chunkers.js';
@@ -52,17 +56,56 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     });
   }
 
+  for (const fixture of wireFixtures('content-length')) {
+    it(`decodes fixtures/wire/${fixture.name}.content-length as the Node decoder does, under every chunking`, () => {
+      expect(fixture.events.length).to.be.greaterThan(0);
+      for (const [how, chunks] of chunkings(fixture.bytes))
+        expect(decodeWithCore(new WebContentLengthDecoder(LIMITS), chunks), how).to.deep.equal(fixture.events);
+    });
+  }
+
+  it('decodes Content-Length streams of good and bad frames as the Node decoder does, under random chunking (property)', () => {
+    // Frames and what goes wrong between them: bad JSON, a non-message, a header with no length, a length that is
+    // not a plain number, blank lines, garbage a resync must cross, a body over the limit, bytes that are not UTF-8.
+    const body = (text: string) => `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
+    const piece = fc.oneof(
+      message.map((m) => frameContentLength(m)),
+      fc.constant(body('{"jsonrpc":"2.0",')),
+      fc.constant(body('[1,2]')),
+      fc.constant('X-Other: 1\r\n\r\n{}'),
+      fc.constant('Content-Length: 1e3\r\n\r\n'),
+      fc.constant('content-LENGTH :  2\r\nX-Note: ünï\r\n\r\n{}'),
+      fc.constant('\r\n\n'),
+      fc.string({ unit: 'grapheme', maxLength: 20 }),
+      fc.constant(body(`{"jsonrpc":"2.0","method":"${'x'.repeat(300)}"}`)),
+    );
+    const notUtf8 = Buffer.concat([Buffer.from('Content-Length: 2\r\n\r\n'), Buffer.from([0xff, 0xfe])]);
+    const pieceBytes = fc.oneof({ weight: 9, arbitrary: piece.map((p) => Buffer.from(p)) }, { weight: 1, arbitrary: fc.constant(notUtf8) });
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(pieceBytes, { maxLength: 10 }), fc.integer({ min: 1, max: 64 }), fc.integer(), (bom, pieces, max, seed) => {
+        const bytes = Buffer.concat([Buffer.from(bom ? [0xef, 0xbb, 0xbf] : []), ...pieces]);
+        const limits = { maxMessageBytes: 256 };
+        const chunks = randomChunks(bytes, rng(seed), max);
+        expect(decodeWithCore(new WebContentLengthDecoder(limits), chunks)).to.deep.equal(decodeWithCore(new ContentLengthDecoder(limits), chunks));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
   it('through FrameDecoderStream: skip mode reports what the Node FrameDecoder reports; error mode stops at the first bad frame with its FrameError', async () => {
-    for (const fixture of wireFixtures('ndjson')) {
+    for (const [framing, fixture] of [
+      ...wireFixtures('ndjson').map((f) => ['ndjson', f] as const),
+      ...wireFixtures('content-length').map((f) => ['content-length', f] as const),
+    ]) {
       for (const [how, chunks] of chunkings(fixture.bytes, 64)) {
-        const node = await decodeWithStream(chunks, { onInvalid: 'skip' });
-        const web = await throughStream(chunks, { onInvalid: 'skip' });
+        const node = await decodeWithStream(chunks, { framing, onInvalid: 'skip' });
+        const web = await throughStream(chunks, { framing, onInvalid: 'skip' });
         expect(web.error, `${fixture.name} ${how}`).to.equal(undefined);
         // A stream's messages are read after its invalid frames are reported: each kind in order, compared apart.
         expect(messagesOf(web.events), `${fixture.name} ${how}`).to.deep.equal(messagesOf(node.events));
         expect(invalidOf(web.events), `${fixture.name} ${how}`).to.deep.equal(invalidOf(node.events));
         const { before, first } = untilFirstInvalid(fixture.events);
-        const strict = await throughStream(chunks);
+        const strict = await throughStream(chunks, { framing });
         if (first === undefined) expect(strict.error).to.equal(undefined);
         else {
           expect(strict.error, `${fixture.name} ${how}`).to.be.instanceOf(FrameError);
@@ -111,21 +154,27 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     expect([messagesOf(node.events), invalidOf(node.events)]).to.deep.equal([messagesOf(web.events), invalidOf(web.events)]);
   });
 
-  it('encodes byte for byte what frame() writes, U+2028 and multibyte text included; a value with no JSON form errors the stream', async () => {
+  it('encodes byte for byte what frame() and frameContentLength() write, U+2028 and multibyte text included; a value with no JSON form errors the stream', async () => {
     const msgs = [
       { jsonrpc: '2.0', id: 1, result: { text: 'ünïcödé ✓ \u2028 line\nbreak' } },
       { jsonrpc: '2.0', method: 'ping' },
     ];
-    const stream = new FrameEncoderStream();
-    const writer = stream.writable.getWriter();
-    const chunks: Uint8Array[] = [];
-    const reading = (async () => {
-      for await (const chunk of stream.readable as unknown as AsyncIterable<Uint8Array>) chunks.push(chunk);
-    })();
-    for (const m of msgs) await writer.write(m);
-    await writer.close();
-    await reading;
-    expect(Buffer.concat(chunks).equals(Buffer.from(msgs.map((m) => nodeFrame(m)).join('')))).to.equal(true);
+    for (const [framing, frameOf] of [
+      ['ndjson', nodeFrame],
+      ['content-length', frameContentLength],
+    ] as const) {
+      const stream = new FrameEncoderStream({ framing });
+      const writer = stream.writable.getWriter();
+      const chunks: Uint8Array[] = [];
+      const reading = (async () => {
+        for await (const chunk of stream.readable as unknown as AsyncIterable<Uint8Array>) chunks.push(chunk);
+      })();
+      for (const m of msgs) await writer.write(m);
+      await writer.close();
+      await reading;
+      expect(chunks, 'a chunk a message').to.have.length(2);
+      expect(Buffer.concat(chunks).equals(Buffer.from(msgs.map((m) => frameOf(m)).join(''))), framing).to.equal(true);
+    }
     const bad = new FrameEncoderStream();
     const failed = bad.readable
       .getReader()
@@ -140,8 +189,52 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     expect((err as FrameError).code).to.equal('NOT_SERIALIZABLE');
   });
 
+  it('in error mode gives the reader every message before the bad frame, though they came in one chunk with it', async () => {
+    const good = (n: number) => ({ jsonrpc: '2.0', id: n, result: { n } });
+    for (const [framing, bytes, at] of [
+      [
+        'ndjson',
+        Buffer.from(`${nodeFrame(good(1))}${nodeFrame(good(2))}{oops\n${nodeFrame(good(3))}`),
+        { code: 'INVALID_JSON', line: 3, offset: Buffer.byteLength(nodeFrame(good(1)) + nodeFrame(good(2))) },
+      ],
+      [
+        'content-length',
+        Buffer.from(`${frameContentLength(good(1))}${frameContentLength(good(2))}Content-Length: 5\r\n\r\n{oops${frameContentLength(good(3))}`),
+        { code: 'INVALID_JSON', index: 3, offset: Buffer.byteLength(frameContentLength(good(1)) + frameContentLength(good(2))) },
+      ],
+    ] as const) {
+      const out = await throughStream([bytes], { framing });
+      expect(out.events, framing).to.deep.equal([{ message: good(1) }, { message: good(2) }]);
+      expect(out.error, framing).to.be.instanceOf(FrameError);
+      expect(invalidEvent(out.error as FrameError), framing).to.deep.equal({ invalid: at });
+    }
+  });
+
+  it('holds the writer while the reader does not read (backpressure), and a reader that cancels ends the writes', async () => {
+    const stream = new FrameDecoderStream();
+    const writer = stream.writable.getWriter();
+    let written = false;
+    const writing = writer.write(Buffer.from('{"jsonrpc":"2.0","method":"a"}\n{"jsonrpc":"2.0","method":"b"}\n')).then(() => {
+      written = true;
+    });
+    // A window in which the write must not complete: nobody has read.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(written).to.equal(false);
+    const reader = stream.readable.getReader();
+    expect((await reader.read()).value).to.deep.equal({ jsonrpc: '2.0', method: 'a' });
+    await writing;
+    expect((await reader.read()).value).to.deep.equal({ jsonrpc: '2.0', method: 'b' });
+    await reader.cancel(new Error('enough'));
+    const refused = await writer.write(Buffer.from('{"jsonrpc":"2.0","method":"c"}\n')).catch((err: Error) => err);
+    expect(refused).to.be.instanceOf(Error).with.property('message', 'enough');
+  });
+
   it('says which framings it speaks: another is a TypeError naming where it is', () => {
-    expect(() => new FrameDecoderStream({ framing: 'sse' as 'ndjson' })).to.throw(TypeError, /frames ndjson; "sse" is the Node streams'/);
+    expect(() => new FrameDecoderStream({ framing: 'sse' as 'ndjson' })).to.throw(
+      TypeError,
+      /frames ndjson and content-length; "sse" is the Node streams'/,
+    );
+    expect(() => new FrameEncoderStream({ framing: 'sse' as 'ndjson' })).to.throw(TypeError, /"sse"/);
     expect(() => new FrameDecoderStream({ maxMessageBytes: 0 })).to.throw(TypeError, /maxMessageBytes/);
   });
 });
