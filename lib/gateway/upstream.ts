@@ -10,6 +10,7 @@ import type { ServerConfig } from '../client/config.js';
 import { type Connection, type RequestOptions, RpcError, type Subscription } from '../client/connection.js';
 import { isObject } from '../jsonrpc.js';
 import { CODES } from '../protocol/codes.js';
+import type { ListenFilter } from '../protocol/listen.js';
 import { META_SUBSCRIPTION_ID } from '../protocol/modern.js';
 
 /** The JSON-RPC error code of a request the upstream it needs cannot take (down, starting, at its limit). */
@@ -187,6 +188,7 @@ export class Upstream extends EventEmitter {
       }
       this.#connection = connection;
       this.#upSince = Date.now();
+      if (connection.era === 'modern') this.#listenForChanges(connection);
       connection.on('exit', () => this.#lost(connection, 'the server is gone'));
       this.#set('up');
       this.#options.log.info(
@@ -270,17 +272,30 @@ export class Upstream extends EventEmitter {
     }
     let watch = this.#watches.get(uri);
     if (watch === undefined) {
-      // Its notifications reach the gateway as every notification does (the Connection's 'notification'), without
-      // the stream's id, which is the server's and no client's (the message was parsed for this connection alone).
-      watch = connection.listen({ resourceSubscriptions: [uri] }, (msg) => {
-        if (isObject(msg.params) && isObject(msg.params._meta)) delete msg.params._meta[META_SUBSCRIPTION_ID];
-      });
+      // Its notifications reach the gateway as every notification does (the Connection's 'notification').
+      watch = connection.listen({ resourceSubscriptions: [uri] }, withoutStreamId);
       this.#watches.set(uri, watch);
       watch.catch(() => this.#watches.get(uri) === watch && this.#watches.delete(uri));
     }
     const agreed = (await watch).acknowledged.resourceSubscriptions ?? [];
     if (!agreed.includes(uri)) throw new RpcError(CODES.invalidParams, `server "${this.name}" does not send updates of ${uri.slice(0, 200)}`);
     return {};
+  }
+
+  /**
+   * A modern server sends its list changes only on a subscriptions/listen stream: one is opened for the lists it
+   * says can change, for as long as the connection lasts, its notifications reaching the gateway as a legacy
+   * server's do (the catalog reads the list again; the clients are told).
+   */
+  #listenForChanges(connection: Connection): void {
+    const caps = this.capabilities;
+    const changes = (kind: string) => isObject(caps[kind]) && caps[kind].listChanged === true;
+    const filter: ListenFilter = {
+      ...(changes('tools') ? { toolsListChanged: true } : {}),
+      ...(changes('prompts') ? { promptsListChanged: true } : {}),
+      ...(changes('resources') ? { resourcesListChanged: true } : {}),
+    };
+    if (Object.keys(filter).length > 0) connection.listen(filter, withoutStreamId).catch(() => undefined);
   }
 
   /** Says (or unsays, with undefined) what is wrong with it while it is up, for /healthz. */
@@ -322,6 +337,14 @@ export class Upstream extends EventEmitter {
     this.#connection = undefined;
     await connection?.close();
   }
+}
+
+/**
+ * A notification of a listen stream of the gateway's own, without the stream's id, which is the server's and no
+ * client's (the message was parsed for this connection alone: it is changed in place).
+ */
+function withoutStreamId(msg: Record<string, unknown>): void {
+  if (isObject(msg.params) && isObject(msg.params._meta)) delete msg.params._meta[META_SUBSCRIPTION_ID];
 }
 
 /** What a Fleet makes its upstreams with, and tells of them. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransport1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ResourceUpdatedNotificationSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { expect } from 'chai';
 import type { ServerConfig } from '../../lib/client/config.js';
 import { connect } from '../../lib/client/connect.js';
@@ -169,11 +169,13 @@ describe('serve: a gateway in front of several servers', function () {
     expect(done.result).to.deep.include({ content: [{ type: 'text', text: 'computed task after 0s' }] });
   });
 
-  it("subscribes a session of the initialize era (MCP SDK 1.x) to a 2026-07-28 server's resource through a listen of its own, and delivers its updates", async () => {
+  it("subscribes a session of the initialize era (MCP SDK 1.x) to a 2026-07-28 server's resource through a listen of its own, delivers its updates, and its list changes", async () => {
     const g = await gateway({ fixture: CONFORMANCE, everything: EVERYTHING }, { prefix: 'conflicts' });
     const host = new Client1({ name: 'sdk1-host', version: '1.0.0' });
     const updates: string[] = [];
     host.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(JSON.stringify(n.params)));
+    const changes: unknown[] = [];
+    host.setNotificationHandler(ToolListChangedNotificationSchema, (n) => void changes.push(n));
     await host.connect(new StreamableHTTPClientTransport1(new URL(g.url!)));
     try {
       // The modern server has no resources/subscribe: the gateway listens for that URI there instead.
@@ -184,6 +186,18 @@ describe('serve: a gateway in front of several servers', function () {
       expect(JSON.parse(updates[0]!)).to.include({ uri: 'test://watched-resource' });
       expect(updates[0], "the server's stream id is no client's").not.to.include('subscriptionId');
       expect(await host.unsubscribeResource({ uri: 'test://watched-resource' })).to.deep.equal({});
+      // A modern server tells its list changes only on a listen: the gateway keeps one open, and tells the session.
+      // (The servers coming up told it of changes too: those are counted first, once they have stopped.)
+      let before = -1;
+      const settled = (): boolean => {
+        const now = changes.length;
+        const same = now === before;
+        before = now;
+        return same;
+      };
+      await until(5000, 'the start-up changes told', settled, 300);
+      await host.callTool({ name: 'test_trigger_tool_change', arguments: {} });
+      await until(5000, 'the list change', () => changes.length > before, 20);
       await host.callTool({ name: 'test_trigger_resource_update', arguments: {} });
       await host.callTool({ name: 'test_trigger_resource_update', arguments: {} });
       // A round trip after: an update would have come before its answer.
