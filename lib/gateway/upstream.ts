@@ -277,9 +277,12 @@ export class Upstream extends EventEmitter {
       this.#watches.set(uri, watch);
       watch.catch(() => this.#watches.get(uri) === watch && this.#watches.delete(uri));
     }
-    const agreed = (await watch).acknowledged.resourceSubscriptions ?? [];
-    if (!agreed.includes(uri)) throw new RpcError(CODES.invalidParams, `server "${this.name}" does not send updates of ${uri.slice(0, 200)}`);
-    return {};
+    const subscription = await watch;
+    if ((subscription.acknowledged.resourceSubscriptions ?? []).includes(uri)) return {};
+    // A stream that does not carry the URI is of no use: closed, and the next subscribe asks again.
+    if (this.#watches.get(uri) === watch) this.#watches.delete(uri);
+    await subscription.close();
+    throw new RpcError(CODES.invalidParams, `server "${this.name}" does not send updates of ${uri.slice(0, 200)}`);
   }
 
   /**
