@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { type Caller, sameCaller } from '../protocol/caller.js';
 import { CODES } from '../protocol/codes.js';
 import { RpcError } from '../protocol/rpc-error.js';
+import { KeptFor } from './kept.js';
 
 type Json = Record<string, unknown>;
 
@@ -27,8 +28,8 @@ export function targetOf(method: string, params: Json): string {
 
 export class PassedStates {
   readonly #prefix: string;
-  /** The servers' states, by the gateway's id for each, oldest first. */
-  readonly #states = new Map<string, { state: string; caller: Caller | undefined; target: string; until: number }>();
+  /** The servers' states, by the gateway's id for each. */
+  readonly #states = new KeptFor<{ state: string; caller: Caller | undefined; target: string }>(MAX_STATES);
 
   /** `prefix`: what the gateway's requestStates start with (the replica's id, when there are replicas). */
   constructor(prefix = '') {
@@ -38,13 +39,8 @@ export class PassedStates {
   /** A server's answer to `caller`'s `target` request, for the client: an input_required result's requestState the gateway's. */
   passOn(result: Json, caller: Caller | undefined, target: string): Json {
     if (result.resultType !== 'input_required' || typeof result.requestState !== 'string') return result;
-    const now = Date.now();
-    for (const [id, kept] of this.#states) {
-      if (kept.until >= now && this.#states.size < MAX_STATES) break;
-      this.#states.delete(id);
-    }
     const id = `${this.#prefix}${randomUUID()}`;
-    this.#states.set(id, { state: result.requestState, caller, target, until: now + PASSED_STATE_MS });
+    this.#states.set(id, { state: result.requestState, caller, target }, PASSED_STATE_MS);
     return { ...result, requestState: id };
   }
 
@@ -53,8 +49,8 @@ export class PassedStates {
    * requestState is not one of these. One given to another caller, or for another request, is refused.
    */
   restore(params: Json, caller: Caller | undefined, target: string): Json | undefined {
-    const kept = typeof params.requestState === 'string' ? this.#states.get(params.requestState) : undefined;
-    if (kept === undefined || kept.until < Date.now()) return undefined;
+    const kept = this.#states.get(params.requestState);
+    if (kept === undefined) return undefined;
     if (!sameCaller(kept.caller, caller)) throw new RpcError(CODES.invalidParams, 'Invalid requestState: it is not one given to this caller');
     if (kept.target !== target) throw new RpcError(CODES.invalidParams, `Invalid requestState: it was given for ${kept.target}, not ${target}`);
     return { ...params, requestState: kept.state };

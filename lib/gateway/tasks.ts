@@ -14,6 +14,7 @@ import { isObject } from '../jsonrpc.js';
 import { type Caller, sameCaller } from '../protocol/caller.js';
 import { CODES } from '../protocol/codes.js';
 import { RpcError } from '../protocol/rpc-error.js';
+import { KeptFor } from './kept.js';
 import type { Upstream } from './upstream.js';
 
 type Json = Record<string, unknown>;
@@ -33,12 +34,11 @@ const MAX_TASKS = 10_000;
 /** How long a server may take to answer a tasks request (they ask after a task, or hand it input: no work waits). */
 const TASK_REQUEST_MS = 60_000;
 
-/** A task a server made: where it runs, its id there, whose it is, and until when it is known. */
+/** A task a server made: where it runs, its id there, and whose it is. */
 interface Kept {
   up: Upstream;
   taskId: string;
   caller: Caller | undefined;
-  until: number;
 }
 
 /** Whether client capabilities declare the extension. */
@@ -58,8 +58,8 @@ export function withTasks(capabilities: Json, ups: readonly Upstream[]): Json {
 
 export class GatewayTasks {
   readonly #prefix: string;
-  /** The tasks made through the gateway, by the gateway's id, oldest first. */
-  readonly #tasks = new Map<string, Kept>();
+  /** The tasks made through the gateway, by the gateway's id, each for its ttlMs. */
+  readonly #tasks = new KeptFor<Kept>(MAX_TASKS);
 
   /** `prefix`: what the gateway's task ids start with (the replica's id, when there are replicas). */
   constructor(prefix = '') {
@@ -71,9 +71,7 @@ export class GatewayTasks {
     if (!isObject(result) || result.resultType !== 'task' || typeof result.taskId !== 'string') return result;
     const id = `${this.#prefix}${encodeURIComponent(up.name)}:${result.taskId}`;
     const ttl = typeof result.ttlMs === 'number' && result.ttlMs > 0 ? result.ttlMs : DEFAULT_TTL_MS;
-    this.#prune();
-    this.#tasks.delete(id);
-    this.#tasks.set(id, { up, taskId: result.taskId, caller, until: Date.now() + ttl });
+    this.#tasks.set(id, { up, taskId: result.taskId, caller }, ttl);
     return { ...result, taskId: id };
   }
 
@@ -89,20 +87,11 @@ export class GatewayTasks {
       );
     }
     const id = params.taskId;
-    const kept = typeof id === 'string' ? this.#tasks.get(id) : undefined;
-    if (kept === undefined || kept.until < Date.now() || !sameCaller(kept.caller, caller)) {
+    const kept = this.#tasks.get(id);
+    if (kept === undefined || !sameCaller(kept.caller, caller)) {
       throw new RpcError(CODES.invalidParams, `Unknown task: ${JSON.stringify(id)}`);
     }
     const result = await kept.up.request(method, { ...params, taskId: kept.taskId }, { capabilities: DECLARED, caller, timeoutMs: TASK_REQUEST_MS });
     return isObject(result) && result.taskId === kept.taskId ? { ...result, taskId: id } : result;
-  }
-
-  /** Forgets the tasks past their time, from the oldest on, and the oldest past MAX_TASKS. */
-  #prune(): void {
-    const now = Date.now();
-    for (const [id, kept] of this.#tasks) {
-      if (kept.until >= now && this.#tasks.size < MAX_TASKS) break;
-      this.#tasks.delete(id);
-    }
   }
 }
