@@ -603,8 +603,9 @@ export class Gateway extends EventEmitter implements Channel {
       this.#emit({ jsonrpc: '2.0', method, params: { ...params, logger } }, owner?.id);
       return;
     }
-    // notifications/cancelled is about the upstream's own requests to the client: the client never saw their ids.
-    if (method === 'notifications/cancelled') return;
+    // notifications/cancelled is about the upstream's own requests to the client: the client never saw their ids;
+    // an acknowledged listen is one of the gateway's own (its clients' listens it acknowledges itself).
+    if (method === 'notifications/cancelled' || method === 'notifications/subscriptions/acknowledged') return;
     this.#emit({ jsonrpc: '2.0', method, ...(msg.params === undefined ? {} : { params: msg.params }) });
   }
 

@@ -131,13 +131,35 @@ describe('serve: each caller’s own token to a remote server (token exchange)',
     expect(noClient.message).to.match(/MCP_FRAME_EXCHANGE_CLIENT_SECRET/);
   });
 
-  it('leaves such a server out of what 2026-07-28 requests see, which carry no session of a caller’s own', async () => {
+  it('reaches such a server with each 2026-07-28 caller’s own exchanged token too, through a gateway of each caller’s own', async () => {
     const remote = await upstream();
     const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS });
-    const modern = await signedIn(url, 'alice', '2026-07-28');
-    expect(textOf(await modern.request('tools/call', { name: 'local__echo', arguments: { text: 'modern' } }))).to.equal('modern');
-    const err = (await modern.request('tools/call', { name: 'remote__whoami', arguments: {} }).catch((e: Error) => e)) as Error;
-    expect(err.message).to.match(/Unknown tool: remote__whoami/);
-    expect(idp.exchanges).to.have.length(0);
+    const [alice, bob, mallory] = await Promise.all([
+      signedIn(url, 'alice', '2026-07-28'),
+      signedIn(url, 'bob', '2026-07-28'),
+      signedIn(url, 'mallory', '2026-07-28'),
+    ]);
+    const [a, b] = await Promise.all([
+      alice.request('tools/call', { name: 'remote__whoami', arguments: {} }),
+      bob.request('tools/call', { name: 'remote__whoami', arguments: {} }),
+    ]);
+    expect(JSON.parse(textOf(a))).to.deep.equal({ sub: 'alice', act: { sub: EXCHANGE_CLIENT.clientId } });
+    expect(JSON.parse(textOf(b))).to.deep.equal({ sub: 'bob', act: { sub: EXCHANGE_CLIENT.clientId } });
+    expect(textOf(await bob.request('tools/call', { name: 'local__echo', arguments: { text: 'modern' } }))).to.equal('modern');
+    // A refused exchange fails only that caller's calls to that server.
+    const err = (await mallory.request('tools/call', { name: 'remote__whoami', arguments: {} }).catch((e: Error) => e)) as Error;
+    expect(err.message).to.match(/server "remote".*refused the token exchange \(invalid_grant: no exchange for mallory\)/);
+    expect(textOf(await mallory.request('tools/call', { name: 'local__echo', arguments: { text: 'still here' } }))).to.equal('still here');
+    expect(JSON.parse(textOf(await alice.request('tools/call', { name: 'remote__whoami', arguments: {} })))).to.deep.include({ sub: 'alice' });
+    // One exchange each (kept while it holds), never the caller's own token passed on.
+    expect(
+      idp.exchanges
+        .filter((e) => !e.refused)
+        .map((e) => e.subject)
+        .sort(),
+    ).to.deep.equal(['alice', 'bob']);
+    expect(log.join('\n')).to.not.match(/eyJ[A-Za-z0-9_-]{10,}/);
+    // The remote server's listen (for its list changes) is the gateway's own: its acknowledgement reaches no client.
+    expect(log.join('\n')).to.not.match(/dropped/);
   });
 });

@@ -24,16 +24,19 @@ import { type Caller, tokenOf } from '../../protocol/caller.js';
 import type { ExchangeTarget, TokenExchange } from '../../gateway/exchange.js';
 import { ConnectionError } from '../../client/errors.js';
 import { LATEST_LEGACY_PROTOCOL_VERSION } from '../../protocol/versions.js';
+import { CallerGateways } from './callers.js';
 import type { RequestTap, Telemetry } from '../observe/index.js';
 
 /**
  * What a session's messages go to: the server's child process, a gateway in front of several servers, or a
  * session's view of the gateway that every session shares.
  */
-export type ServedChild = StdioChannel | Gateway | GatewayView;
+export type ServedChild = StdioChannel | Gateway | GatewayView | CallerGateways;
 
 /** The label of the child (or gateway) shared by modern requests. */
 export const MODERN_LABEL = 'modern requests';
+/** The label of a signed-in caller's gateway for its modern requests (see callers.ts). */
+const CALLER_LABEL = 'a caller’s modern requests';
 
 /** The session's " (server pid n)" for the log; nothing for a gateway, whose servers have pids of their own. */
 export function pidNote(child: ServedChild): string {
@@ -270,6 +273,10 @@ class GatewayChildren implements Children {
   readonly #seen = new WeakMap<Gateway, { caller: Caller | undefined }>();
   /** With `isolate`: the one of them for modern requests. */
   #modern: Gateway | undefined;
+  /** Some servers are reached with each caller's exchanged token: fixed at start (see callers.ts). */
+  readonly #exchanging: boolean;
+  /** Then: each signed-in caller's gateway for its modern requests, and the sessions they have of `#modern`. */
+  #callers: { gateways: CallerGateways; sessions: GatewaySessions } | undefined;
 
   constructor(servers: Array<[string, ServerConfig]>, settings: GatewaySettings, watchers: Watchers, log: Logger, health: UpstreamHealth) {
     this.#current = servers;
@@ -284,22 +291,33 @@ class GatewayChildren implements Children {
     this.#isolated = new Set(isolate ?? []);
     this.#sessionHealth = new PartHealth(health, (name) => this.#current.some(([n, entry]) => n === name && exchanged(entry) !== undefined));
     this.#splitting = servers.some(([name, entry]) => this.#isOwn(name, entry));
+    this.#exchanging = servers.some(([, entry]) => exchanged(entry) !== undefined);
   }
 
-  #make(label: string, caller: Caller | undefined, lines: Logger, upstreams = this.#current, more: Partial<GatewayOptions> = {}): Gateway {
+  #make(
+    label: string,
+    caller: Caller | undefined,
+    lines: Logger,
+    upstreams = this.#current,
+    more: Partial<GatewayOptions> = {},
+    behind = (): GatewaySessions => this.#inner().sessions,
+  ): Gateway {
+    const modern = label === MODERN_LABEL || label === CALLER_LABEL;
     const { startTimeoutMs, inheritEnv, shutdownGraceMs, upstreamAuth, policy } = this.#settings;
     const { toolSearch: _, ...searchless } = this.#options;
     const telemetry = this.#watchers.telemetry;
     // Who the session's messages come from, latest first: a host that refreshed its token presents the new one.
     const seen = { caller };
     const gateway = new Gateway({
-      ...(more === INNER ? searchless : this.#options),
+      // Tool search is the outermost gateway's: the one in front of the shared servers has none, nor (with servers
+      // reached by exchange) the modern one that the callers' gateways stand in front of.
+      ...(more === INNER || (label === MODERN_LABEL && this.#exchanging) ? searchless : this.#options),
       ...(caller === undefined ? {} : { caller }),
       // A session's own gateway (isolated) names its session in the audit trail.
-      ...(label === MODERN_LABEL || label === 'start-up check' || more === INNER ? {} : { session: label }),
+      ...(modern || label === 'start-up check' || more === INNER ? {} : { session: label }),
       // The gateway for modern requests serves every modern caller (and the one behind isolated sessions, every
       // session): it attributes, or refuses, never guesses.
-      shared: label === MODERN_LABEL || more === INNER,
+      shared: modern || more === INNER,
       observer: {
         upstreamRequest: (r) => telemetry.publish('upstream:request', r),
         upstreamRestart: (upstream) => telemetry.publish('upstream:restart', { upstream }),
@@ -309,7 +327,7 @@ class GatewayChildren implements Children {
       upstreams,
       open: (name, entry, how) =>
         name === SHARED
-          ? connectOver(this.#inner().sessions.open(label, caller), {
+          ? connectOver(behind().open(label, caller), {
               name,
               protocolVersion: LATEST_LEGACY_PROTOCOL_VERSION,
               elicitationDefaults: false,
@@ -369,7 +387,8 @@ class GatewayChildren implements Children {
 
   /**
    * A gateway's servers in front of isolated ones: they, and the shared ones (when there are any) through a view.
-   * The modern requests' gateway has no caller of its own to exchange a token for: it leaves such servers out.
+   * The modern requests' gateway has no caller of its own to exchange a token for: it leaves such servers to the
+   * callers' gateways in front of it (see callers.ts).
    */
   #ownOf(all: ReadonlyArray<[string, ServerConfig]>, modern = false): Array<[string, ServerConfig]> {
     const shared: Array<[string, ServerConfig]> = this.#sharedOf(all).length > 0 ? [[SHARED, SHARED_ENTRY]] : [];
@@ -401,15 +420,8 @@ class GatewayChildren implements Children {
   }
 
   start(label: string, lines: Logger, caller?: Caller): ServedChild {
-    if (this.#splitting && label === MODERN_LABEL) {
-      if (this.#modern !== undefined) return this.#modern;
-      const made = this.#ownGateway(label, undefined, this.#log.child({ label: 'servers' }, 'servers'));
-      made.once('close', () => {
-        if (this.#modern === made) this.#modern = undefined;
-      });
-      this.#modern = made;
-      return made;
-    }
+    if (this.#exchanging && label === MODERN_LABEL) return this.#callerGateways();
+    if (this.#splitting && label === MODERN_LABEL) return this.#modernGateway();
     if (this.#splitting) return this.#ownGateway(label, caller, lines);
     const { gateway, sessions } = this.#inner();
     if (label === MODERN_LABEL) return gateway;
@@ -418,12 +430,54 @@ class GatewayChildren implements Children {
     return view;
   }
 
+  /** The gateway (in front of isolated servers and the shared ones) every modern request shares. */
+  #modernGateway(): Gateway {
+    if (this.#modern !== undefined) return this.#modern;
+    const made = this.#ownGateway(MODERN_LABEL, undefined, this.#log.child({ label: 'servers' }, 'servers'));
+    made.once('close', () => {
+      if (this.#modern === made) this.#modern = undefined;
+    });
+    this.#modern = made;
+    return made;
+  }
+
+  /**
+   * With servers reached by exchange: the modern requests' child, one gateway per signed-in caller in front of
+   * those servers and of a session of the modern gateway (see callers.ts).
+   */
+  #callerGateways(): CallerGateways {
+    if (this.#callers !== undefined) return this.#callers.gateways;
+    const shared = this.#modernGateway();
+    const sessions = new GatewaySessions(shared);
+    const lines = this.#log.child({ label: 'servers' }, 'servers');
+    const gateways = new CallerGateways({
+      name: MODERN_LABEL,
+      shared,
+      open: (caller) => this.#make(CALLER_LABEL, caller, lines, this.#callerOf(this.#current), { transparent: SHARED }, () => sessions),
+      heard: (gateway, caller) => this.called(gateway, caller),
+    });
+    const made = { gateways, sessions };
+    this.#watchers.requests.watch(gateways, 'modern', MODERN_LABEL);
+    gateways.once('close', () => {
+      if (this.#callers === made) this.#callers = undefined;
+    });
+    this.#callers = made;
+    return gateways;
+  }
+
+  /** A caller's gateway's servers: those reached with its exchanged token, and the modern gateway's (through a session). */
+  #callerOf(all: ReadonlyArray<[string, ServerConfig]>): Array<[string, ServerConfig]> {
+    return [...all.filter(([, entry]) => exchanged(entry) !== undefined), [SHARED, SHARED_ENTRY]];
+  }
+
   async close(): Promise<void> {
+    await this.#callers?.gateways.close();
     await this.#modern?.close();
     await this.#pool?.gateway.close();
   }
 
   policyChanged(): void {
+    if (this.#callers !== undefined) return this.#callers.gateways.policyChanged();
     void (this.#modern ?? (this.#splitting ? undefined : this.#pool?.gateway))?.policyChanged();
   }
 
@@ -432,7 +486,9 @@ class GatewayChildren implements Children {
     refuseClashingPrefixes(next, this.#settings);
     if (this.#settings.prefix === 'never' && next.length > 1) await this.refuseSharedNames(next);
     checkExchanges(next, this.#settings.exchange);
-    const [own] = next.filter(([name, entry]) => !this.#splitting && this.#isOwn(name, entry));
+    const [own] = next.filter(
+      ([name, entry]) => (!this.#splitting && this.#isOwn(name, entry)) || (!this.#exchanging && exchanged(entry) !== undefined),
+    );
     if (own !== undefined)
       throw new TypeError(`server "${own[0]}" is a session's own (isolated, or reached with each caller's token): restart serve to add it`);
     const changes = changesOf(this.#current, next);
@@ -443,6 +499,7 @@ class GatewayChildren implements Children {
     // Those gone close when their calls end: not waited for here.
     void this.#pool?.gateway.reconfigure(this.#splitting ? this.#sharedOf(this.#current) : this.#current);
     for (const gateway of this.#own) void gateway.reconfigure(this.#ownOf(this.#current, gateway === this.#modern));
+    for (const gateway of this.#callers?.gateways.gateways ?? []) void gateway.reconfigure(this.#callerOf(this.#current));
     return changes;
   }
 

@@ -49,6 +49,7 @@ import { Gateway, SERVE_ITSELF } from '../../gateway/gateway.js';
 import { ParamCheck } from './param-check.js';
 import { CANCELLED_RUNS_MS } from '../../gateway/running.js';
 import { type Caller, sameCaller } from '../../protocol/caller.js';
+import { CallerGateways } from './callers.js';
 import { MODERN_LABEL, pidNote, type ServedChild } from './children.js';
 import { type ServeContext, sendAs } from './context.js';
 import { EVENT_STREAM_HEADERS, keepAlive, writeEvent } from './event-stream.js';
@@ -423,7 +424,7 @@ export class ModernHub {
   #fromServer(msg: unknown, related?: unknown): void {
     if (isObject(msg) && msg.method === 'notifications/tools/list_changed') this.#params.listChanged();
     // The gateway is shared with the sessions of the initialize era: what is theirs is not this hub's to drop.
-    if (this.#child instanceof Gateway && !this.#mine(msg, related)) return;
+    if ((this.#child instanceof Gateway || this.#child instanceof CallerGateways) && !this.#mine(msg, related)) return;
     if (isResponse(msg)) {
       const own = typeof msg.id === 'string' ? this.#own.get(msg.id) : undefined;
       if (own !== undefined) return own(msg as unknown as Record<string, unknown>);

@@ -11,6 +11,7 @@ import type { Logger } from '../../log.js';
 import { decodeHeaderValue } from '../../protocol/modern.js';
 import { listPages } from '../../protocol/paging.js';
 import { type ParamHeader, scanParamHeaders } from '../../protocol/param-headers.js';
+import { CallerGateways } from './callers.js';
 import { MODERN_LABEL, type ServedChild } from './children.js';
 
 /** A request of serve's own to the child, and its answer (undefined when none came in time). */
@@ -57,7 +58,7 @@ export class ParamCheck {
     const params = isObject(msg.params) ? msg.params : {};
     const tool = typeof params.name === 'string' ? params.name : undefined;
     // A gateway knows what each tool it listed declares: nothing is listed again for the call.
-    const known = child instanceof Gateway && tool !== undefined ? child.declaredHeaders(tool) : undefined;
+    const known = (child instanceof Gateway || child instanceof CallerGateways) && tool !== undefined ? child.declaredHeaders(tool) : undefined;
     if (known === undefined && !this.#toolsListed) {
       // Every page: a tool on page 2 declares headers as one on page 1 does. With the client's protocol metadata
       // (a modern child checks it), without its progress token.
