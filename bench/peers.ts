@@ -1,6 +1,7 @@
 /** The decoders and encoders measured side by side, each behind the same small interface. */
 import { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { createParser } from 'eventsource-parser';
+import { EventSourceParserStream as WebEventSourceParserStream } from 'eventsource-parser/stream';
 import * as ndjson from 'ndjson';
 import { transcode } from 'node:buffer';
 import { PassThrough, Transform, type TransformCallback } from 'node:stream';
@@ -8,7 +9,9 @@ import split2 from 'split2';
 import * as rpc from 'vscode-jsonrpc/node';
 import { SseDecoder } from '../lib/framings/sse.js';
 import { FrameDecoder, FrameEncoder } from '../lib/index.js';
+import { WebContentLengthDecoder } from '../lib/web/content-length.js';
 import { WebNdjsonDecoder } from '../lib/web/ndjson.js';
+import { WebSseDecoder } from '../lib/web/sse.js';
 import { FrameDecoderStream } from '../lib/web/index.js';
 
 export interface DecoderPeer {
@@ -356,12 +359,57 @@ export const webDecoders: DecoderPeer[] = [
   { name: 'FrameDecoderStream (mcp-frame/web)', run: (chunks) => throughWebStream(new FrameDecoderStream(), chunks) },
   {
     name: 'WebNdjsonDecoder, the portable codec without a stream',
+    run: (chunks) => bareCodec(new WebNdjsonDecoder({ maxMessageBytes: 1 << 30 }), chunks),
+  },
+];
+
+/** A portable codec of mcp-frame/web fed the chunks with no stream around it (see webDecoders). */
+function bareCodec(
+  decoder: { write(c: Uint8Array, sink: typeof counting): boolean; end(sink: typeof counting): void },
+  chunks: readonly Buffer[],
+): number {
+  counting.n = 0;
+  for (const c of chunks) decoder.write(c, counting);
+  decoder.end(counting);
+  return counting.n;
+}
+
+/** The names of the Web Streams SSE peers that bench/run.ts compares by name. */
+export const WEB_SSE_PEER = {
+  stream: 'FrameDecoderStream sse (mcp-frame/web)',
+  codec: 'WebSseDecoder, the portable codec without a stream',
+  esp: "eventsource-parser's EventSourceParserStream + JSON.parse",
+} as const;
+
+/**
+ * mcp-frame/web's SSE beside the Node decoder and eventsource-parser's own Web Streams class, on the same SSE input:
+ * EventSourceParserStream behind a TextDecoderStream (it takes text), each event's data parsed as it is read, as a
+ * host would; the chunks written as to the other Web Streams decoder.
+ */
+export const webSseDecoders: DecoderPeer[] = [
+  ...sseDecoders.slice(0, 2),
+  { name: WEB_SSE_PEER.stream, run: (chunks) => throughWebStream(new FrameDecoderStream({ framing: 'sse' }), chunks) },
+  { name: WEB_SSE_PEER.codec, run: (chunks) => bareCodec(new WebSseDecoder({ maxMessageBytes: 1 << 30 }), chunks) },
+  {
+    name: WEB_SSE_PEER.esp,
     run: (chunks) => {
-      counting.n = 0;
-      const decoder = new WebNdjsonDecoder({ maxMessageBytes: 1 << 30 });
-      for (const c of chunks) decoder.write(c, counting);
-      decoder.end(counting);
-      return counting.n;
+      const text = new TextDecoderStream();
+      const parsed = text.readable.pipeThrough(new WebEventSourceParserStream());
+      const messages = parsed.pipeThrough(new TransformStream({ transform: (e, controller) => controller.enqueue(JSON.parse(e.data)) }));
+      return throughWebStream({ readable: messages, writable: text.writable }, chunks);
     },
+  },
+];
+
+/** mcp-frame/web's Content-Length beside the Node decoder, on the same input. */
+export const webContentLengthDecoders: DecoderPeer[] = [
+  ...contentLengthDecoders.slice(0, 2),
+  {
+    name: 'FrameDecoderStream content-length (mcp-frame/web)',
+    run: (chunks) => throughWebStream(new FrameDecoderStream({ framing: 'content-length' }), chunks),
+  },
+  {
+    name: 'WebContentLengthDecoder, the portable codec without a stream',
+    run: (chunks) => bareCodec(new WebContentLengthDecoder({ maxMessageBytes: 1 << 30 }), chunks),
   },
 ];

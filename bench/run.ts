@@ -30,7 +30,10 @@ import {
   encoders,
   sseDecoders,
   SSE_PEER,
+  webContentLengthDecoders,
   webDecoders,
+  webSseDecoders,
+  WEB_SSE_PEER,
   sseSmallPeers,
   validationPeers,
   type DecoderPeer,
@@ -253,6 +256,48 @@ note(
       `${i === 0 ? 'small messages' : 'one 32 MiB message'}: ${WEB} took ${fmtX(ratio(t, WEB, 'FrameDecoder'))} FrameDecoder's time; the Web Streams machinery ${fmtX(ratio(t, WEB, WEB_CODEC))} the portable codec's alone, which took ${fmtX(ratio(t, WEB_CODEC, 'floor'))} the floor`,
   ),
 );
+
+// mcp-frame/web's SSE and Content-Length on the same inputs as the Node decoder's, small messages and one 32 MiB
+// message; SSE also beside eventsource-parser's own Web Streams class.
+const webFramed = async (framing: string, frameOf: (m: unknown) => string, peers: DecoderPeer[]): Promise<Timing[][]> => [
+  await decodeCase({
+    title: `mcp-frame/web ${framing}, 90,000 small MCP messages`,
+    bytes: Buffer.from(small.map(frameOf).join('')),
+    chunkSize: 64 * 1024,
+    count: small.length,
+    longLines: false,
+    peers,
+  }),
+  await decodeCase({
+    title: `mcp-frame/web ${framing}, one 32 MiB message, 16 KiB chunks`,
+    bytes: Buffer.from(frameOf(imageResult(32 * MiB))),
+    chunkSize: 16 * 1024,
+    count: 1,
+    longLines: true,
+    peers,
+  }),
+];
+const webSse = await webFramed('SSE', (m) => frameSse(m), webSseDecoders);
+const webCl = await webFramed('Content-Length', frameContentLength, webContentLengthDecoders);
+const WEB_CL = 'FrameDecoderStream content-length (mcp-frame/web)';
+note([
+  ...webSse.map(
+    (t, i) =>
+      `SSE, ${i === 0 ? 'small messages' : 'one 32 MiB message'}: ${WEB_SSE_PEER.stream} took ${fmtX(ratio(t, WEB_SSE_PEER.stream, WEB_SSE_PEER.esp))} the time of ${WEB_SSE_PEER.esp}, ${fmtX(ratio(t, WEB_SSE_PEER.stream, 'FrameDecoder'))} FrameDecoder's; the Web Streams machinery ${fmtX(ratio(t, WEB_SSE_PEER.stream, WEB_SSE_PEER.codec))} the portable codec's alone, which took ${fmtX(ratio(t, WEB_SSE_PEER.codec, 'floor'))} the floor`,
+  ),
+  ...webCl.map(
+    (t, i) =>
+      `Content-Length, ${i === 0 ? 'small messages' : 'one 32 MiB message'}: ${WEB_CL} took ${fmtX(ratio(t, WEB_CL, 'FrameDecoder'))} FrameDecoder's time`,
+  ),
+]);
+for (const [i, t] of webSse.entries()) {
+  const r = ratio(t, WEB_SSE_PEER.stream, WEB_SSE_PEER.esp);
+  verdict(
+    `mcp-frame/web SSE, ${i === 0 ? 'small messages' : 'one 32 MiB message'}: not behind ${WEB_SSE_PEER.esp}`,
+    r <= 1,
+    `${fmtX(r)} of its time`,
+  );
+}
 
 /** Beside the long-line cases: the least a streaming decoder must do there (see copyFloor). */
 const copyFloors: DecoderPeer[] = [

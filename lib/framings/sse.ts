@@ -5,7 +5,10 @@ import type { DecodeSink, DecoderLimits, EncoderSettings, FrameDecoderCore, Fram
 import { LARGE_FRAME, type LargeParse, parseLarge } from './large.js';
 import { EventData, HeldLine, isWord, Region } from './sse-reading.js';
 import { keepShape } from './shapes.js';
-import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, serialize, tryParse } from './json.js';
+import { DEFAULT_MAX_DEPTH, mayBeTooDeep, NOT_JSON, problemOf, tryParse } from './json.js';
+import { frameSse } from './sse-format.js';
+
+export { formatEvent, frameSse, type SseEventFields } from './sse-format.js';
 
 /** The field a line names, when it is one of the four the format defines; read as bytes, not decoded. */
 function fieldName(buf: Buffer, start: number, end: number): 'data' | 'event' | 'id' | 'retry' | undefined {
@@ -93,38 +96,6 @@ function quickData(text: string, i: number): number {
 
 /** Framing bytes a line holds beside its data: its field name and blank (`data: `), and a BOM on the first line. */
 const FIELD_SLACK = 9;
-
-export interface SseEventFields {
-  /** Event type; omitted, the reader takes it as `message`. */
-  event?: string;
-  data: string;
-  id?: string | number;
-  /** Reconnection time, in milliseconds. */
-  retry?: number;
-}
-
-/** One event in the WHATWG event-stream format; each line of `data` becomes its own `data:` line. */
-export function formatEvent({ event, data, id, retry }: SseEventFields): string {
-  let out = '';
-  if (id !== undefined) {
-    const text = String(id);
-    if (/[\r\n\0]/.test(text)) throw new TypeError('an SSE event id cannot hold CR, LF or NUL');
-    out += `id: ${text}\n`;
-  }
-  if (event !== undefined) {
-    if (/[\r\n]/.test(event)) throw new TypeError('an SSE event type cannot hold CR or LF');
-    out += `event: ${event}\n`;
-  }
-  if (retry !== undefined) out += `retry: ${Math.floor(retry)}\n`;
-  for (const line of data.split(/\r\n|\r|\n/)) out += `data: ${line}\n`;
-  return `${out}\n`;
-}
-
-/** `event: message\ndata: <json>\n\n`, with an `id:` line first when an id is given. Compact JSON has no line breaks. */
-export function frameSse(msg: unknown, id?: string | number): string {
-  const json = serialize(msg);
-  return id === undefined ? `event: message\ndata: ${json}\n\n` : formatEvent({ id, event: 'message', data: json });
-}
 
 /**
  * Server-Sent Events, read as the WHATWG event-stream rules say: LF, CR and CRLF line ends (a CRLF split
@@ -456,7 +427,9 @@ export class SseDecoder implements FrameDecoderCore {
     }
     // The field name is read from the line's first bytes, held or not: held bytes alone may stop inside it
     // (`data` held, `x: ...` to come), which would make a line of another field look like data.
-    const name = head.length >= 6 ? head : Buffer.concat([head, buf.subarray(start, Math.min(end, start + 6))]);
+    const first = head.length >= 9 ? head : Buffer.concat([head, buf.subarray(start, Math.min(end, start + 9))]);
+    // The first line's BOM is not read yet: the field name comes after it.
+    const name = !this.#bomChecked && startsWithBom(first, 0, first.length) ? first.subarray(3) : first;
     if (!line.value && !isDataLine(name)) {
       // A comment or another field this long carries no message: it is dropped, as it is when it comes whole.
       line.clear();

@@ -5,19 +5,20 @@
  * with a FrameError, with 'skip' each FrameError goes to `oninvalid` and decoding goes on at the next line.
  *
  * This entry and every module it imports use no node: module and no Node global (a test holds it so), so that the
- * built file runs unbundled as an ES module anywhere. It frames NDJSON (MCP's stdio framing) and Content-Length
- * (LSP's); SSE is the Node streams' (mcp-frame) until its decoder is written to the same rule.
+ * built file runs unbundled as an ES module anywhere. It frames NDJSON (MCP's stdio framing), Content-Length
+ * (LSP's) and SSE (MCP's HTTP transports': an event of another type than `message` goes to `onevent`).
  */
 import { FrameError } from '../errors.js';
-import type { DecodeSink, FrameDecoderCore } from '../framings/codec.js';
+import type { DecodeSink, FramedEvent, FrameDecoderCore } from '../framings/codec.js';
 import { serialize } from '../framings/json.js';
 import { frameProblem } from '../jsonrpc.js';
 import { preview } from '../redaction.js';
 import { frameContentLengthBytes, WebContentLengthDecoder } from './content-length.js';
 import { WebNdjsonDecoder } from './ndjson.js';
+import { frameSseBytes, WebSseDecoder } from './sse.js';
 
 /** The framings this entry speaks. */
-export type WebFraming = 'ndjson' | 'content-length';
+export type WebFraming = 'ndjson' | 'content-length' | 'sse';
 
 /** The largest message a decoder takes by default, as the Node streams' (64 MiB). */
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -33,6 +34,11 @@ export interface FrameDecoderStreamOptions {
   oninvalid?: (error: FrameError) => void;
   /** Check each message is JSON-RPC 2.0 (a bad one is INVALID_MESSAGE). @defaultValue false */
   validate?: boolean;
+  /**
+   * With 'sse': each event of another type than `message` (MCP's legacy `endpoint` event carries a URL), as it is
+   * decoded (the messages before it may not have been read yet).
+   */
+  onevent?: (event: FramedEvent) => void;
 }
 
 /** One message as NDJSON: its compact JSON and exactly one `\n`. */
@@ -41,12 +47,11 @@ export function frame(msg: unknown): string {
 }
 
 function decoderOf(framing: string, maxMessageBytes: number): FrameDecoderCore {
-  if (framing !== 'ndjson' && framing !== 'content-length')
-    throw new TypeError(
-      `mcp-frame/web frames ndjson and content-length; ${JSON.stringify(framing)} is the Node streams' (mcp-frame's FrameDecoder) for now`,
-    );
+  if (framing !== 'ndjson' && framing !== 'content-length' && framing !== 'sse')
+    throw new TypeError(`mcp-frame/web frames ndjson, content-length and sse; got framing ${JSON.stringify(framing)}`);
   if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1)
     throw new TypeError(`maxMessageBytes is a whole number of bytes, got ${maxMessageBytes}`);
+  if (framing === 'sse') return new WebSseDecoder({ maxMessageBytes });
   return framing === 'ndjson' ? new WebNdjsonDecoder({ maxMessageBytes }) : new WebContentLengthDecoder({ maxMessageBytes });
 }
 
@@ -61,9 +66,11 @@ function decoderOf(framing: string, maxMessageBytes: number): FrameDecoderCore {
 export class FrameDecoderStream {
   readonly readable: ReadableStream<unknown>;
   readonly writable: WritableStream<Uint8Array>;
+  readonly #core: FrameDecoderCore;
 
   constructor(options: FrameDecoderStreamOptions = {}) {
     const core = decoderOf(options.framing ?? 'ndjson', options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
+    this.#core = core;
     const skip = options.onInvalid === 'skip';
     const queue: unknown[] = [];
     /** The stream's end: the error it failed with (the first bad frame's, or the reader's cancel), or done. */
@@ -98,6 +105,9 @@ export class FrameDecoderStream {
           );
       },
       invalid: report,
+      event(event) {
+        if (!failed) options.onevent?.(event);
+      },
     };
     /** The reader, when it waits, gets what there is: the messages queued, else the failure or the end. */
     const hand = (): void => {
@@ -157,18 +167,23 @@ export class FrameDecoderStream {
       },
     });
   }
+
+  /** With 'sse': the id of the last event dispatched, for a reconnection's Last-Event-ID; undefined for another framing. */
+  get lastEventId(): string | undefined {
+    return this.#core instanceof WebSseDecoder ? this.#core.lastEventId : undefined;
+  }
 }
 
 /**
- * Messages in, Uint8Array chunks out: each message's frame, byte for byte what frame() (NDJSON) or
- * frameContentLength() writes. A value with no JSON form errors the stream (NOT_SERIALIZABLE).
+ * Messages in, Uint8Array chunks out: each message's frame, byte for byte what frame() (NDJSON),
+ * frameContentLength() or frameSse() writes. A value with no JSON form errors the stream (NOT_SERIALIZABLE).
  */
 export class FrameEncoderStream extends TransformStream<unknown, Uint8Array> {
   constructor(options: { framing?: WebFraming } = {}) {
     const framing = options.framing ?? 'ndjson';
     decoderOf(framing, DEFAULT_MAX_MESSAGE_BYTES);
     const encoder = new TextEncoder();
-    const encode = framing === 'ndjson' ? (msg: unknown) => encoder.encode(frame(msg)) : frameContentLengthBytes;
+    const encode = framing === 'ndjson' ? (msg: unknown) => encoder.encode(frame(msg)) : framing === 'sse' ? frameSseBytes : frameContentLengthBytes;
     super({
       transform(msg, controller) {
         controller.enqueue(encode(msg));

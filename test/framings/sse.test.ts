@@ -363,6 +363,13 @@ describe('sse framing', () => {
       }
     });
 
+    it('reports an oversized first data line after a BOM however it is split, where it was dropped without a word once it spanned chunks', () => {
+      const bytes = Buffer.from(`\uFEFFdata: ${'1'.repeat(40)}\n\ndata: 3\n\n`);
+      for (const [how, chunks] of chunkings(bytes)) {
+        expect(decode(chunks, 16), how).to.deep.equal([{ invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } }, { message: 3 }]);
+      }
+    });
+
     it('counts data joined from several lines, and holds none of an oversized line', () => {
       expect(decode([Buffer.from(`data: ${'1'.repeat(40)}\ndata: ${'2'.repeat(40)}\n\ndata: 3\n\n`)], 64)).to.deep.equal([
         { invalid: { code: 'MESSAGE_TOO_LARGE', index: 1, line: 1, offset: 0 } },

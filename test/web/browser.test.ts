@@ -1,6 +1,6 @@
 // mcp-frame/web in a real browser: Debian's chromium, headless, loads a page from a server on 127.0.0.1 that
-// imports the built entry as it is (unbundled ES modules over HTTP, as a page would), decodes every NDJSON and
-// Content-Length wire fixture whole and byte by byte through FrameDecoderStream, encodes through FrameEncoderStream, and posts what
+// imports the built entry as it is (unbundled ES modules over HTTP, as a page would), decodes every NDJSON,
+// Content-Length and SSE wire fixture whole and byte by byte through FrameDecoderStream, encodes through FrameEncoderStream, and posts what
 // came out back to the server. Skipped with a message where chromium is not installed (.ci/run installs it).
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((bin) =
 describe('mcp-frame/web in a browser (headless chromium)', function () {
   this.timeout(120_000);
 
-  it('decodes every NDJSON and Content-Length wire fixture whole and byte by byte as the fixtures expect, and encodes as frame() and frameContentLength()', async function () {
+  it('decodes every NDJSON, Content-Length and SSE wire fixture whole and byte by byte as the fixtures expect, and encodes as frame(), frameContentLength() and frameSse()', async function () {
     if (CHROMIUM === undefined) {
       console.error('      skipped: chromium is not installed (apt-get install chromium; .ci/run does it)');
       this.skip();

@@ -1,6 +1,6 @@
 // mcp-frame/web outside Node: the built entry imported as it is (unbundled ES modules) by Deno and by Bun, from
 // their npm packages pinned in peers/ (installed by .ci/run; skipped with a message where they are not), each
-// decoding the NDJSON and Content-Length wire fixtures through FrameDecoderStream in skip mode, byte by byte and whole, and encoding
+// decoding the NDJSON, Content-Length and SSE wire fixtures through FrameDecoderStream in skip mode, byte by byte and whole, and encoding
 // with FrameEncoderStream: the same messages, codes and positions as the fixtures expect, the same bytes as frame().
 import { execFile } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -31,7 +31,7 @@ describe('mcp-frame/web in Deno and Bun', function () {
   const fixtures = webFixtures();
 
   for (const [name, runtime] of Object.entries(RUNTIMES)) {
-    it(`${name}: decodes every NDJSON and Content-Length wire fixture whole and byte by byte as the fixtures expect, and encodes as frame() and frameContentLength()`, async function () {
+    it(`${name}: decodes every NDJSON, Content-Length and SSE wire fixture whole and byte by byte as the fixtures expect, and encodes as frame(), frameContentLength() and frameSse()`, async function () {
       if (!existsSync(runtime.bin)) {
         console.log(`      skipped: ${name} is not installed (npm ci --prefix peers; .ci/run does it)`);
         this.skip();

@@ -1,14 +1,16 @@
-// mcp-frame/web on Node: the portable NDJSON and Content-Length decoders held to the Node decoders' fixtures (the
-// same messages and the same error codes and positions, whole, byte by byte, at every split point and at random
-// ones), multibyte text included, and the Content-Length one to the Node decoder on random streams of good and bad
-// frames; the Web Streams around them, in both modes; and the encoders byte for byte against frame() and
-// frameContentLength().
+// mcp-frame/web on Node: the portable NDJSON, Content-Length and SSE decoders held to the Node decoders' fixtures
+// (the same messages and the same error codes and positions, whole, byte by byte, at every split point and at random
+// ones), multibyte text included, and the Content-Length and SSE ones to the Node decoders on random streams of good
+// and bad frames; the Web Streams around them, in both modes; and the encoders byte for byte against frame(),
+// frameContentLength() and frameSse().
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { ContentLengthDecoder, frameContentLength } from '../../lib/framings/content-length.js';
 import { frame as nodeFrame } from '../../lib/framings/ndjson.js';
+import { frameSse, SseDecoder } from '../../lib/framings/sse.js';
 import { WebContentLengthDecoder } from '../../lib/web/content-length.js';
 import { WebNdjsonDecoder } from '../../lib/web/ndjson.js';
+import { WebSseDecoder } from '../../lib/web/sse.js';
 import { FrameDecoderStream, FrameEncoderStream, FrameError, frame } from '../../lib/web/index.js';
 import { chunkings, randomChunks, rng } from '../helpers/chunkers.js';
 import { type DecodeEvent, decodeWithCore, decodeWithStream, invalidEvent } from '../helpers/decode.js';
@@ -64,6 +66,52 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     });
   }
 
+  for (const fixture of wireFixtures('sse')) {
+    it(`decodes fixtures/wire/${fixture.name}.sse as the Node decoder does, under every chunking`, () => {
+      expect(fixture.events.length).to.be.greaterThan(0);
+      for (const [how, chunks] of chunkings(fixture.bytes))
+        expect(decodeWithCore(new WebSseDecoder(LIMITS), chunks), how).to.deep.equal(fixture.events);
+    });
+  }
+
+  it('decodes SSE streams of good and bad events as the Node decoder does, under random chunking, and keeps the same last id and retry (property)', () => {
+    // Events and what goes wrong in them: ids (one with NUL), retry, comments, other event types, several data
+    // lines, CR and CRLF line ends, bad JSON, a non-message, data over the limit in one line and in several, bytes
+    // that are not UTF-8, a field with no colon, stray text, multibyte text.
+    const piece = fc.oneof(
+      message.map((m) => frameSse(m)),
+      fc.tuple(message, fc.nat(1000)).map(([m, id]) => frameSse(m, id)),
+      message.map((m) => frameSse(m).replaceAll('\n', '\r\n')),
+      message.map((m) => frameSse(m).replaceAll('\n', '\r')),
+      fc.constant(': keep-alive\n\n'),
+      fc.constant('id: 7\ndata:\n\n'),
+      fc.constant('id: a\0b\nretry: 1500\nretry: x\ndata: {"jsonrpc":"2.0","method":"a"}\n\n'),
+      fc.constant('event: endpoint\ndata: /messages?sessionId=ünï\n\n'),
+      fc.constant('data: {"jsonrpc":"2.0",\ndata: "method":"two lines"}\n\n'),
+      fc.constant('data: {"jsonrpc":"2.0", oops\n\n'),
+      fc.constant('data: [1,2]\n\n'),
+      fc.constant('event: message\n\n'),
+      fc.constant('data\n\ndata:x\n\n'),
+      fc.constant(`data: {"jsonrpc":"2.0","method":"${'x'.repeat(300)}"}\n\n`),
+      fc.constant(`data: ${'y'.repeat(150)}\ndata: ${'z'.repeat(150)}\n\n`),
+      fc.constant(`: ${'c'.repeat(300)}\nevent: ${'e'.repeat(300)}\ndata: {"jsonrpc":"2.0","method":"after"}\n\n`),
+      fc.string({ unit: 'grapheme', maxLength: 20 }),
+    );
+    const notUtf8 = Buffer.concat([Buffer.from('data: '), Buffer.from([0xff, 0xfe]), Buffer.from('\n\n')]);
+    const pieceBytes = fc.oneof({ weight: 12, arbitrary: piece.map((p) => Buffer.from(p)) }, { weight: 1, arbitrary: fc.constant(notUtf8) });
+    fc.assert(
+      fc.property(fc.boolean(), fc.array(pieceBytes, { maxLength: 10 }), fc.integer({ min: 1, max: 64 }), fc.integer(), (bom, pieces, max, seed) => {
+        const bytes = Buffer.concat([Buffer.from(bom ? [0xef, 0xbb, 0xbf] : []), ...pieces]);
+        const limits = { maxMessageBytes: 256 };
+        const chunks = randomChunks(bytes, rng(seed), max);
+        const [web, node] = [new WebSseDecoder(limits), new SseDecoder(limits)];
+        expect(decodeWithCore(web, chunks)).to.deep.equal(decodeWithCore(node, chunks));
+        expect([web.lastEventId, web.retry]).to.deep.equal([node.lastEventId, node.retry]);
+      }),
+      { numRuns: 600 },
+    );
+  });
+
   it('decodes Content-Length streams of good and bad frames as the Node decoder does, under random chunking (property)', () => {
     // Frames and what goes wrong between them: bad JSON, a non-message, a header with no length, a length that is
     // not a plain number, blank lines, garbage a resync must cross, a body over the limit, bytes that are not UTF-8.
@@ -96,6 +144,7 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     for (const [framing, fixture] of [
       ...wireFixtures('ndjson').map((f) => ['ndjson', f] as const),
       ...wireFixtures('content-length').map((f) => ['content-length', f] as const),
+      ...wireFixtures('sse').map((f) => ['sse', f] as const),
     ]) {
       for (const [how, chunks] of chunkings(fixture.bytes, 64)) {
         const node = await decodeWithStream(chunks, { framing, onInvalid: 'skip' });
@@ -154,7 +203,7 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     expect([messagesOf(node.events), invalidOf(node.events)]).to.deep.equal([messagesOf(web.events), invalidOf(web.events)]);
   });
 
-  it('encodes byte for byte what frame() and frameContentLength() write, U+2028 and multibyte text included; a value with no JSON form errors the stream', async () => {
+  it('encodes byte for byte what frame(), frameContentLength() and frameSse() write, U+2028 and multibyte text included; a value with no JSON form errors the stream', async () => {
     const msgs = [
       { jsonrpc: '2.0', id: 1, result: { text: 'ünïcödé ✓ \u2028 line\nbreak' } },
       { jsonrpc: '2.0', method: 'ping' },
@@ -162,6 +211,7 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     for (const [framing, frameOf] of [
       ['ndjson', nodeFrame],
       ['content-length', frameContentLength],
+      ['sse', (m: unknown) => frameSse(m)],
     ] as const) {
       const stream = new FrameEncoderStream({ framing });
       const writer = stream.writable.getWriter();
@@ -229,12 +279,28 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     expect(refused).to.be.instanceOf(Error).with.property('message', 'enough');
   });
 
-  it('says which framings it speaks: another is a TypeError naming where it is', () => {
-    expect(() => new FrameDecoderStream({ framing: 'sse' as 'ndjson' })).to.throw(
-      TypeError,
-      /frames ndjson and content-length; "sse" is the Node streams'/,
+  it('with SSE, gives events of other types to onevent with their id, and keeps the last event id for a reconnection', async () => {
+    const events: unknown[] = [];
+    const stream = new FrameDecoderStream({ framing: 'sse', onevent: (event) => events.push(event) });
+    const writer = stream.writable.getWriter();
+    const reader = stream.readable.getReader();
+    const bytes = Buffer.from(
+      `id: 1\nevent: endpoint\ndata: /messages?sessionId=abc\n\nid: 2\ndata:\n\n${frameSse({ jsonrpc: '2.0', method: 'a' }, 'ev-3')}`,
     );
-    expect(() => new FrameEncoderStream({ framing: 'sse' as 'ndjson' })).to.throw(TypeError, /"sse"/);
+    const writing = writer.write(bytes);
+    expect((await reader.read()).value).to.deep.equal({ jsonrpc: '2.0', method: 'a' });
+    await writing;
+    expect(events).to.deep.equal([{ event: 'endpoint', data: '/messages?sessionId=abc', id: '1' }]);
+    expect(stream.lastEventId).to.equal('ev-3');
+    expect(new FrameDecoderStream().lastEventId).to.equal(undefined);
+  });
+
+  it('says which framings it speaks: another is a TypeError naming them', () => {
+    expect(() => new FrameDecoderStream({ framing: 'lsp' as 'ndjson' })).to.throw(
+      TypeError,
+      /frames ndjson, content-length and sse; got framing "lsp"/,
+    );
+    expect(() => new FrameEncoderStream({ framing: 'lsp' as 'ndjson' })).to.throw(TypeError, /"lsp"/);
     expect(() => new FrameDecoderStream({ maxMessageBytes: 0 })).to.throw(TypeError, /maxMessageBytes/);
   });
 });
