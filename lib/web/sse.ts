@@ -186,7 +186,8 @@ export class WebSseDecoder implements FrameDecoderCore {
    */
   #hold(chunk: Uint8Array, start: number, end: number, sink: DecodeSink): boolean {
     if (this.#tooLong || start === end) return true;
-    const piece = chunk.slice(start, end);
+    // As it came (a chunk given to a stream is the stream's): the pieces are joined once, when the line ends.
+    const piece = chunk.subarray(start, end);
     const held = this.#held + piece.length;
     const head = this.#head(piece);
     const value = this.#bomChecked && !this.#dropping ? dataValueAt(head) : -1;

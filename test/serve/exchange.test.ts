@@ -81,6 +81,26 @@ describe('serve: each caller’s own token to a remote server (token exchange)',
     expect(log.join('\n')).to.not.match(/eyJ[A-Za-z0-9_-]{10,}/);
   });
 
+  it('reaches the isolated and the shared servers beside it from a 2026-07-28 caller’s own gateway, policy and claims applied once', async () => {
+    const remote = await upstream();
+    log = [];
+    const handle = await serve(
+      { remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS, own: STEPS },
+      { auth: { issuer: idp.issuer, requiredScopes: ['mcp'] }, isolate: ['own'], forwardClaims: ['sub'], log: (line) => log.push(line) },
+    );
+    handles.push(handle);
+    const alice = await signedIn(handle.url!, 'alice', '2026-07-28');
+    const [viaExchange, isolated, shared] = await Promise.all([
+      alice.request('tools/call', { name: 'remote__whoami', arguments: {} }),
+      alice.request('tools/call', { name: 'own__whoami', arguments: {} }),
+      alice.request('tools/call', { name: 'local__whoami', arguments: {} }),
+    ]);
+    expect(JSON.parse(textOf(viaExchange))).to.deep.include({ sub: 'alice' });
+    // The servers behind the caller's gateway see the caller's claims, forwarded by one gateway only.
+    expect(JSON.parse(textOf(isolated))).to.deep.equal({ sub: 'alice' });
+    expect(JSON.parse(textOf(shared))).to.deep.equal({ sub: 'alice' });
+  });
+
   it('fails only that caller’s calls to that server when the exchange is refused, naming it; others go on', async () => {
     const remote = await upstream();
     const url = await gateway({ remote: { type: 'http', url: remote, auth: { mode: 'exchange' } }, local: STEPS });
