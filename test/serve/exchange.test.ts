@@ -81,7 +81,7 @@ describe('serve: each caller’s own token to a remote server (token exchange)',
     expect(log.join('\n')).to.not.match(/eyJ[A-Za-z0-9_-]{10,}/);
   });
 
-  it('reaches the isolated and the shared servers beside it from a 2026-07-28 caller’s own gateway, policy and claims applied once', async () => {
+  it('reaches the isolated and the shared servers beside it from a 2026-07-28 caller’s own gateway, each server seeing that caller’s claims', async () => {
     const remote = await upstream();
     log = [];
     const handle = await serve(
@@ -96,7 +96,7 @@ describe('serve: each caller’s own token to a remote server (token exchange)',
       alice.request('tools/call', { name: 'local__whoami', arguments: {} }),
     ]);
     expect(JSON.parse(textOf(viaExchange))).to.deep.include({ sub: 'alice' });
-    // The servers behind the caller's gateway see the caller's claims, forwarded by one gateway only.
+    // The servers behind the caller's gateway (through the modern gateway) see the caller's claims.
     expect(JSON.parse(textOf(isolated))).to.deep.equal({ sub: 'alice' });
     expect(JSON.parse(textOf(shared))).to.deep.equal({ sub: 'alice' });
   });
