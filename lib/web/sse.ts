@@ -244,7 +244,9 @@ export class WebSseDecoder implements FrameDecoderCore {
     let valueStart = colon;
     if (colon < end) valueStart = bytes[colon + 1] === SPACE && colon + 1 < end ? colon + 2 : colon + 1;
     if (isData) return this.#data(bytes, valueStart, end, sink);
-    if (isWord(bytes, start, colon, 'event')) this.#type = LENIENT.decode(bytes.subarray(valueStart, end));
+    // `event: message` comes with nearly every MCP event: compared as bytes, not decoded each time.
+    if (isWord(bytes, start, colon, 'event'))
+      this.#type = isWord(bytes, valueStart, end, 'message') ? 'message' : LENIENT.decode(bytes.subarray(valueStart, end));
     else if (isWord(bytes, start, colon, 'id')) {
       const id = LENIENT.decode(bytes.subarray(valueStart, end));
       if (!id.includes('\0')) this.#idBuffer = id;
