@@ -3,7 +3,7 @@
 // client, sequential and concurrent tools/call, runs interleaved; then the memory of a session with N servers
 // behind the gateway (the serve process's own, and its children's). Every serve is a process of its own.
 // npm run bench runs it; `node dist/bench/gateway.js` runs it alone.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,6 +13,7 @@ import { MCP_HEADERS, rawRequest } from '../test/helpers/raw-http.js';
 import { INIT, serveProcess } from '../test/helpers/served.js';
 import { tempDir } from '../test/helpers/temp.js';
 import { CALLS, type Call, interleaved } from './http.js';
+import { childrenOf, rssKiB } from './procfs.js';
 import { countingWarnings, warningNote } from './warnings.js';
 
 const RUNS = 3;
@@ -49,24 +50,6 @@ async function sdkClient(url: string, tool: string): Promise<{ call: Call; close
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return { call: (text) => client.callTool({ name: tool, arguments: { message: text } }), close: () => client.close() };
-}
-
-/** VmRSS of a process, in KiB (Linux /proc); 0 when it is gone. */
-function rssKiB(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
-}
-
-/** The children of a process (Linux /proc). */
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
 }
 
 export interface GatewayRow {

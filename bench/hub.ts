@@ -6,7 +6,7 @@
 // of its own, mcp-hub with a HOME of its own (it keeps logs and a workspace cache there).
 // npm run bench runs it; `node dist/bench/hub.js` runs it alone.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -16,6 +16,7 @@ import { freePort } from '../test/helpers/ports.js';
 import { serveProcess } from '../test/helpers/served.js';
 import { tempDir } from '../test/helpers/temp.js';
 import { median } from './http.js';
+import { memoryOf, processTree } from './procfs.js';
 
 const DEMO = { command: process.execPath, args: [`${ROOT}dist/examples/server.js`] };
 const CALLS = 1000;
@@ -84,27 +85,6 @@ async function allTools(c: Client): Promise<number> {
   return n;
 }
 
-/** The processes under `pid` (itself included), from /proc. */
-function tree(pid: number): number[] {
-  let children: number[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    // Gone.
-  }
-  return [pid, ...children.flatMap(tree)];
-}
-
-/** RSS and PSS of a process in KiB (smaps_rollup); zeros when it is gone. */
-function memory(pid: number): { rss: number; pss: number } {
-  try {
-    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-    return { rss: Number(/^Rss:\s+(\d+)/m.exec(text)?.[1] ?? 0), pss: Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0) };
-  } catch {
-    return { rss: 0, pss: 0 };
-  }
-}
-
 export interface HubRow {
   servers: number;
   name: string;
@@ -135,8 +115,8 @@ async function measure(a: Aggregator, n: number, sequential: number[], concurren
   const open = await Promise.all(Array.from({ length: SESSIONS }, () => client(a.url)));
   await Promise.all(open.map((c) => c.listTools()));
   await new Promise((resolve) => setTimeout(resolve, 500));
-  const pids = tree(a.pid);
-  const mem = pids.map(memory).reduce((s, m) => ({ rss: s.rss + m.rss, pss: s.pss + m.pss }), { rss: 0, pss: 0 });
+  const pids = processTree(a.pid);
+  const mem = pids.map(memoryOf).reduce((s, m) => ({ rss: s.rss + m.rss, pss: s.pss + m.pss }), { rss: 0, pss: 0 });
   await Promise.all(open.map((c) => c.close()));
   return {
     servers: n,
