@@ -11,7 +11,7 @@
  * the event's number, the line it starts on and its byte offset.
  *
  * The Node decoder reads whole regions of a chunk as text, for speed measured on Node; this one reads a line at a
- * time and keeps a line that spans chunks as the pieces it came in, joined once it ends.
+ * time and keeps a line that spans chunks as copies of the pieces it came in, joined once it ends.
  */
 import { FrameError, type FrameErrorPosition, preview } from '../errors.js';
 import type { DecodeSink, DecoderLimits, FrameDecoderCore } from '../framings/codec.js';
@@ -186,8 +186,9 @@ export class WebSseDecoder implements FrameDecoderCore {
    */
   #hold(chunk: Uint8Array, start: number, end: number, sink: DecodeSink): boolean {
     if (this.#tooLong || start === end) return true;
-    // As it came (a chunk given to a stream is the stream's): the pieces are joined once, when the line ends.
-    const piece = chunk.subarray(start, end);
+    // Copied: the writer may reuse its buffer once write() returns (a BYOB reader's next read transfers it, which
+    // would leave a view of it empty); the pieces are joined once, when the line ends.
+    const piece = chunk.slice(start, end);
     const held = this.#held + piece.length;
     const head = this.#head(piece);
     const value = this.#bomChecked && !this.#dropping ? dataValueAt(head) : -1;

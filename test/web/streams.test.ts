@@ -279,6 +279,27 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
     expect(refused).to.be.instanceOf(Error).with.property('message', 'enough');
   });
 
+  it('keeps what it holds of an unfinished frame when the writer reuses its buffer after each write (as a BYOB reader does)', () => {
+    const msg = { jsonrpc: '2.0', id: 1, result: { text: 'ünïcödé' } };
+    for (const [name, core, bytes] of [
+      ['sse', new WebSseDecoder(LIMITS), Buffer.from(frameSse(msg))],
+      ['content-length', new WebContentLengthDecoder(LIMITS), Buffer.from(frameContentLength(msg))],
+      ['ndjson', new WebNdjsonDecoder(LIMITS), Buffer.from(nodeFrame(msg))],
+    ] as const) {
+      const events: DecodeEvent[] = [];
+      const sink = { message: (m: unknown) => void events.push({ message: m }), invalid: () => true };
+      const buffer = new Uint8Array(8);
+      for (let at = 0; at < bytes.length; at += buffer.length) {
+        const piece = bytes.subarray(at, at + buffer.length);
+        buffer.set(piece);
+        core.write(buffer.subarray(0, piece.length), sink);
+        buffer.fill(0x78);
+      }
+      core.end(sink);
+      expect(events, name).to.deep.equal([{ message: msg }]);
+    }
+  });
+
   it('with SSE, gives events of other types to onevent with their id, and keeps the last event id for a reconnection', async () => {
     const events: unknown[] = [];
     const stream = new FrameDecoderStream({ framing: 'sse', onevent: (event) => events.push(event) });
