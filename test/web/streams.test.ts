@@ -98,7 +98,13 @@ describe('mcp-frame/web: the framing on Web Streams', function () {
       fc.string({ unit: 'grapheme', maxLength: 20 }),
     );
     const notUtf8 = Buffer.concat([Buffer.from('data: '), Buffer.from([0xff, 0xfe]), Buffer.from('\n\n')]);
-    const pieceBytes = fc.oneof({ weight: 12, arbitrary: piece.map((p) => Buffer.from(p)) }, { weight: 1, arbitrary: fc.constant(notUtf8) });
+    // A line that ends inside a character: only the end of the line shows it is not UTF-8.
+    const cutCharacter = Buffer.concat([Buffer.from('data: {"jsonrpc":"2.0","method":"é'), Buffer.from('é').subarray(0, 1), Buffer.from('\n\n')]);
+    const pieceBytes = fc.oneof(
+      { weight: 12, arbitrary: piece.map((p) => Buffer.from(p)) },
+      { weight: 1, arbitrary: fc.constant(notUtf8) },
+      { weight: 1, arbitrary: fc.constant(cutCharacter) },
+    );
     fc.assert(
       fc.property(fc.boolean(), fc.array(pieceBytes, { maxLength: 10 }), fc.integer({ min: 1, max: 64 }), fc.integer(), (bom, pieces, max, seed) => {
         const bytes = Buffer.concat([Buffer.from(bom ? [0xef, 0xbb, 0xbf] : []), ...pieces]);
