@@ -56,6 +56,12 @@ export function withTasks(capabilities: Json, ups: readonly Upstream[]): Json {
   return ups.some((up) => declaresTasks(up.capabilities)) ? { ...capabilities, extensions: { [TASKS_EXTENSION]: {} } } : capabilities;
 }
 
+/** How long the task a result makes is kept (its ttlMs, or an hour), or undefined for a result that makes none. */
+export function taskKeptMs(result: unknown): number | undefined {
+  if (!isObject(result) || result.resultType !== 'task' || typeof result.taskId !== 'string') return undefined;
+  return typeof result.ttlMs === 'number' && result.ttlMs > 0 ? result.ttlMs : DEFAULT_TTL_MS;
+}
+
 export class GatewayTasks {
   readonly #prefix: string;
   /** The tasks made through the gateway, by the gateway's id, each for its ttlMs. */
@@ -68,10 +74,11 @@ export class GatewayTasks {
 
   /** A server's answer to a call of `caller`: a task it made is kept, and given under the gateway's id. */
   created(up: Upstream, caller: Caller | undefined, result: unknown): unknown {
-    if (!isObject(result) || result.resultType !== 'task' || typeof result.taskId !== 'string') return result;
-    const id = `${this.#prefix}${encodeURIComponent(up.name)}:${result.taskId}`;
-    const ttl = typeof result.ttlMs === 'number' && result.ttlMs > 0 ? result.ttlMs : DEFAULT_TTL_MS;
-    this.#tasks.set(id, { up, taskId: result.taskId, caller }, ttl);
+    const ttl = taskKeptMs(result);
+    if (ttl === undefined || !isObject(result)) return result;
+    const taskId = result.taskId as string;
+    const id = `${this.#prefix}${encodeURIComponent(up.name)}:${taskId}`;
+    this.#tasks.set(id, { up, taskId, caller }, ttl);
     return { ...result, taskId: id };
   }
 

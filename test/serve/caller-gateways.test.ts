@@ -128,6 +128,17 @@ describe('serve: each signed-in caller’s gateway for its modern requests', () 
     expect(made.get('alice')!.sent.map((m) => m.id)).to.deep.equal([2]);
   });
 
+  it('keeps a caller’s gateway open, idle or not, while a task it made is kept (its tasks live in it)', async () => {
+    make({ idleMs: 50 });
+    await gateways.send(call(1), caller('alice'));
+    const first = made.get('alice')!;
+    first.emit('message', { jsonrpc: '2.0', id: 1, result: { resultType: 'task', taskId: 'alice__x:1', ttlMs: 400 } });
+    await sleep(200);
+    expect(first.closed, 'its task is still kept').to.equal(false);
+    await sleep(350);
+    expect(first.closed).to.equal(true);
+  });
+
   it('answers what a caller’s gateway had in flight when it closes, so that no request waits for nothing', async () => {
     make();
     const answers: Json[] = [];

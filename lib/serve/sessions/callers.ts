@@ -12,6 +12,7 @@
 import { EventEmitter } from 'node:events';
 import type { ConnectionError, ExitStatus } from '../../client/errors.js';
 import type { Gateway } from '../../gateway/gateway.js';
+import { taskKeptMs } from '../../gateway/tasks.js';
 import { idKey, isObject, isRequest, isResponse, rpcError } from '../../jsonrpc.js';
 import { type Caller, tokenOf } from '../../protocol/caller.js';
 import type { ParamHeader } from '../../protocol/param-headers.js';
@@ -41,6 +42,8 @@ interface Held {
   readonly gateway: Gateway;
   readonly ids: Map<string, unknown>;
   timer: NodeJS.Timeout | undefined;
+  /** Until when a task it made is kept (its tasks live in it): it stays open that long, idle or not. */
+  tasksUntil: number;
 }
 
 export class CallerGateways extends EventEmitter {
@@ -140,26 +143,33 @@ export class CallerGateways extends EventEmitter {
       return found;
     }
     if (this.#held.size >= this.#max) {
-      const idle = [...this.#held.values()].find((held) => held.ids.size === 0);
+      const idle = [...this.#held.values()].find((held) => held.ids.size === 0 && held.tasksUntil <= Date.now());
       if (idle === undefined) throw new Error(`${this.#max} signed-in callers have requests in flight already: try again shortly`);
       void this.#end(idle);
     }
-    const held: Held = { subject: caller.subject, gateway: this.#options.open(caller), ids: new Map(), timer: undefined };
+    const held: Held = { subject: caller.subject, gateway: this.#options.open(caller), ids: new Map(), timer: undefined, tasksUntil: 0 };
     this.#held.set(caller.subject, held);
     held.gateway.on('message', (msg: unknown, related?: unknown) => {
-      if (isResponse(msg)) this.#done(held, idKey(msg.id));
+      if (isResponse(msg)) {
+        const kept = taskKeptMs((msg as { result?: unknown }).result);
+        if (kept !== undefined) held.tasksUntil = Math.max(held.tasksUntil, Date.now() + kept);
+        this.#done(held, idKey(msg.id));
+      }
       this.emit('message', msg, related);
     });
     held.gateway.once('close', () => this.#gone(held));
     return held;
   }
 
-  /** A request of `held`'s answered (or never sent): once none is left, its gateway closes after the idle time. */
+  /**
+   * A request of `held`'s answered (or never sent): once none is left, its gateway closes after the idle time, or
+   * once the tasks it made are no longer kept, whichever is later.
+   */
   #done(held: Held, key: string): void {
     if (!held.ids.delete(key)) return;
     this.#inFlight.delete(key);
     if (held.ids.size > 0 || this.#held.get(held.subject) !== held) return;
-    held.timer = setTimeout(() => void this.#end(held), this.#idleMs);
+    held.timer = setTimeout(() => void this.#end(held), Math.max(this.#idleMs, held.tasksUntil - Date.now()));
     held.timer.unref();
   }
 
